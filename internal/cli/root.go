@@ -1,0 +1,98 @@
+// Package cli implements the cadre command: flags, config files and
+// environment are read here and nowhere else, turned into the Config structs
+// of the library packages, and wired together.
+//
+// Commands never call os.Exit; Main returns the exit status.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// IO is what a command reads and writes.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+	// Dir is the working directory; empty means the process's.
+	Dir string
+}
+
+// Stdio returns the process's standard streams and environment.
+func Stdio() IO {
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// app holds what every command shares.
+type app struct {
+	io IO
+}
+
+// exitError carries an exit status through cobra without printing twice.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// Main runs the cadre command with args and returns its exit status.
+func Main(ctx context.Context, args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = func(string) string { return "" }
+	}
+	a := &app{io: stdio}
+	root := a.newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdio.Stdin)
+	root.SetOut(stdio.Stdout)
+	root.SetErr(stdio.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	}
+	fmt.Fprintf(stdio.Stderr, "cadre: %v\n", err)
+	return code
+}
+
+func (a *app) newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cadre",
+		Short: "Run LLM agents that delegate work to subagents",
+		Long: `cadre runs an LLM agent on a task and lets it delegate to subagents defined as
+markdown files: in parallel or in sequence, in the background or while it waits,
+inside limits you set, with every step recorded.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		a.newVersionCmd(),
+		// Commands are listed here, one constructor per file.
+	)
+	return root
+}
+
+// wd returns the working directory commands resolve paths against.
+func (a *app) wd() (string, error) {
+	if a.io.Dir != "" {
+		return a.io.Dir, nil
+	}
+	return os.Getwd()
+}

@@ -1,0 +1,89 @@
+package cadre
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by a Store when a run or agent does not exist.
+var ErrNotFound = errors.New("cadre: not found")
+
+// A RunRecord is what a Store keeps about a run.
+type RunRecord struct {
+	ID      string    `json:"id"`
+	Task    string    `json:"task"`
+	Status  Status    `json:"status"`
+	Model   string    `json:"model,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+	Usage   Usage     `json:"usage"`
+	Answer  string    `json:"answer,omitempty"`
+	Error   string    `json:"error,omitempty"`
+	Agents  int       `json:"agents"`
+	// Config is the run's settings as JSON, kept so a resumed run uses the
+	// same limits, workspace and models.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+// An AgentRecord is what a Store keeps about one agent of a run.
+type AgentRecord struct {
+	Run        string    `json:"run"`
+	ID         AgentID   `json:"id"`
+	Parent     AgentID   `json:"parent,omitempty"`
+	Depth      int       `json:"depth"`
+	Definition string    `json:"definition"`
+	Model      string    `json:"model,omitempty"`
+	Task       string    `json:"task"`
+	Status     Status    `json:"status"`
+	Turns      int       `json:"turns"`
+	Usage      Usage     `json:"usage"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended,omitzero"`
+	Result     string    `json:"result,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// A JournalEntry is one loop Input as it was fed to an agent's state
+// machine. Seq numbers an agent's entries from 1 with no gaps; replaying
+// them in order rebuilds the agent's state.
+type JournalEntry struct {
+	Run   string          `json:"run"`
+	Agent AgentID         `json:"agent"`
+	Seq   int64           `json:"seq"`
+	Kind  string          `json:"kind"`
+	Data  json.RawMessage `json:"data"`
+	Time  time.Time       `json:"time"`
+}
+
+// Store keeps runs durably: the records, every agent's journal, and the
+// events. Implementations are safe for concurrent use, and several runs may
+// share one store.
+//
+// Append and AppendEvents take batches; an implementation writes each batch
+// in one transaction, so a crash keeps a prefix of batches, never a partial
+// one. Appending a journal entry whose (run, agent, seq) already exists is
+// an error.
+type Store interface {
+	CreateRun(ctx context.Context, r *RunRecord) error
+	UpdateRun(ctx context.Context, r *RunRecord) error
+	GetRun(ctx context.Context, id string) (*RunRecord, error)
+	// ListRuns returns runs, newest first; limit <= 0 means all.
+	ListRuns(ctx context.Context, limit int) ([]*RunRecord, error)
+
+	// PutAgent creates or replaces an agent's record.
+	PutAgent(ctx context.Context, a *AgentRecord) error
+	ListAgents(ctx context.Context, run string) ([]*AgentRecord, error)
+
+	Append(ctx context.Context, entries []JournalEntry) error
+	// Journal returns an agent's entries in Seq order.
+	Journal(ctx context.Context, run string, agent AgentID) ([]JournalEntry, error)
+
+	// AppendEvents stores events and sets their Seq, increasing per run.
+	AppendEvents(ctx context.Context, events []Event) error
+	// Events returns a run's events with Seq greater than after, in order.
+	Events(ctx context.Context, run string, after int64) ([]Event, error)
+
+	Close() error
+}
