@@ -1,0 +1,34 @@
+package textproto_test
+
+import (
+	"fmt"
+
+	"github.com/cadre-ai/cadre/textproto"
+)
+
+func ExampleTagExtract() {
+	reply := "Done.\n<Response>\nThe answer is 42.\n</response>"
+	content, ok := textproto.TagExtract(reply, "response")
+	fmt.Printf("%q %v\n", content, ok)
+	fmt.Printf("%q\n", textproto.TagStrip(reply, "response"))
+	// Output:
+	// "The answer is 42." true
+	// "Done.\n"
+}
+
+func ExampleParseSpawn() {
+	reply := `I'll split this up.
+<spawn_agents mode="sequential">
+  <agent task="Gather the raw data" />
+  <agent name='code-analyst' task="Find \"hot\" paths" context="Go 1.26" />
+</spawn_agents>`
+	b, ok := textproto.ParseSpawn(reply)
+	fmt.Println(ok, b.Mode, b.Before)
+	for _, t := range b.Tasks {
+		fmt.Printf("%q %q %q\n", t.Name, t.Task, t.Context)
+	}
+	// Output:
+	// true sequential I'll split this up.
+	// "" "Gather the raw data" ""
+	// "code-analyst" "Find \"hot\" paths" "Go 1.26"
+}
