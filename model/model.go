@@ -1,0 +1,22 @@
+// Package model holds what cadre's model providers share: the retry policy
+// and its loop ([Stream]), the classification of failures ([ServerError],
+// [Retryable]) and the parsing of "provider:model" names ([ParseName]).
+//
+// The providers live in sub-packages: openai (OpenAI and every
+// OpenAI-compatible server, Ollama included), anthropic, and scripted (a
+// deterministic model for tests and demos). Package modeltest is the
+// conformance suite the HTTP providers pass.
+//
+// Retries: a call is retried, with exponential backoff and full jitter, when
+// the server answers 408, 409, 429 or 5xx, when the connection is reset,
+// refused or times out, and when a stream breaks, but only while nothing has
+// been handed to the caller yet: once a piece of text was yielded, a broken
+// stream is an error wrapping [cadre.ErrIncompleteStream], never a silent
+// restart. A 429 waits as long as its Retry-After header asks, capped by
+// [RetryPolicy.MaxDelay]. Other statuses (400, 401, 403, 404…) fail at once.
+// Every failure reaches the caller as a *[cadre.ModelError] whose Hint says
+// what to check.
+//
+// Nothing in this package keeps state between calls; everything is safe for
+// concurrent use.
+package model

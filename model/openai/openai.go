@@ -1,0 +1,363 @@
+// Package openai is cadre's provider for the OpenAI chat completions API and
+// every server that speaks it: OpenAI itself, Ollama, vLLM, llama.cpp, LM
+// Studio and the like. It streams through github.com/openai/openai-go/v3.
+//
+// Each call streams with stream_options.include_usage set: text is yielded
+// as it arrives; tool calls, whose arguments come in pieces, are assembled by
+// their index; the usage is read from the last chunk. A reply is complete
+// when a finish_reason arrived; a stream that ends before is an error
+// wrapping [cadre.ErrIncompleteStream]. Tool-call arguments are passed on as
+// the model wrote them, even when they are not valid JSON (the agent loop
+// reports that to the model); empty arguments become "{}".
+//
+// Failures are retried by cadre's policy ([model.Stream]); the SDK's own
+// retries are off. A Provider reads no environment variables: the caller
+// passes the base URL and key. An empty key sends no Authorization header,
+// which is what local servers such as Ollama want.
+//
+// A Provider is safe for concurrent use.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model"
+)
+
+// Default base URLs.
+const (
+	DefaultBaseURL       = "https://api.openai.com/v1"
+	DefaultOllamaBaseURL = "http://127.0.0.1:11434/v1"
+)
+
+// Config configures a Provider. Only Model is required.
+type Config struct {
+	// BaseURL of the API, up to and including the version ("…/v1").
+	// Empty means DefaultBaseURL, or DefaultOllamaBaseURL when Provider is
+	// "ollama".
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none.
+	APIKey string
+	// Model is the model name the server knows, such as "gpt-4o".
+	Model string
+	// HTTPClient makes the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// Retry is the retry policy; its zero value is the default.
+	Retry model.RetryPolicy
+	// Provider names the provider in errors and chooses their hints:
+	// "openai" (the default) or "ollama".
+	Provider string
+	// KeyEnv is the environment variable the key came from, named in hints.
+	// Empty means OPENAI_API_KEY, or OLLAMA_API_KEY for Ollama.
+	KeyEnv string
+	// Logger, when not nil, hears about retries.
+	Logger *slog.Logger
+}
+
+// Provider is a [cadre.Model] speaking the chat completions API.
+type Provider struct {
+	cfg Config
+	svc openai.ChatCompletionService
+}
+
+var _ cadre.Model = (*Provider)(nil)
+
+// New returns a Provider for cfg. It makes no request.
+func New(cfg Config) *Provider {
+	if cfg.Provider == "" {
+		cfg.Provider = "openai"
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+		if cfg.Provider == "ollama" {
+			cfg.BaseURL = DefaultOllamaBaseURL
+		}
+	}
+	if cfg.KeyEnv == "" {
+		cfg.KeyEnv = "OPENAI_API_KEY"
+		if cfg.Provider == "ollama" {
+			cfg.KeyEnv = "OLLAMA_API_KEY"
+		}
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	// The service is built from explicit options only: openai.NewClient
+	// would read OPENAI_* variables from the environment.
+	opts := []option.RequestOption{
+		option.WithEnvironmentProduction(),
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Provider{cfg: cfg, svc: openai.NewChatCompletionService(opts...)}
+}
+
+// Stream implements [cadre.Model].
+func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
+	params, err := p.params(req)
+	if err != nil {
+		return func(yield func(*cadre.Chunk, error) bool) {
+			yield(nil, &cadre.ModelError{Provider: p.cfg.Provider, Err: err, Hint: "fix the request: this is a bug in the caller"})
+		}
+	}
+	return model.Stream(ctx, model.Call{
+		Provider: p.cfg.Provider,
+		Policy:   p.cfg.Retry,
+		Logger:   p.cfg.Logger,
+		Hint:     p.hint,
+		Attempt: func(ctx context.Context, emit func(string) bool) (*cadre.Response, error) {
+			return p.attempt(ctx, params, emit)
+		},
+	})
+}
+
+func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewParams, emit func(string) bool) (*cadre.Response, error) {
+	stream := p.svc.NewStreaming(ctx, params)
+	defer stream.Close()
+	var (
+		text     strings.Builder
+		calls    []*callBuilder
+		finish   string
+		finished bool
+		usage    cadre.Usage
+	)
+	for stream.Next() {
+		ch := stream.Current()
+		if ch.JSON.Usage.Valid() {
+			usage = cadre.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+		}
+		for _, c := range ch.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if d := c.Delta.Content; d != "" {
+				text.WriteString(d)
+				if !emit(d) {
+					return nil, context.Canceled
+				}
+			}
+			for _, tc := range c.Delta.ToolCalls {
+				calls = addToolDelta(calls, tc)
+			}
+			if c.FinishReason != "" {
+				finish, finished = c.FinishReason, true
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, convertError(err)
+	}
+	if !finished {
+		return nil, fmt.Errorf("stream ended without a finish_reason: %w", cadre.ErrIncompleteStream)
+	}
+	msg := cadre.Message{Role: cadre.RoleAssistant, Content: text.String()}
+	for i, c := range calls {
+		id := c.id
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		args := c.args.String()
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		msg.ToolCalls = append(msg.ToolCalls, cadre.ToolCall{ID: id, Name: c.name, Arguments: args})
+	}
+	return &cadre.Response{Message: msg, Usage: usage, StopReason: finish}, nil
+}
+
+// callBuilder gathers the pieces of one streamed tool call.
+type callBuilder struct {
+	index    int64
+	id, name string
+	args     strings.Builder
+}
+
+// addToolDelta adds one streamed piece of a tool call to calls, which stay
+// in the order the calls first appeared. Pieces are matched by index; a
+// server that sends no index gets a new call for each new id.
+func addToolDelta(calls []*callBuilder, tc openai.ChatCompletionChunkChoiceDeltaToolCall) []*callBuilder {
+	var cur *callBuilder
+	if tc.JSON.Index.Valid() {
+		for _, c := range calls {
+			if c.index == tc.Index {
+				cur = c
+				break
+			}
+		}
+	} else if n := len(calls); n > 0 && (tc.ID == "" || tc.ID == calls[n-1].id) {
+		cur = calls[n-1]
+	}
+	if cur == nil {
+		idx := tc.Index
+		if !tc.JSON.Index.Valid() {
+			idx = int64(len(calls))
+		}
+		cur = &callBuilder{index: idx}
+		calls = append(calls, cur)
+	}
+	if tc.ID != "" && cur.id == "" {
+		cur.id = tc.ID
+	}
+	if tc.Function.Name != "" && cur.name == "" {
+		cur.name = tc.Function.Name
+	}
+	cur.args.WriteString(tc.Function.Arguments)
+	return calls
+}
+
+// params maps a cadre request to the chat completions request.
+func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, error) {
+	params := openai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(p.cfg.Model),
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if req == nil {
+		return params, errors.New("nil request")
+	}
+	if req.System != "" {
+		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case cadre.RoleUser:
+			params.Messages = append(params.Messages, openai.UserMessage(m.Content))
+		case cadre.RoleAssistant:
+			var a openai.ChatCompletionAssistantMessageParam
+			if m.Content != "" || len(m.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				args := tc.Arguments
+				if strings.TrimSpace(args) == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: args},
+					},
+				})
+			}
+			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		case cadre.RoleTool:
+			content := m.Content
+			if m.IsError && !strings.HasPrefix(strings.ToLower(content), "error") {
+				// The API has no error flag on tool results: say it in the text.
+				content = "Error: " + content
+			}
+			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
+		default:
+			return params, fmt.Errorf("message %d has role %q: want user, assistant or tool", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		schema, err := schemaObject(t.Parameters)
+		if err != nil {
+			return params, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		fn.Parameters = shared.FunctionParameters(schema)
+		params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	if req.MaxTokens > 0 {
+		if p.cfg.Provider == "openai" {
+			params.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+		} else {
+			params.MaxTokens = openai.Int(int64(req.MaxTokens))
+		}
+	}
+	if req.Temperature != nil {
+		params.Temperature = openai.Float(*req.Temperature)
+	}
+	return params, nil
+}
+
+// schemaObject decodes a tool's JSON Schema; no schema means an object with
+// no properties.
+func schemaObject(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("parameters are not a JSON Schema object: %w", err)
+	}
+	return m, nil
+}
+
+// convertError turns the SDK's errors into *model.ServerError, which the
+// retry policy reads; other errors pass unchanged.
+func convertError(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		se := &model.ServerError{Status: apiErr.StatusCode, Type: apiErr.Type, Message: apiErr.Message, Header: http.Header{}}
+		if apiErr.Code != "" && se.Type == "" {
+			se.Type = apiErr.Code
+		}
+		if apiErr.Response != nil && apiErr.Response.Header != nil {
+			se.Header = apiErr.Response.Header
+		}
+		if se.Message == "" {
+			se.Message = shorten(apiErr.RawJSON())
+		}
+		return se
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		return &model.ServerError{Message: shorten(string(streamErr.Event.Data))}
+	}
+	return err
+}
+
+func shorten(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// hint says what to check after a failure.
+func (p *Provider) hint(err error, status int) string {
+	ollama := p.cfg.Provider == "ollama"
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if p.cfg.APIKey == "" {
+			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
+		}
+		return fmt.Sprintf("the server at %s refused the API key: check %s", p.cfg.BaseURL, p.cfg.KeyEnv)
+	case http.StatusNotFound:
+		if ollama {
+			return fmt.Sprintf("model %q is not available: pull it with `ollama pull %s`, or check the base URL %s", p.cfg.Model, p.cfg.Model, p.cfg.BaseURL)
+		}
+		return fmt.Sprintf("check the model name %q and the base URL %s", p.cfg.Model, p.cfg.BaseURL)
+	}
+	if ollama && status == 0 && model.Retryable(err) && !errors.Is(err, cadre.ErrIncompleteStream) {
+		return fmt.Sprintf("is Ollama running at %s? start it with `ollama serve`, or set OLLAMA_HOST", p.cfg.BaseURL)
+	}
+	if status == 0 && model.Retryable(err) && !errors.Is(err, cadre.ErrIncompleteStream) {
+		return fmt.Sprintf("could not reach %s: check the network and the base URL", p.cfg.BaseURL)
+	}
+	return ""
+}

@@ -1,0 +1,370 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/model/modeltest"
+	"github.com/cadre-ai/cadre/model/openai"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestConformance(t *testing.T) {
+	modeltest.Run(t, modeltest.Harness{
+		New: func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model {
+			return openai.New(openai.Config{BaseURL: baseURL + "/v1", APIKey: apiKey, Model: "gpt-test", Retry: policy})
+		},
+		WriteReply: writeReply,
+		WriteError: writeError,
+		KeyVar:     "OPENAI_API_KEY",
+	})
+}
+
+// sse writes chat completion chunks the way the API streams them.
+type sse struct {
+	w http.ResponseWriter
+	n int
+}
+
+func newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w}
+}
+
+func (s *sse) raw(data string) {
+	fmt.Fprintf(s.w, "data: %s\n\n", data)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *sse) chunk(choices any, usage any) {
+	s.n++
+	c := map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
+		"model": "gpt-test", "choices": choices,
+	}
+	if usage != nil {
+		c["usage"] = usage
+	}
+	b, _ := json.Marshal(c)
+	s.raw(string(b))
+}
+
+func (s *sse) delta(delta map[string]any, finish any) {
+	s.chunk([]any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}, nil)
+}
+
+func writeReply(w http.ResponseWriter, r modeltest.Reply) {
+	s := newSSE(w)
+	s.delta(map[string]any{"role": "assistant", "content": ""}, nil)
+	for _, t := range r.Text {
+		s.delta(map[string]any{"content": t}, nil)
+	}
+	if r.Cut {
+		return
+	}
+	for i, tc := range r.ToolCalls {
+		s.delta(map[string]any{"tool_calls": []any{map[string]any{
+			"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Name, "arguments": ""},
+		}}}, nil)
+		for _, a := range tc.Arguments {
+			s.delta(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "function": map[string]any{"arguments": a},
+			}}}, nil)
+		}
+	}
+	finish := "stop"
+	if len(r.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	s.delta(map[string]any{}, finish)
+	s.chunk([]any{}, map[string]any{
+		"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens,
+		"total_tokens": r.Usage.Total(),
+	})
+	s.raw("[DONE]")
+}
+
+func writeError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": message, "type": "invalid_request_error", "param": nil, "code": nil,
+	}})
+	w.Write(b)
+}
+
+// capture answers every request with a short reply and keeps the bodies.
+func capture(t *testing.T) (*httptest.Server, *[]http.Header, *[][]byte) {
+	t.Helper()
+	var headers []http.Header
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			t.Errorf("path = %s, want /v1/chat/completions", r.URL.Path)
+		}
+		b, _ := io.ReadAll(r.Body)
+		headers = append(headers, r.Header.Clone())
+		bodies = append(bodies, b)
+		writeReply(w, modeltest.Reply{Text: []string{"ok"}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &headers, &bodies
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(got, &v); err != nil {
+		t.Fatalf("request body is not JSON: %v\n%s", err, got)
+	}
+	pretty, _ := json.MarshalIndent(v, "", "  ")
+	pretty = append(pretty, '\n')
+	path := filepath.Join("testdata", name+".json")
+	if *update {
+		if err := os.WriteFile(path, pretty, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(pretty)); diff != "" {
+		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
+	}
+}
+
+func conversation() *cadre.Request {
+	temp := 0.2
+	return &cadre.Request{
+		Agent:  "root/researcher.1",
+		Turn:   3,
+		System: "You are a researcher.",
+		Messages: []cadre.Message{
+			{Role: cadre.RoleUser, Content: "Find the notes."},
+			{Role: cadre.RoleAssistant, Content: "Looking.", ToolCalls: []cadre.ToolCall{
+				{ID: "call_1", Name: "read_file", Arguments: `{"path":"notes.md"}`},
+				{ID: "call_2", Name: "list_files", Arguments: ``},
+			}},
+			{Role: cadre.RoleTool, ToolCallID: "call_1", ToolName: "read_file", Content: "no such file", IsError: true},
+			{Role: cadre.RoleTool, ToolCallID: "call_2", ToolName: "list_files", Content: "a.md\nb.md"},
+			{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "call_3", Name: "read_file", Arguments: `{"path": broken`}}},
+			{Role: cadre.RoleTool, ToolCallID: "call_3", ToolName: "read_file", Content: "Error: arguments are not valid JSON", IsError: true},
+		},
+		Tools: []cadre.ToolSpec{
+			{Name: "read_file", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+			{Name: "list_files", Description: "List files."},
+		},
+		MaxTokens:   1000,
+		Temperature: &temp,
+	}
+}
+
+func TestRequestBody(t *testing.T) {
+	tests := []struct {
+		name     string
+		provider string
+		key      string
+		req      *cadre.Request
+	}{
+		{"conversation", "openai", "sk-test", conversation()},
+		{"no_tools", "openai", "sk-test", &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}},
+		{"ollama_no_key", "ollama", "", &cadre.Request{System: "Be brief.", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}, MaxTokens: 50}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, headers, bodies := capture(t)
+			p := openai.New(openai.Config{BaseURL: srv.URL + "/v1/", APIKey: tt.key, Model: "gpt-test", Provider: tt.provider})
+			if _, err := cadre.Collect(p.Stream(context.Background(), tt.req), nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(*bodies) != 1 {
+				t.Fatalf("server saw %d requests, want 1", len(*bodies))
+			}
+			golden(t, "request_"+tt.name, (*bodies)[0])
+			auth := (*headers)[0].Get("Authorization")
+			wantAuth := ""
+			if tt.key != "" {
+				wantAuth = "Bearer " + tt.key
+			}
+			if auth != wantAuth {
+				t.Errorf("Authorization = %q, want %q", auth, wantAuth)
+			}
+		})
+	}
+}
+
+func TestEnvironmentIgnored(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-env")
+	t.Setenv("OPENAI_ORG_ID", "org-env")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/unused")
+	srv, headers, _ := capture(t)
+	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Provider: "ollama"})
+	if _, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}), nil); err != nil {
+		t.Fatal(err)
+	}
+	h := (*headers)[0]
+	if h.Get("Authorization") != "" || h.Get("OpenAI-Organization") != "" {
+		t.Errorf("headers from the environment were sent: %v", h)
+	}
+}
+
+// stream serves a fixed SSE body.
+func stream(t *testing.T, body string) *openai.Provider {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Retry: model.RetryPolicy{MaxAttempts: 1}})
+}
+
+func TestToolCallAssembly(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want []cadre.ToolCall
+	}{
+		{
+			name: "interleaved by index",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","function":{"name":"a","arguments":"{\"x\""}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c1","function":{"name":"b","arguments":"{\"y\":"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}},{"index":1,"function":{"arguments":"2}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+data: [DONE]
+
+`,
+			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{"x":1}`}, {ID: "c1", Name: "b", Arguments: `{"y":2}`}},
+		},
+		{
+			name: "no index, whole calls",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c0","function":{"name":"a","arguments":"{}"}},{"id":"c1","function":{"name":"b","arguments":"{\"k\":true}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{}`}, {ID: "c1", Name: "b", Arguments: `{"k":true}`}},
+		},
+		{
+			name: "invalid JSON passed through",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","function":{"name":"a","arguments":"{\"path\": oops"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{"path": oops`}},
+		},
+		{
+			name: "empty arguments and missing id",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"now"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "call_0", Name: "now", Arguments: `{}`}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := cadre.Collect(stream(t, tt.body).Stream(context.Background(), &cadre.Request{}), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, resp.Message.ToolCalls); diff != "" {
+				t.Errorf("tool calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStreamErrorEvent(t *testing.T) {
+	p := stream(t, `data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}
+
+data: {"error":{"message":"model overloaded","type":"server_error"}}
+
+`)
+	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+	if !errors.Is(err, cadre.ErrIncompleteStream) || !strings.Contains(err.Error(), "model overloaded") {
+		t.Errorf("error = %v, want an incomplete stream naming the server's message", err)
+	}
+}
+
+func TestHints(t *testing.T) {
+	tests := []struct {
+		name, provider, key string
+		status              int
+		want                string
+	}{
+		{"openai no key", "openai", "", 401, "set OPENAI_API_KEY"},
+		{"openai bad key", "openai", "sk-x", 401, "check OPENAI_API_KEY"},
+		{"openai forbidden", "openai", "sk-x", 403, "check OPENAI_API_KEY"},
+		{"openai model", "openai", "sk-x", 404, `check the model name "gpt-test"`},
+		{"ollama model", "ollama", "", 404, "ollama pull gpt-test"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeError(w, tt.status, "nope")
+			}))
+			defer srv.Close()
+			p := openai.New(openai.Config{BaseURL: srv.URL, APIKey: tt.key, Model: "gpt-test", Provider: tt.provider})
+			_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+			var me *cadre.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error %v is not a *cadre.ModelError", err)
+			}
+			if !strings.Contains(me.Hint, tt.want) || me.Provider != tt.provider {
+				t.Errorf("got provider %q hint %q, want provider %q and a hint containing %q", me.Provider, me.Hint, tt.provider, tt.want)
+			}
+			if !strings.Contains(me.Error(), "nope") {
+				t.Errorf("error %q lacks the server's message", me.Error())
+			}
+		})
+	}
+}
+
+func TestOllamaNotRunning(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	p := openai.New(openai.Config{BaseURL: url + "/v1", Model: "llama3.2", Provider: "ollama", Retry: model.RetryPolicy{MaxAttempts: 2, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+	var me *cadre.ModelError
+	if !errors.As(err, &me) || !strings.Contains(me.Hint, "ollama serve") || !strings.Contains(me.Error(), "2 attempts") {
+		t.Errorf("error = %v, want one saying 2 attempts with a hint to start Ollama", err)
+	}
+}
+
+func TestBadToolSchema(t *testing.T) {
+	p := openai.New(openai.Config{BaseURL: "http://127.0.0.1:1", Model: "m"})
+	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{Tools: []cadre.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}}), nil)
+	if err == nil || !strings.Contains(err.Error(), `tool "t"`) {
+		t.Errorf("error = %v, want one naming the tool", err)
+	}
+}
