@@ -148,7 +148,12 @@ func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 			if c.Index != 0 {
 				continue
 			}
-			if d := c.Delta.Content; d != "" {
+			d := c.Delta.Content
+			if d == "" {
+				// A refusal is the model's answer too: keep it as text.
+				d = c.Delta.Refusal
+			}
+			if d != "" {
 				text.WriteString(d)
 				if !emit(d) {
 					return nil, context.Canceled
