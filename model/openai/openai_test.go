@@ -26,14 +26,18 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestConformance(t *testing.T) {
-	modeltest.Run(t, modeltest.Harness{
-		New: func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model {
-			return openai.New(openai.Config{BaseURL: baseURL + "/v1", APIKey: apiKey, Model: "gpt-test", Retry: policy})
-		},
-		WriteReply: writeReply,
-		WriteError: writeError,
-		KeyVar:     "OPENAI_API_KEY",
-	})
+	for _, tt := range []struct{ provider, keyVar string }{{"openai", "OPENAI_API_KEY"}, {"ollama", "OLLAMA_API_KEY"}} {
+		t.Run(tt.provider, func(t *testing.T) {
+			modeltest.Run(t, modeltest.Harness{
+				New: func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model {
+					return openai.New(openai.Config{BaseURL: baseURL + "/v1", APIKey: apiKey, Model: "gpt-test", Retry: policy, Provider: tt.provider})
+				},
+				WriteReply: writeReply,
+				WriteError: writeError,
+				KeyVar:     tt.keyVar,
+			})
+		})
+	}
 }
 
 // sse writes chat completion chunks the way the API streams them.

@@ -19,7 +19,7 @@
 //
 //	# Every agent run from the researcher definition.
 //	researcher:
-//	  - when: "did not send"            # only if the new input mentions it
+//	  - when: "haven't sent your results" # only when the new input says so
 //	    tool_calls:
 //	      - name: send_agent_message
 //	        arguments: {text: "3 March, sorry for the delay."}

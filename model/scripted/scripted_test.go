@@ -138,7 +138,7 @@ func TestLookupPrecedence(t *testing.T) {
 
 func TestTurnsWhenAndRepeat(t *testing.T) {
 	m := load(t, "nudge.yaml")
-	nudge := "You finished without calling send_agent_message. Call it now with your result."
+	nudge := "You haven't sent your results to your parent agent yet. Use the send_agent_message tool to deliver your results."
 	tests := []struct {
 		name string
 		r    *cadre.Request
@@ -147,7 +147,7 @@ func TestTurnsWhenAndRepeat(t *testing.T) {
 		{"turn 1 ignores when", req("root/forgetful.1", 1, user("Task: Count the files.")), "I counted 12 files."},
 		{"nudge picks when", req("root/forgetful.1", 2, user("Task: Count the files."), cadre.Message{Role: cadre.RoleAssistant, Content: "I counted 12 files."}, user(nudge)), "send_agent_message"},
 		{"when looks only at new input", req("root/forgetful.1", 2, user(nudge), cadre.Message{Role: cadre.RoleAssistant, Content: "x"}, user("go on")), "Reported."},
-		{"tool results are new input", req("root/forgetful.1", 3, cadre.Message{Role: cadre.RoleAssistant}, cadre.Message{Role: cadre.RoleTool, Content: "call send_agent_message first"}), "send_agent_message"},
+		{"tool results are new input", req("root/forgetful.1", 3, cadre.Message{Role: cadre.RoleAssistant}, cadre.Message{Role: cadre.RoleTool, Content: "error: you haven't sent your results"}), "send_agent_message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
