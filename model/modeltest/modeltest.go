@@ -76,34 +76,39 @@ func Run(t *testing.T, h Harness) {
 	if h.New == nil || h.WriteReply == nil || h.WriteError == nil {
 		t.Fatal("modeltest: Harness needs New, WriteReply and WriteError")
 	}
-	for _, c := range cases {
+	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			c.run(t, &h)
 		})
 	}
 }
 
-var cases = []struct {
+func cases() []struct {
 	name string
 	run  func(t *testing.T, h *Harness)
-}{
-	{"PlainReply", testPlainReply},
-	{"StreamedText", testStreamedText},
-	{"ToolCalls", testToolCalls},
-	{"TextThenToolCalls", testTextThenToolCalls},
-	{"Usage", testUsage},
-	{"RequestShape", testRequestShape},
-	{"RateLimitedThenSuccess", testRateLimited},
-	{"ServerErrorExhausted", testServerErrorExhausted},
-	{"Unauthorized", testUnauthorized},
-	{"NotFound", testNotFound},
-	{"CutBeforeTextIsRetried", testCutBeforeText},
-	{"DroppedConnectionIsRetried", testDroppedConnection},
-	{"StreamCutShort", testCutShort},
-	{"StreamCutAbruptly", testCutAbruptly},
-	{"ConsumerStopsEarly", testStopEarly},
-	{"CancelledMidStream", testCancelled},
-	{"Concurrent", testConcurrent},
+} {
+	return []struct {
+		name string
+		run  func(t *testing.T, h *Harness)
+	}{
+		{"PlainReply", testPlainReply},
+		{"StreamedText", testStreamedText},
+		{"ToolCalls", testToolCalls},
+		{"TextThenToolCalls", testTextThenToolCalls},
+		{"Usage", testUsage},
+		{"RequestShape", testRequestShape},
+		{"RateLimitedThenSuccess", testRateLimited},
+		{"ServerErrorExhausted", testServerErrorExhausted},
+		{"Unauthorized", testUnauthorized},
+		{"NotFound", testNotFound},
+		{"CutBeforeTextIsRetried", testCutBeforeText},
+		{"DroppedConnectionIsRetried", testDroppedConnection},
+		{"StreamCutShort", testCutShort},
+		{"StreamCutAbruptly", testCutAbruptly},
+		{"ConsumerStopsEarly", testStopEarly},
+		{"CancelledMidStream", testCancelled},
+		{"Concurrent", testConcurrent},
+	}
 }
 
 // server is one case's test server: handle answers the n-th request
@@ -281,14 +286,17 @@ func testStreamedText(t *testing.T, h *Harness) {
 	}
 }
 
-var twoCalls = []ToolCall{
-	{ID: "call_a1", Name: "read_file", Arguments: []string{`{"pa`, `th": "no`, `tes.txt"}`}},
-	{ID: "call_b2", Name: "list_files", Arguments: []string{`{"dir"`, `: ".", "dep`, `th": 2}`}},
+// twoCalls are two tool calls whose arguments arrive in pieces.
+func twoCalls() []ToolCall {
+	return []ToolCall{
+		{ID: "call_a1", Name: "read_file", Arguments: []string{`{"pa`, `th": "no`, `tes.txt"}`}},
+		{ID: "call_b2", Name: "list_files", Arguments: []string{`{"dir"`, `: ".", "dep`, `th": 2}`}},
+	}
 }
 
 func testToolCalls(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{ToolCalls: twoCalls, Usage: cadre.Usage{InputTokens: 20, OutputTokens: 9}})
+		h.WriteReply(w, Reply{ToolCalls: twoCalls(), Usage: cadre.Usage{InputTokens: 20, OutputTokens: 9}})
 	})
 	var sl sleeps
 	r := collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request())
@@ -307,7 +315,7 @@ func testToolCalls(t *testing.T, h *Harness) {
 
 func testTextThenToolCalls(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"Let me ", "look."}, ToolCalls: twoCalls[:1], Usage: cadre.Usage{InputTokens: 5, OutputTokens: 6}})
+		h.WriteReply(w, Reply{Text: []string{"Let me ", "look."}, ToolCalls: twoCalls()[:1], Usage: cadre.Usage{InputTokens: 5, OutputTokens: 6}})
 	})
 	var sl sleeps
 	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request()))
@@ -321,7 +329,7 @@ func testTextThenToolCalls(t *testing.T, h *Harness) {
 
 func testUsage(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"ok"}, ToolCalls: twoCalls[1:], Usage: cadre.Usage{InputTokens: 1234, OutputTokens: 56}})
+		h.WriteReply(w, Reply{Text: []string{"ok"}, ToolCalls: twoCalls()[1:], Usage: cadre.Usage{InputTokens: 1234, OutputTokens: 56}})
 	})
 	var sl sleeps
 	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request()))
@@ -588,7 +596,7 @@ func testCancelled(t *testing.T, h *Harness) {
 
 func testConcurrent(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"same ", "answer"}, ToolCalls: twoCalls[:1], Usage: cadre.Usage{InputTokens: 2, OutputTokens: 3}})
+		h.WriteReply(w, Reply{Text: []string{"same ", "answer"}, ToolCalls: twoCalls()[:1], Usage: cadre.Usage{InputTokens: 2, OutputTokens: 3}})
 	})
 	var sl sleeps
 	m := h.New(srv.URL, "test-key", sl.policy(0))
