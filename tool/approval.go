@@ -1,0 +1,145 @@
+package tool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// ApprovalMode says how calls of mutating tools (cadre.Mutator) are
+// approved. Tools that do not mutate are never asked about.
+type ApprovalMode string
+
+// Approval modes.
+const (
+	// ApproveAsk asks the Approver's Prompt about each mutating call. With
+	// no Prompt (no terminal), every such call is denied, and the denial
+	// says how to allow them.
+	ApproveAsk ApprovalMode = "ask"
+	// ApproveAll approves every mutating call without asking.
+	ApproveAll ApprovalMode = "all"
+	// ApproveNone denies every mutating call without asking.
+	ApproveNone ApprovalMode = "none"
+)
+
+// DefaultApprovalMode is the mode of an Approver whose Mode is empty.
+const DefaultApprovalMode = ApproveAsk
+
+// ParseApprovalMode reads a mode as a user writes it ("ask", "all",
+// "none"); the empty string is DefaultApprovalMode.
+func ParseApprovalMode(s string) (ApprovalMode, error) {
+	switch m := ApprovalMode(s); m {
+	case "":
+		return DefaultApprovalMode, nil
+	case ApproveAsk, ApproveAll, ApproveNone:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown approval mode %q: use ask, all or none", s)
+}
+
+// An ApprovalRequest describes one call waiting for approval.
+type ApprovalRequest struct {
+	Agent   cadre.AgentID // the agent making the call
+	Tool    string        // the tool's name
+	Summary string        // what the call would do, in one line where possible
+}
+
+// A Summarizer is a tool that can describe a call in words for the person
+// asked to approve it. It is optional: Summarize falls back to the tool's
+// name and raw arguments.
+type Summarizer interface {
+	Summary(args json.RawMessage) string
+}
+
+// Summarize describes a call of t with args for an approval prompt.
+func Summarize(t cadre.Tool, args json.RawMessage) string {
+	if s, ok := t.(Summarizer); ok {
+		return s.Summary(args)
+	}
+	return defaultSummary(t.Spec().Name, args)
+}
+
+func defaultSummary(name string, args json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, args) != nil {
+		buf.Reset()
+		buf.Write(args)
+	}
+	return name + " " + clipRunes(buf.String(), 300)
+}
+
+// clipRunes cuts s to at most n bytes on a rune boundary, marking the cut.
+func clipRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// An Approver decides whether a mutating call may run. Set Mode and Prompt
+// before first use and do not change them afterwards; an Approver must not
+// be copied after first use. It is safe for concurrent use: prompts are put
+// to the user one at a time, in the order callers arrive.
+type Approver struct {
+	// Mode is the policy; empty means DefaultApprovalMode.
+	Mode ApprovalMode
+	// Prompt asks the user about a call in ApproveAsk mode and reports
+	// whether they allow it. Nil means there is no one to ask (no
+	// terminal), and every call is denied.
+	Prompt func(ctx context.Context, req ApprovalRequest) (bool, error)
+
+	once sync.Once
+	turn chan struct{} // holds one token: the right to prompt
+}
+
+// Approve decides about req. It returns whether the call may run and, when
+// it may not, a denial text meant for the model: what happened and what to
+// do instead. An error means no decision could be made (the prompt failed
+// or ctx ended); the call must not run then either.
+func (a *Approver) Approve(ctx context.Context, req ApprovalRequest) (ok bool, denial string, err error) {
+	mode := a.Mode
+	if mode == "" {
+		mode = DefaultApprovalMode
+	}
+	switch mode {
+	case ApproveAll:
+		return true, "", nil
+	case ApproveNone:
+		return false, fmt.Sprintf("%s was not run: this run does not allow tools that change files or run commands (approval mode none). Do not try it again; carry on without it, or say in your answer what you would have done.", req.Tool), nil
+	case ApproveAsk:
+	default:
+		return false, "", fmt.Errorf("approve %s: unknown approval mode %q: use ask, all or none", req.Tool, mode)
+	}
+	if a.Prompt == nil {
+		return false, fmt.Sprintf("%s was not run: it needs the user's approval and there is no terminal to ask on. Tell the user to run cadre with --approve=all to allow writes and commands, or approve them interactively on a terminal.", req.Tool), nil
+	}
+	a.once.Do(func() {
+		a.turn = make(chan struct{}, 1)
+		a.turn <- struct{}{}
+	})
+	select {
+	case <-a.turn:
+	case <-ctx.Done():
+		return false, "", fmt.Errorf("approve %s: %w", req.Tool, context.Cause(ctx))
+	}
+	defer func() { a.turn <- struct{}{} }()
+	if err := ctx.Err(); err != nil {
+		return false, "", fmt.Errorf("approve %s: %w", req.Tool, context.Cause(ctx))
+	}
+	yes, err := a.Prompt(ctx, req)
+	if err != nil {
+		return false, "", fmt.Errorf("approve %s: ask the user: %w", req.Tool, err)
+	}
+	if !yes {
+		return false, fmt.Sprintf("The user declined this %s call. Do not repeat it; take another approach, or ask for guidance.", req.Tool), nil
+	}
+	return true, "", nil
+}

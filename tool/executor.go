@@ -1,0 +1,111 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// An Executor runs tool calls: it finds the tool, checks the arguments,
+// asks for approval when the tool mutates, runs it and turns any failure
+// into an error result. It is safe for concurrent use; set its fields
+// before the first call.
+type Executor struct {
+	// Tools are looked up by Run. RunTool does not use them.
+	Tools *Registry
+	// Approver decides about calls of mutating tools. Nil denies them all,
+	// as ApproveAsk does with no one to ask.
+	Approver *Approver
+	// Logger receives a record of each call at debug level and of each
+	// crash at error level. Nil means no logging.
+	Logger *slog.Logger
+}
+
+// Run runs call with the tool of that name in e.Tools. An unknown name is
+// an error result listing the tools there are.
+func (e *Executor) Run(ctx context.Context, agent cadre.AgentID, call cadre.ToolCall) (content string, isError bool) {
+	var t cadre.Tool
+	if e.Tools != nil {
+		t, _ = e.Tools.Get(call.Name)
+	}
+	if t == nil {
+		var names []string
+		if e.Tools != nil {
+			names = e.Tools.Names()
+		}
+		if len(names) == 0 {
+			return fmt.Sprintf("Error: unknown tool %q: no tools are available here; answer without tools.", call.Name), true
+		}
+		return fmt.Sprintf("Error: unknown tool %q. The tools are: %s. Call one of those by its exact name.", call.Name, strings.Join(names, ", ")), true
+	}
+	return e.RunTool(ctx, agent, t, call)
+}
+
+// RunTool runs call with t, which the caller has already chosen (it has the
+// signature of the local engine's ToolRunner). A nil t means the agent has
+// no tool of that name. It returns the result text and whether it reports
+// a failure; it never panics.
+func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (content string, isError bool) {
+	name := call.Name
+	defer func() {
+		if r := recover(); r != nil {
+			e.log(ctx, slog.LevelError, "tool crashed", "agent", agent, "tool", name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			content = fmt.Sprintf("Error: tool %s crashed: %v. This is a fault in the tool, not in your call; do not retry it the same way.", name, r)
+			isError = true
+		}
+	}()
+	if t == nil {
+		return fmt.Sprintf("Error: unknown tool %q: it is not one of your tools. Call only the tools you were given, by their exact names.", name), true
+	}
+	args := json.RawMessage(strings.TrimSpace(call.Arguments))
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	v, err := decodeJSON(args)
+	if err != nil {
+		return fmt.Sprintf("Error: the arguments of %s are not valid JSON (%v). Call %s again with a JSON object as its arguments.", name, err, name), true
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("Error: the arguments of %s must be a JSON object, got %s. Call %s again with a JSON object as its arguments.", name, jsonType(v), name), true
+	}
+	if err := Validate(t.Spec().Parameters, args); err != nil {
+		if errors.Is(err, ErrInvalidSchema) {
+			return fmt.Sprintf("Error: tool %s cannot be called: its parameter schema is broken (%v). This is a fault in the tool; do without it.", name, err), true
+		}
+		return fmt.Sprintf("Error: invalid arguments for %s: %v. Call %s again with arguments that match its parameters.", name, err, name), true
+	}
+	if cadre.Mutates(t) {
+		ap := e.Approver
+		if ap == nil {
+			ap = &Approver{Mode: ApproveAsk}
+		}
+		ok, denial, err := ap.Approve(ctx, ApprovalRequest{Agent: agent, Tool: name, Summary: Summarize(t, args)})
+		if err != nil {
+			e.log(ctx, slog.LevelWarn, "approval failed", "agent", agent, "tool", name, "error", err)
+			return fmt.Sprintf("Error: %s was not run: no approval could be obtained (%v).", name, err), true
+		}
+		if !ok {
+			e.log(ctx, slog.LevelDebug, "tool call denied", "agent", agent, "tool", name)
+			return "Error: " + denial, true
+		}
+	}
+	out, err := t.Call(ctx, args)
+	if err != nil {
+		e.log(ctx, slog.LevelDebug, "tool call failed", "agent", agent, "tool", name, "error", err)
+		return "Error: " + err.Error(), true
+	}
+	e.log(ctx, slog.LevelDebug, "tool call done", "agent", agent, "tool", name, "bytes", len(out))
+	return out, false
+}
+
+func (e *Executor) log(ctx context.Context, level slog.Level, msg string, args ...any) {
+	if e.Logger != nil {
+		e.Logger.Log(ctx, level, msg, args...)
+	}
+}
