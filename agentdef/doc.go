@@ -1,0 +1,99 @@
+// Package agentdef reads subagent definitions: markdown files whose YAML
+// frontmatter describes the agent and whose body is its system prompt,
+// verbatim. It understands the files written for Claude Code, OpenCode,
+// Netclaw and llm-do as they are, maps their tool names to cadre's, and
+// finds them by scope.
+//
+// # Files
+//
+// A definition is a file ending in .md or .agent:
+//
+//	---
+//	name: code-analyst
+//	description: Reads code and explains structure, risks and call paths.
+//	tools: Read, Grep, Glob, Bash(git log *)
+//	model: inherit
+//	---
+//	You analyse source code. …
+//
+// Everything after the line that closes the frontmatter is the prompt, byte
+// for byte (leading blank lines are dropped). A UTF-8 byte order mark, CRLF
+// line endings, a blank line after the opening "---", frontmatter indented as
+// a whole and a closing line of more than three dashes are all accepted.
+//
+// The fields, by origin:
+//
+//   - name, description (required); tools and disallowedTools (a
+//     comma-separated string whose entries may carry arguments, as in
+//     "Bash(git *), Agent(a, b)", a YAML list, "*" for everything, or an
+//     OpenCode map of booleans); model (an alias such as sonnet or inherit, a
+//     named model, provider:model or provider/model).
+//   - Netclaw: modelRole (main, fallback, compaction; any case),
+//     timeoutSeconds, visibility (user-facing or internal; hyphens and case
+//     are ignored), emitStructuredFindings.
+//   - Claude Code: maxTurns; color, permissionMode, skills, effort, memory,
+//     hooks, background and mcpServers are kept in Definition.Extra.
+//   - OpenCode: mode (primary makes the agent internal), temperature, steps
+//     (the number of turns), hidden, permission, disable (the file is
+//     skipped). Without a name, an OpenCode file is named after the file.
+//   - llm-do .agent files: the same shape; toolsets and compatible_models
+//     are kept in Extra.
+//   - cadre: report (tool or tag: how the agent reports to its parent),
+//     protocol (tools, text or auto), onboarding (false, optional or
+//     required) and maxQuestions, askCaller, say, maxDepth, and outputSchema
+//     (a JSON Schema the report must match, as YAML or as a JSON string).
+//
+// Any other field is kept in Extra as parsed; a field that looks like a
+// misspelt known one gets a warning.
+//
+// Tool names of other dialects map to cadre's built-in tools (see
+// [BuiltinTools]): Read→read_file, Grep→search_files, Glob and LS→list_files,
+// Write→write_file, Edit and MultiEdit→edit_file, Bash→run_command,
+// WebFetch→web_fetch, and Task or Agent→all of [SubagentTools]. Arguments
+// are kept in Definition.ToolArgs under the cadre name (the agent names of
+// Task(…) and Agent(…) under "spawn_agent"). A name mcp__server__tool stays
+// as it is when server is one of the configured MCP servers. A name cadre
+// cannot resolve is a warning and the agent loads without it; with
+// Strict it is an error and the agent is rejected.
+//
+// # Broken YAML
+//
+// Many real files are not valid YAML, nearly always because of a one-line
+// description containing ": ", literal "\n" escapes mixed with line breaks,
+// or a value starting with "**". When the YAML parser fails, the frontmatter
+// is read again line by line, treating only known field names at column 0
+// as fields (descriptions often contain example dialogue with "user:" or
+// "Context:" at the start of a line). Fields that parse on their own are
+// kept; name, description, tools and model are recovered as text; the
+// agent loads with a warning saying so and why.
+//
+// # Scopes
+//
+// [Load] reads, lowest precedence first: the built-in agents ([Builtin]);
+// the user's (~/.cadre/agents, ~/.claude/agents, ~/.config/opencode/agent
+// and agents); the project's (.cadre/agents, .claude/agents,
+// .opencode/agent and .opencode/agents in every directory from the
+// repository root down to the working directory, nearer directories taking
+// precedence); then each extra directory in order. Sub-folders are scanned;
+// files not ending in .md or .agent are never read. A definition from a
+// nearer scope replaces one of the same name from a farther scope (with an
+// info line). Two files of one scope with the same name: the first in path
+// order wins and the other is rejected.
+//
+// # Diagnostics
+//
+// Nothing is logged or printed. [Parse] and [Load] return what they found
+// together with a [Diagnostic] for everything worth telling: errors for
+// rejected files (no frontmatter, malformed YAML that could not be
+// recovered, missing name or description, empty body, duplicate name, bad
+// value, unknown tool under Strict), warnings for files that loaded with
+// something left out or recovered, and info lines (a README without
+// frontmatter skipped, an override). One bad file never stops the scan.
+//
+// # Concurrency
+//
+// The package has no state. [Parse], [Load], [Builtin] and [Init] are safe
+// to call concurrently. A [Catalog] is immutable once returned and safe for
+// concurrent readers; the definitions it hands out are shared and must not
+// be modified.
+package agentdef

@@ -1,0 +1,312 @@
+package agentdef
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// Scopes, from the lowest precedence to the highest.
+const (
+	ScopeBuiltin = "builtin"
+	ScopeUser    = "user"
+	ScopeProject = "project"
+	ScopeDir     = "dir"
+)
+
+// maxFileSize bounds the agent files Load reads.
+const maxFileSize = 4 << 20
+
+// LoadOptions say where Load looks. The zero value loads the built-in
+// agents, the user's (from the process's home directory) and the project's
+// (from the process's working directory up to its repository root).
+type LoadOptions struct {
+	// Dir is the working directory the project scope is found from; ""
+	// means the process's.
+	Dir string
+	// Home is the user's home directory; "" means the process's.
+	Home string
+	// RepoRoot is the highest directory searched for project agents; ""
+	// means the nearest directory from Dir up that holds .git, or Dir
+	// itself when there is none.
+	RepoRoot string
+	// ExtraDirs are folders of agent files (or single files), each a scope
+	// of its own above the project's, later ones winning. An extra entry
+	// that does not exist is an error.
+	ExtraDirs []string
+	// MCPServers are the configured MCP servers, for mcp__server__tool names.
+	MCPServers []string
+	// Models are the configured named models (see ParseOptions.Models).
+	Models []string
+	// Strict rejects agents whose tools cadre cannot resolve.
+	Strict bool
+	// NoBuiltin, NoUser and NoProject leave out those scopes.
+	NoBuiltin, NoUser, NoProject bool
+}
+
+// Load finds and parses the agent files of every scope and returns the
+// catalog of the definitions in effect, with the diagnostics of every file
+// it read (see the package documentation for scopes and precedence). It
+// never stops at a bad file and never logs.
+func Load(opts LoadOptions) (*Catalog, []Diagnostic) {
+	l := &loader{opts: opts, cat: &Catalog{byName: map[string]*cadre.Definition{}}}
+	if !opts.NoBuiltin {
+		for _, d := range Builtin() {
+			l.cat.put(d)
+		}
+	}
+	home := opts.Home
+	if home == "" && !opts.NoUser {
+		home, _ = os.UserHomeDir()
+	}
+	if !opts.NoUser && home != "" {
+		l.tier(ScopeUser, userRoots(home))
+	}
+	if !opts.NoProject {
+		for _, dir := range projectLevels(opts.Dir, opts.RepoRoot, home) {
+			l.tier(ScopeProject, projectRoots(dir))
+		}
+	}
+	for _, d := range opts.ExtraDirs {
+		l.tier(ScopeDir, []root{{path: d, explicit: true}})
+	}
+	l.cat.seal()
+	return l.cat, l.diags
+}
+
+// A root is one folder Load scans.
+type root struct {
+	path string
+	// nameFromFile: an OpenCode folder, whose files may omit name.
+	nameFromFile bool
+	// explicit: named by the caller, so a missing folder is an error and a
+	// file is read whatever its extension.
+	explicit bool
+}
+
+func userRoots(home string) []root {
+	return []root{
+		{path: filepath.Join(home, ".cadre", "agents")},
+		{path: filepath.Join(home, ".claude", "agents")},
+		{path: filepath.Join(home, ".config", "opencode", "agent"), nameFromFile: true},
+		{path: filepath.Join(home, ".config", "opencode", "agents"), nameFromFile: true},
+	}
+}
+
+func projectRoots(dir string) []root {
+	return []root{
+		{path: filepath.Join(dir, ".cadre", "agents")},
+		{path: filepath.Join(dir, ".claude", "agents")},
+		{path: filepath.Join(dir, ".opencode", "agent"), nameFromFile: true},
+		{path: filepath.Join(dir, ".opencode", "agents"), nameFromFile: true},
+	}
+}
+
+// projectLevels lists the directories whose agent folders form the project
+// scope, farthest (the repository root) first. The home directory is not
+// one: its folders are the user scope.
+func projectLevels(dir, repoRoot, home string) []string {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil
+		}
+		dir = wd
+	}
+	dir = absClean(dir)
+	top := dir
+	if repoRoot != "" {
+		top = absClean(repoRoot)
+	} else {
+		for d := dir; ; {
+			if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+				top = d
+				break
+			}
+			up := filepath.Dir(d)
+			if up == d {
+				break
+			}
+			d = up
+		}
+	}
+	if rel, err := filepath.Rel(top, dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		top = dir // the root given is not above the working directory
+	}
+	if home != "" {
+		home = absClean(home)
+	}
+	var levels []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if d != home {
+			levels = append(levels, d)
+		}
+		if d == top || filepath.Dir(d) == d {
+			break
+		}
+	}
+	slices.Reverse(levels)
+	return levels
+}
+
+func absClean(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return filepath.Clean(p)
+}
+
+// loader holds the state of one Load call.
+type loader struct {
+	opts  LoadOptions
+	cat   *Catalog
+	diags []Diagnostic
+}
+
+func (l *loader) diag(file string, line, col int, sev Severity, format string, args ...any) {
+	l.diags = append(l.diags, Diagnostic{File: file, Line: line, Column: col, Severity: sev, Message: fmt.Sprintf(format, args...)})
+}
+
+type agentFile struct {
+	path string
+	root root
+}
+
+// tier loads the files of one precedence level: within it, the first file
+// in path order wins a name.
+func (l *loader) tier(scope string, roots []root) {
+	var files []agentFile
+	for _, r := range roots {
+		files = append(files, l.scan(r)...)
+	}
+	slices.SortStableFunc(files, func(a, b agentFile) int { return strings.Compare(a.path, b.path) })
+
+	type winner struct {
+		def  *cadre.Definition
+		root string
+	}
+	won := map[string]winner{}
+	var defs []*cadre.Definition
+	for _, f := range files {
+		data, err := readAgentFile(f.path)
+		if err != nil {
+			l.diag(f.path, 0, 0, SeverityError, "%v", err)
+			continue
+		}
+		def, diags := Parse(f.path, data, ParseOptions{
+			Scope: scope, MCPServers: l.opts.MCPServers, Models: l.opts.Models,
+			Strict: l.opts.Strict, NameFromFile: f.root.nameFromFile,
+		})
+		l.diags = append(l.diags, diags...)
+		if def == nil {
+			continue
+		}
+		if w, dup := won[def.Name]; dup {
+			line, col := keyLine(data, "name")
+			sev := SeverityWarning
+			if w.root == f.root.path {
+				sev = SeverityError
+			}
+			l.diag(f.path, line, col, sev, "duplicate name %s: %s defines it too and comes first, so this file is not loaded; rename one of them", def.Name, w.def.File)
+			continue
+		}
+		won[def.Name] = winner{def: def, root: f.root.path}
+		defs = append(defs, def)
+	}
+	for _, d := range defs {
+		if old := l.cat.put(d); old != nil && old.Scope != ScopeBuiltin {
+			line, col := 0, 0
+			if data, err := readAgentFile(d.File); err == nil {
+				line, col = keyLine(data, "name")
+			}
+			l.diag(d.File, line, col, SeverityInfo, "agent %s overrides the one in %s (%s scope)", d.Name, old.File, old.Scope)
+		}
+	}
+}
+
+// scan lists the agent files under a root.
+func (l *loader) scan(r root) []agentFile {
+	fi, err := os.Stat(r.path)
+	if err != nil {
+		switch {
+		case r.explicit && errors.Is(err, fs.ErrNotExist):
+			l.diag(r.path, 0, 0, SeverityError, "agents folder does not exist: check the path given to --agents-dir or agentsDirs:")
+		case r.explicit || !errors.Is(err, fs.ErrNotExist):
+			l.diag(r.path, 0, 0, SeverityWarning, "cannot read agents folder: %v", err)
+		}
+		return nil
+	}
+	if !fi.IsDir() {
+		if r.explicit {
+			return []agentFile{{path: r.path, root: r}}
+		}
+		return nil
+	}
+	var out []agentFile
+	err = filepath.WalkDir(r.path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			l.diag(p, 0, 0, SeverityWarning, "cannot read: %v", err)
+			if d != nil && d.IsDir() && p != r.path {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != r.path && (d.Name() == ".git" || d.Name() == "node_modules") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !isAgentFile(d.Name()) || !(d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) {
+			return nil
+		}
+		out = append(out, agentFile{path: p, root: r})
+		return nil
+	})
+	if err != nil {
+		l.diag(r.path, 0, 0, SeverityWarning, "cannot scan agents folder: %v", err)
+	}
+	return out
+}
+
+// isAgentFile reports whether a file name has an agent file's extension.
+func isAgentFile(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".md" || ext == ".agent"
+}
+
+func readAgentFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read agent file: %w", err)
+	}
+	if fi.IsDir() {
+		return nil, errors.New("is a folder, not an agent file")
+	}
+	if fi.Size() > maxFileSize {
+		return nil, fmt.Errorf("file is %d MiB, more than an agent file can be (%d MiB): is it an agent definition?", fi.Size()>>20, maxFileSize>>20)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read agent file: %w", err)
+	}
+	return data, nil
+}
+
+// keyLine finds the first line that sets key, for messages about a file
+// that has already parsed.
+func keyLine(data []byte, key string) (int, int) {
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimLeft(line, " \t\ufeff")
+		if strings.HasPrefix(t, key+":") {
+			return i + 1, len(line) - len(t) + 1
+		}
+	}
+	return 0, 0
+}

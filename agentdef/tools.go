@@ -1,0 +1,152 @@
+package agentdef
+
+import (
+	"slices"
+	"strings"
+)
+
+// Names of cadre's built-in tools.
+const (
+	ToolReadFile    = "read_file"
+	ToolListFiles   = "list_files"
+	ToolSearchFiles = "search_files"
+	ToolWriteFile   = "write_file"
+	ToolEditFile    = "edit_file"
+	ToolRunCommand  = "run_command"
+	ToolWebFetch    = "web_fetch"
+)
+
+// AgentArgsKey is the ToolArgs key under which the agent names of a
+// Task(…) or Agent(…) entry are kept: the agents the definition may
+// delegate to.
+const AgentArgsKey = "spawn_agent"
+
+// BuiltinTools returns the names of cadre's built-in tools, in a stable
+// order. The slice is new on every call.
+func BuiltinTools() []string {
+	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch}
+}
+
+// SubagentTools returns the names of the tools through which agents
+// delegate, report and talk to each other: what Task and Agent entries of
+// other dialects map to. The slice is new on every call.
+func SubagentTools() []string {
+	return []string{
+		"spawn_agent", "start_background_agent", "send_agent_message", "list_agents",
+		"cancel_agent", "wait_agent", "answer_agent", "agent_onboard", "agent_onboard_reply",
+		"call_agent", "agent_fork", "agent_create", "agent_call",
+	}
+}
+
+// IsKnownTool reports whether name is one of cadre's built-in or subagent
+// tools.
+func IsKnownTool(name string) bool {
+	return slices.Contains(BuiltinTools(), name) || slices.Contains(SubagentTools(), name)
+}
+
+// ResolveTool maps one tool name of any dialect (Read, bash, file_read,
+// read_file, mcp__github__search, …) to cadre's tool names. Task and Agent
+// resolve to every subagent tool. A name mcp__server__tool resolves to
+// itself when server is among mcpServers. Arguments in parentheses are not
+// part of the name; see ParseToolEntry.
+func ResolveTool(name string, mcpServers []string) ([]string, bool) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return nil, false
+	}
+	if IsKnownTool(name) {
+		return []string{name}, true
+	}
+	if server, ok := mcpServer(name); ok {
+		if slices.Contains(mcpServers, server) {
+			return []string{name}, true
+		}
+		return nil, false
+	}
+	switch strings.ToLower(name) {
+	case "read", "file_read", "readfile", "view", "read_file":
+		return []string{ToolReadFile}, true
+	case "grep", "search", "file_search", "search_files":
+		return []string{ToolSearchFiles}, true
+	case "glob", "ls", "list", "list_files", "listfiles":
+		return []string{ToolListFiles}, true
+	case "write", "file_write", "writefile", "write_file":
+		return []string{ToolWriteFile}, true
+	case "edit", "multiedit", "patch", "file_edit", "edit_file":
+		return []string{ToolEditFile}, true
+	case "bash", "shell", "shell_execute", "run_command":
+		return []string{ToolRunCommand}, true
+	case "webfetch", "fetch", "web_fetch":
+		return []string{ToolWebFetch}, true
+	case "task", "agent":
+		return SubagentTools(), true
+	}
+	return nil, false
+}
+
+// mcpServer returns the server part of an mcp__server__tool (or
+// mcp__server) name.
+func mcpServer(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", false
+	}
+	server, _, _ := strings.Cut(rest, "__")
+	return server, server != ""
+}
+
+// ParseToolEntry splits an entry such as "Bash(git *)" into its name and
+// argument text. hasArgs is false when there are no parentheses; ok is false
+// when a parenthesis is not closed at the end of the entry.
+func ParseToolEntry(entry string) (name, args string, hasArgs, ok bool) {
+	entry = strings.TrimSpace(entry)
+	open := strings.IndexByte(entry, '(')
+	if open < 0 {
+		return entry, "", false, !strings.ContainsRune(entry, ')')
+	}
+	if !strings.HasSuffix(entry, ")") {
+		return strings.TrimSpace(entry[:open]), "", true, false
+	}
+	return strings.TrimSpace(entry[:open]), strings.TrimSpace(entry[open+1 : len(entry)-1]), true, true
+}
+
+// SplitToolList splits a comma-separated tool list. Commas inside
+// parentheses do not split, so "Bash(git *), Agent(a, b)" is two entries.
+// Entries are trimmed; empty ones are dropped.
+func SplitToolList(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	add := func(e string) {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				add(s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(s[start:])
+	return out
+}
+
+// splitArgs splits the argument text of an Agent(a, b) entry into names.
+func splitArgs(args string) []string {
+	var out []string
+	for _, a := range strings.Split(args, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
