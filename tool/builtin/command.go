@@ -1,0 +1,252 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// outputGrace is how long run_command keeps reading output after the
+// command's process group is gone, for a process that left the group but
+// still holds the output open.
+const outputGrace = 2 * time.Second
+
+// RunCommand is the run_command tool: it runs a shell command line in the
+// workspace root. It is a mutating tool.
+//
+// The command runs as Shell -c command in its own process group, with
+// standard input empty and standard output and error combined. When it
+// ends, times out or the call is cancelled, the whole group is killed:
+// nothing the command started in the background outlives the call.
+type RunCommand struct {
+	ws   tool.Workspace
+	opts Options
+}
+
+var (
+	_ cadre.Mutator   = (*RunCommand)(nil)
+	_ tool.Summarizer = (*RunCommand)(nil)
+)
+
+// NewRunCommand returns the run_command tool, running commands in ws's
+// root.
+func NewRunCommand(ws tool.Workspace, opts Options) *RunCommand {
+	return &RunCommand{ws: ws, opts: opts.withDefaults()}
+}
+
+type commandArgs struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+}
+
+// Spec implements cadre.Tool.
+func (t *RunCommand) Spec() cadre.ToolSpec {
+	return cadre.ToolSpec{
+		Name: NameRunCommand,
+		Description: fmt.Sprintf("Run a shell command (%s -c) in the workspace root and return its combined output and exit code. "+
+			"Standard input is empty, so interactive commands fail. The command is killed, with everything it started, after "+
+			"timeout_seconds (default %d, at most %d) and processes left in the background are killed when it returns. "+
+			"Output over %d bytes is cut in the middle.",
+			t.opts.Shell, int(t.opts.CommandTimeout/time.Second), int(t.opts.MaxCommandTimeout/time.Second), t.opts.MaxCommandOutput),
+		Parameters: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"command": {"type": "string", "description": "The command line to run."},
+		"timeout_seconds": {"type": "integer", "description": "Seconds before the command is killed."}
+	},
+	"required": ["command"],
+	"additionalProperties": false
+}`),
+	}
+}
+
+// Mutates implements cadre.Mutator.
+func (t *RunCommand) Mutates() bool { return true }
+
+// Summary implements tool.Summarizer.
+func (t *RunCommand) Summary(raw json.RawMessage) string {
+	var a commandArgs
+	if json.Unmarshal(raw, &a) != nil {
+		return NameRunCommand + " " + string(raw)
+	}
+	s, cut := cutLine(a.Command, 1000)
+	if cut {
+		s += " …"
+	}
+	return "run: " + s
+}
+
+// Call implements cadre.Tool.
+func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, error) {
+	a, err := tool.Decode[commandArgs](t.Spec(), raw)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.Command) == "" {
+		return "", errors.New("run_command: the command is empty: give a shell command line")
+	}
+	timeout, note := t.opts.CommandTimeout, ""
+	if a.TimeoutSeconds > 0 {
+		timeout = time.Duration(a.TimeoutSeconds) * time.Second
+		if timeout > t.opts.MaxCommandTimeout {
+			timeout = t.opts.MaxCommandTimeout
+			note = fmt.Sprintf("(timeout_seconds %d is above the limit; the command ran with %d)\n", a.TimeoutSeconds, int(timeout/time.Second))
+		}
+	}
+	dir, err := t.ws.Dir()
+	if err != nil {
+		return "", fmt.Errorf("run_command: %w", err)
+	}
+	res, err := t.run(ctx, a.Command, dir, timeout)
+	if err != nil {
+		return "", err
+	}
+	out := res.out
+	if out == "" {
+		out = "(no output)\n"
+	} else if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	switch {
+	case res.cancelled:
+		return "", fmt.Errorf("run_command: the call was cancelled and the command killed (%v). Output so far:\n%s", context.Cause(ctx), out)
+	case res.timedOut:
+		return "", fmt.Errorf("run_command: the command timed out after %s and was killed with the processes it started. "+
+			"Give a larger timeout_seconds, or make the command faster or run it on less. Output so far:\n%s%s", timeout, out, note)
+	}
+	if res.status != "" {
+		return fmt.Sprintf("%s\nexit code: %d (%s)\n%s", out, res.exitCode, res.status, note), nil
+	}
+	return fmt.Sprintf("%s\nexit code: %d\n%s", out, res.exitCode, note), nil
+}
+
+type runResult struct {
+	out       string
+	exitCode  int
+	status    string
+	timedOut  bool
+	cancelled bool
+}
+
+func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (runResult, error) {
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, t.opts.Shell, "-c", command)
+	cmd.Dir = dir
+	cmd.Env = t.opts.Env
+	// The output goes to a pipe of our own, not one exec makes, so Wait
+	// returns when the shell exits even if a background process still
+	// holds the pipe; the group is then killed and the pipe drained.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return runResult{}, fmt.Errorf("run_command: make a pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	setGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return runResult{}, fmt.Errorf("run_command: start %s: %w", t.opts.Shell, err)
+	}
+	pw.Close()
+	buf := newCapBuffer(t.opts.MaxCommandOutput)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		_, _ = io.Copy(buf, pr) // ends at EOF, or when pr is closed below
+	}()
+	waitErr := cmd.Wait()
+	killGroup(cmd)
+	timer := time.NewTimer(outputGrace)
+	select {
+	case <-drained:
+	case <-timer.C:
+	}
+	timer.Stop()
+	pr.Close()
+	<-drained
+
+	res := runResult{out: buf.String()}
+	if waitErr == nil {
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		res.cancelled = true
+		return res, nil
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		res.timedOut = true
+		return res, nil
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(waitErr, &exitErr) {
+		return runResult{}, fmt.Errorf("run_command: %w", waitErr)
+	}
+	res.exitCode = exitErr.ExitCode()
+	if res.exitCode < 0 {
+		res.status = exitErr.String() // "signal: killed" and the like
+	}
+	return res, nil
+}
+
+// A capBuffer keeps the first and last bytes written to it, up to max in
+// all, and counts the rest. It is safe for one writer and one reader.
+type capBuffer struct {
+	mu      sync.Mutex
+	headMax int
+	tailMax int
+	head    []byte
+	tail    []byte
+	total   int64
+}
+
+func newCapBuffer(max int) *capBuffer {
+	return &capBuffer{headMax: max / 2, tailMax: max - max/2}
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(p)
+	c.total += int64(n)
+	if room := c.headMax - len(c.head); room > 0 {
+		k := min(room, len(p))
+		c.head = append(c.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	if len(p) >= c.tailMax {
+		c.tail = append(c.tail[:0], p[len(p)-c.tailMax:]...)
+		return n, nil
+	}
+	if drop := len(c.tail) + len(p) - c.tailMax; drop > 0 {
+		c.tail = append(c.tail[:0], c.tail[drop:]...)
+	}
+	c.tail = append(c.tail, p...)
+	return n, nil
+}
+
+// String returns what was kept, with a note where bytes were left out.
+func (c *capBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := int64(len(c.head) + len(c.tail))
+	if kept == c.total {
+		return strings.ToValidUTF8(string(c.head)+string(c.tail), "\uFFFD")
+	}
+	return strings.ToValidUTF8(string(c.head), "\uFFFD") +
+		fmt.Sprintf("\n[… %d bytes of output left out (%d in all) …]\n", c.total-kept, c.total) +
+		strings.ToValidUTF8(string(c.tail), "\uFFFD")
+}

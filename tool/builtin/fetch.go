@@ -1,0 +1,143 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// WebFetch is the web_fetch tool: it GETs an http or https URL and returns
+// the status and the body as text, HTML reduced to its text. It does not
+// mutate anything.
+type WebFetch struct {
+	client *http.Client
+	opts   Options
+}
+
+var _ cadre.Tool = (*WebFetch)(nil)
+
+// NewWebFetch returns the web_fetch tool, using opts.HTTPClient when set.
+func NewWebFetch(opts Options) *WebFetch {
+	opts = opts.withDefaults()
+	c := opts.HTTPClient
+	if c == nil {
+		c = &http.Client{}
+	}
+	return &WebFetch{client: c, opts: opts}
+}
+
+type fetchArgs struct {
+	URL string `json:"url"`
+}
+
+// Spec implements cadre.Tool.
+func (t *WebFetch) Spec() cadre.ToolSpec {
+	return cadre.ToolSpec{
+		Name: NameWebFetch,
+		Description: fmt.Sprintf("Fetch a web page or file with an HTTP GET and return the status line and the body as text; HTML is reduced to its text. "+
+			"Only http and https URLs. At most %d bytes of the body are read, and the request is abandoned after %d seconds.",
+			t.opts.MaxFetchBytes, int(t.opts.FetchTimeout.Seconds())),
+		Parameters: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"url": {"type": "string", "description": "The http:// or https:// URL to fetch."}
+	},
+	"required": ["url"],
+	"additionalProperties": false
+}`),
+	}
+}
+
+// Call implements cadre.Tool.
+func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error) {
+	a, err := tool.Decode[fetchArgs](t.Spec(), raw)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(strings.TrimSpace(a.URL))
+	if err != nil {
+		return "", fmt.Errorf("web_fetch: %q is not a valid URL: %w", a.URL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("web_fetch: %q is not an http or https URL: only those can be fetched", a.URL)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("web_fetch: %q has no host: give a full URL such as https://example.com/page", a.URL)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.opts.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", fmt.Errorf("web_fetch: %w", err)
+	}
+	req.Header.Set("User-Agent", t.opts.UserAgent)
+	req.Header.Set("Accept", "text/html, text/plain, text/markdown, application/json, */*;q=0.5")
+	resp, err := t.client.Do(req)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("web_fetch: %s did not answer within %s", u.Redacted(), t.opts.FetchTimeout)
+		}
+		return "", fmt.Errorf("web_fetch: GET %s: %w", u.Redacted(), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.opts.MaxFetchBytes+1))
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return "", fmt.Errorf("web_fetch: %s did not send its whole answer within %s", u.Redacted(), t.opts.FetchTimeout)
+		}
+		return "", fmt.Errorf("web_fetch: read the answer of %s: %w", u.Redacted(), err)
+	}
+	cut := int64(len(body)) > t.opts.MaxFetchBytes
+	if cut {
+		body = body[:t.opts.MaxFetchBytes]
+	}
+
+	ctype := resp.Header.Get("Content-Type")
+	if ctype == "" {
+		ctype = http.DetectContentType(body)
+	}
+	media, _, _ := mime.ParseMediaType(ctype)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", resp.Proto, resp.Status)
+	if final := resp.Request.URL.String(); final != u.String() {
+		fmt.Fprintf(&b, "URL: %s\n", resp.Request.URL.Redacted())
+	}
+	fmt.Fprintf(&b, "Content-Type: %s\n\n", ctype)
+	switch {
+	case media == "text/html" || media == "application/xhtml+xml":
+		b.WriteString(htmlText(string(body)))
+	case isText(media):
+		b.WriteString(strings.ToValidUTF8(string(body), "\uFFFD"))
+	default:
+		fmt.Fprintf(&b, "(%s of %s content, not shown)", plural(len(body), "byte"), media)
+	}
+	if cut {
+		fmt.Fprintf(&b, "\n\n(the body was cut at %d bytes)", t.opts.MaxFetchBytes)
+	}
+	out := b.String()
+	if resp.StatusCode >= 400 {
+		return "", fmt.Errorf("web_fetch: %s answered %s:\n%s", u.Redacted(), resp.Status, out)
+	}
+	return out, nil
+}
+
+func isText(media string) bool {
+	if strings.HasPrefix(media, "text/") {
+		return true
+	}
+	switch media {
+	case "application/json", "application/xml", "application/javascript", "application/x-yaml",
+		"application/yaml", "application/toml", "application/x-sh", "application/ld+json":
+		return true
+	}
+	return strings.HasSuffix(media, "+json") || strings.HasSuffix(media, "+xml")
+}

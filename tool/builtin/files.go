@@ -1,0 +1,142 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// sniffLen is how much of a file is looked at to tell text from binary.
+const sniffLen = 8000
+
+// looksBinary reports whether the start of a file holds a NUL byte, the
+// sign of a binary file that git and grep use too.
+func looksBinary(head []byte) bool {
+	return bytes.IndexByte(head, 0) >= 0
+}
+
+// resolve resolves p in ws for tool name, defaulting an empty p to def.
+func resolve(ws tool.Workspace, name, p, def string) (string, error) {
+	if p == "" {
+		if def == "" {
+			return "", fmt.Errorf("%s: the path is empty: give a path relative to the workspace root", name)
+		}
+		p = def
+	}
+	real, err := ws.Resolve(p)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return real, nil
+}
+
+// statError words a failed Stat of p for a model.
+func statError(name, p string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %s does not exist in the workspace: check the path with list_files", name, p)
+	}
+	return fmt.Errorf("%s: %s: %w", name, p, err)
+}
+
+// readText reads a whole text file for the editing tools, refusing
+// directories and binary files.
+func readText(name, shown, real string) ([]byte, fs.FileInfo, error) {
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil, nil, statError(name, shown, err)
+	}
+	if fi.IsDir() {
+		return nil, nil, fmt.Errorf("%s: %s is a directory, not a file: use list_files to see what it holds", name, shown)
+	}
+	b, err := os.ReadFile(real)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: read %s: %w", name, shown, err)
+	}
+	if looksBinary(b[:min(len(b), sniffLen)]) {
+		return nil, nil, fmt.Errorf("%s: %s is a binary file (%d bytes); only text files can be read or edited", name, shown, len(b))
+	}
+	return b, fi, nil
+}
+
+// lineReader reads lines of any length, keeping at most max bytes of each.
+type lineReader struct {
+	r   *bufio.Reader
+	max int
+	buf []byte
+}
+
+func newLineReader(r io.Reader, max int) *lineReader {
+	return &lineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+}
+
+// next returns the next line without its line ending, the full length of
+// the line in bytes, and io.EOF after the last line. A last line without a
+// newline is still a line.
+func (l *lineReader) next() (line string, full int, err error) {
+	l.buf = l.buf[:0]
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		full += len(chunk)
+		if room := l.max - len(l.buf); room > 0 {
+			l.buf = append(l.buf, chunk[:min(room, len(chunk))]...)
+		}
+		switch {
+		case err == nil:
+			return trimEOL(l.buf), full - eolLen(chunk), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if full == 0 {
+				return "", 0, io.EOF
+			}
+			return trimEOL(l.buf), full, nil
+		default:
+			return "", 0, err
+		}
+	}
+}
+
+func eolLen(chunk []byte) int {
+	switch {
+	case bytes.HasSuffix(chunk, []byte("\r\n")):
+		return 2
+	case bytes.HasSuffix(chunk, []byte("\n")):
+		return 1
+	}
+	return 0
+}
+
+func trimEOL(b []byte) string {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	b = bytes.TrimSuffix(b, []byte("\r"))
+	return string(b)
+}
+
+// cutLine shortens s to at most n bytes on a rune boundary and makes it
+// valid UTF-8. It reports whether it cut.
+func cutLine(s string, n int) (string, bool) {
+	cut := false
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s, cut = s[:n], true
+	}
+	return strings.ToValidUTF8(s, "\uFFFD"), cut
+}
+
+// plural returns "1 line", "2 lines".
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,134 @@
+package builtin
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// Tool names.
+const (
+	NameReadFile    = "read_file"
+	NameListFiles   = "list_files"
+	NameSearchFiles = "search_files"
+	NameWriteFile   = "write_file"
+	NameEditFile    = "edit_file"
+	NameRunCommand  = "run_command"
+	NameWebFetch    = "web_fetch"
+)
+
+// Defaults of Options. A zero field in Options means its default.
+const (
+	// DefaultReadLimit is how many lines read_file shows when the call
+	// gives no limit, and the most it shows in one call.
+	DefaultReadLimit = 2000
+	// DefaultMaxLineLength is the number of bytes of a line read_file shows
+	// before cutting it.
+	DefaultMaxLineLength = 2000
+	// DefaultMaxListFiles is how many paths list_files returns.
+	DefaultMaxListFiles = 1000
+	// DefaultMaxSearchMatches is how many matching lines search_files
+	// returns.
+	DefaultMaxSearchMatches = 200
+	// DefaultMaxSearchFileSize is the size above which search_files skips
+	// a file.
+	DefaultMaxSearchFileSize = 10 << 20
+	// DefaultCommandTimeout bounds a run_command call that gives no
+	// timeout_seconds.
+	DefaultCommandTimeout = 120 * time.Second
+	// DefaultMaxCommandTimeout is the most a call's timeout_seconds may ask.
+	DefaultMaxCommandTimeout = 600 * time.Second
+	// DefaultMaxCommandOutput is how many bytes of a command's combined
+	// output run_command returns: the head and the tail, with a note of
+	// what was left out between them.
+	DefaultMaxCommandOutput = 30_000
+	// DefaultShell runs commands as DefaultShell -c command.
+	DefaultShell = "sh"
+	// DefaultFetchTimeout bounds a web_fetch call.
+	DefaultFetchTimeout = 30 * time.Second
+	// DefaultMaxFetchBytes is how much of a response body web_fetch reads.
+	DefaultMaxFetchBytes = 1 << 20
+	// DefaultUserAgent is the User-Agent header of web_fetch.
+	DefaultUserAgent = "cadre-web-fetch/1"
+)
+
+// Options tune the built-in tools. The zero value gives the defaults.
+type Options struct {
+	ReadLimit         int
+	MaxLineLength     int
+	MaxListFiles      int
+	MaxSearchMatches  int
+	MaxSearchFileSize int64
+
+	CommandTimeout    time.Duration
+	MaxCommandTimeout time.Duration
+	MaxCommandOutput  int
+	// Shell is the program that runs a command line with -c.
+	Shell string
+	// Env is the environment of commands; nil means the environment of the
+	// current process.
+	Env []string
+
+	// HTTPClient makes web_fetch's requests; nil means a client of its own
+	// with the default transport. Its own Timeout, if any, applies on top
+	// of FetchTimeout.
+	HTTPClient    *http.Client
+	FetchTimeout  time.Duration
+	MaxFetchBytes int64
+	UserAgent     string
+}
+
+func (o Options) withDefaults() Options {
+	set := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	set(&o.ReadLimit, DefaultReadLimit)
+	set(&o.MaxLineLength, DefaultMaxLineLength)
+	set(&o.MaxListFiles, DefaultMaxListFiles)
+	set(&o.MaxSearchMatches, DefaultMaxSearchMatches)
+	set(&o.MaxCommandOutput, DefaultMaxCommandOutput)
+	if o.MaxSearchFileSize <= 0 {
+		o.MaxSearchFileSize = DefaultMaxSearchFileSize
+	}
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	if o.MaxCommandTimeout <= 0 {
+		o.MaxCommandTimeout = DefaultMaxCommandTimeout
+	}
+	if o.CommandTimeout > o.MaxCommandTimeout {
+		o.CommandTimeout = o.MaxCommandTimeout
+	}
+	if o.Shell == "" {
+		o.Shell = DefaultShell
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
+	}
+	if o.MaxFetchBytes <= 0 {
+		o.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = DefaultUserAgent
+	}
+	return o
+}
+
+// New returns every built-in tool, confined to ws, in a fixed order:
+// read_file, list_files, search_files, write_file, edit_file, run_command,
+// web_fetch.
+func New(ws tool.Workspace, opts Options) []cadre.Tool {
+	return []cadre.Tool{
+		NewReadFile(ws, opts),
+		NewListFiles(ws, opts),
+		NewSearchFiles(ws, opts),
+		NewWriteFile(ws, opts),
+		NewEditFile(ws, opts),
+		NewRunCommand(ws, opts),
+		NewWebFetch(opts),
+	}
+}

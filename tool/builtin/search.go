@@ -1,0 +1,188 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// maxMatchLine is how many bytes of a matching line search_files shows.
+const maxMatchLine = 500
+
+// errEnough stops a walk once enough matches were found.
+var errEnough = errors.New("enough matches")
+
+// SearchFiles is the search_files tool: it greps files with a regular
+// expression.
+type SearchFiles struct {
+	ws   tool.Workspace
+	opts Options
+}
+
+var _ cadre.Tool = (*SearchFiles)(nil)
+
+// NewSearchFiles returns the search_files tool confined to ws.
+func NewSearchFiles(ws tool.Workspace, opts Options) *SearchFiles {
+	return &SearchFiles{ws: ws, opts: opts.withDefaults()}
+}
+
+type searchArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+	Glob    string `json:"glob"`
+}
+
+// Spec implements cadre.Tool.
+func (t *SearchFiles) Spec() cadre.ToolSpec {
+	return cadre.ToolSpec{
+		Name: NameSearchFiles,
+		Description: fmt.Sprintf("Search the lines of the workspace's text files for a regular expression (Go RE2 syntax, matched line by line; "+
+			"(?i) makes it case-insensitive). Results are `file:line: text`, at most %d. Binary files, files over %d bytes and .git directories are skipped.",
+			t.opts.MaxSearchMatches, t.opts.MaxSearchFileSize),
+		Parameters: json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"pattern": {"type": "string", "description": "Regular expression to look for."},
+		"path": {"type": "string", "description": "File or directory to search, relative to the workspace root. Default: the root."},
+		"glob": {"type": "string", "description": "Only search files matching this glob, such as \"*.go\" or \"src/**/*.ts\"."}
+	},
+	"required": ["pattern"],
+	"additionalProperties": false
+}`),
+	}
+}
+
+// Call implements cadre.Tool.
+func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, error) {
+	a, err := tool.Decode[searchArgs](t.Spec(), raw)
+	if err != nil {
+		return "", err
+	}
+	if a.Pattern == "" {
+		return "", errors.New("search_files: the pattern is empty: give a regular expression to look for")
+	}
+	re, err := regexp.Compile(a.Pattern)
+	if err != nil {
+		return "", fmt.Errorf("search_files: invalid regular expression %q: %w (Go RE2 syntax: escape literal characters such as ( [ . * with a backslash)", a.Pattern, err)
+	}
+	var g *glob
+	if a.Glob != "" {
+		if g, err = compileGlob(a.Glob); err != nil {
+			return "", fmt.Errorf("search_files: %w", err)
+		}
+	}
+	base, err := resolve(t.ws, NameSearchFiles, a.Path, ".")
+	if err != nil {
+		return "", err
+	}
+	shownBase := t.ws.Rel(base)
+	if _, err := os.Stat(base); err != nil {
+		return "", statError(NameSearchFiles, shownBase, err)
+	}
+
+	var b strings.Builder
+	matches, skipped := 0, 0
+	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			if p == base {
+				return err
+			}
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if p != base && skipDir(d.Name()) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil // links are not followed; devices and pipes are not read
+		}
+		if g != nil && p != base {
+			rel, _ := filepath.Rel(base, p)
+			if !g.match(filepath.ToSlash(rel)) {
+				return nil
+			}
+		}
+		if info, err := d.Info(); err != nil || info.Size() > t.opts.MaxSearchFileSize {
+			skipped++
+			return nil
+		}
+		n, err := t.searchFile(p, t.ws.Rel(p), re, t.opts.MaxSearchMatches-matches, &b)
+		matches += n
+		if err != nil {
+			return err
+		}
+		return nil
+	})
+	limited := errors.Is(err, errEnough)
+	if err != nil && !limited {
+		return "", fmt.Errorf("search_files: %w", err)
+	}
+	if matches == 0 {
+		msg := fmt.Sprintf("no matches for %q under %s", a.Pattern, shownBase)
+		if a.Glob != "" {
+			msg += fmt.Sprintf(" in files matching %q", a.Glob)
+		}
+		if skipped > 0 {
+			msg += fmt.Sprintf(" (%s too large to search)", plural(skipped, "file"))
+		}
+		return msg, nil
+	}
+	if limited {
+		fmt.Fprintf(&b, "\n(stopped at %d matches; narrow the pattern, path or glob to see the rest)\n", matches)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(&b, "(%s over %d bytes not searched)\n", plural(skipped, "file"), t.opts.MaxSearchFileSize)
+	}
+	return b.String(), nil
+}
+
+// searchFile appends up to room matching lines of the file at p to b. It
+// returns errEnough when it filled the room and there may be more.
+func (t *SearchFiles) searchFile(p, shown string, re *regexp.Regexp, room int, b *strings.Builder) (int, error) {
+	data, err := os.ReadFile(p) // the caller checked the size
+	if err != nil || looksBinary(data[:min(len(data), sniffLen)]) {
+		return 0, nil // unreadable or binary: skip
+	}
+	found := 0
+	for num := 1; len(data) > 0; num++ {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if !re.Match(line) {
+			continue
+		}
+		if found == room {
+			return found, errEnough
+		}
+		text, cut := cutLine(string(line[:min(len(line), maxMatchLine+utf8.UTFMax)]), maxMatchLine)
+		if cut {
+			text += " …"
+		}
+		fmt.Fprintf(b, "%s:%d: %s\n", shown, num, text)
+		found++
+	}
+	return found, nil
+}

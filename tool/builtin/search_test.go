@@ -1,0 +1,62 @@
+package builtin
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSearchFiles(t *testing.T) {
+	ws, root, outside := newWorkspace(t)
+	files(t, root, map[string]string{
+		"a.go":        "package a\n\nfunc A() {}\nfunc helper() {}\n",
+		"b.txt":       "no functions here\nFUNC upper\n",
+		"src/c.go":    "package src\nfunc C() {}\n",
+		"bin.dat":     "func\x00binary\n",
+		".git/HEAD":   "func in git\n",
+		"long.txt":    "func " + strings.Repeat("z", 600) + "\n",
+		"big/big.txt": strings.Repeat("func big\n", 20),
+	})
+	files(t, outside, map[string]string{"secret.go": "func Secret() {}\n"})
+	symlink(t, filepath.Join(outside, "secret.go"), filepath.Join(root, "secret.go"))
+	sf := NewSearchFiles(ws, Options{})
+	small := NewSearchFiles(ws, Options{MaxSearchMatches: 3, MaxSearchFileSize: 100})
+
+	tests := []struct {
+		name    string
+		tool    *SearchFiles
+		args    map[string]any
+		want    string
+		wantErr string
+	}{
+		{name: "glob", args: map[string]any{"pattern": `^func \w+\(`, "glob": "*.go"},
+			want: "a.go:3: func A() {}\na.go:4: func helper() {}\nsrc/c.go:2: func C() {}\n"},
+		{name: "case_insensitive", args: map[string]any{"pattern": `(?i)^func upper`}, want: "b.txt:2: FUNC upper\n"},
+		{name: "under_path", args: map[string]any{"pattern": "func", "path": "src"}, want: "src/c.go:2: func C() {}\n"},
+		{name: "single_file", args: map[string]any{"pattern": "helper", "path": "a.go"}, want: "a.go:4: func helper() {}\n"},
+		{name: "long_line_cut", args: map[string]any{"pattern": "zzz", "glob": "long.txt"},
+			want: "long.txt:1: func " + strings.Repeat("z", 495) + " …\n"},
+		{name: "capped", tool: small, args: map[string]any{"pattern": "func"},
+			want: "a.go:3: func A() {}\na.go:4: func helper() {}\nb.txt:1: no functions here\n\n(stopped at 3 matches; narrow the pattern, path or glob to see the rest)\n(2 files over 100 bytes not searched)\n"},
+		{name: "no_match", args: map[string]any{"pattern": "nothing like this"}, want: `no matches for "nothing like this" under .`},
+		{name: "no_match_glob", args: map[string]any{"pattern": "x", "glob": "*.rs"}, want: `no matches for "x" under . in files matching "*.rs"`},
+		{name: "skips_binary_git_and_links", args: map[string]any{"pattern": "binary|in git|Secret"}, want: `no matches for "binary|in git|Secret" under .`},
+		{name: "bad_regexp", args: map[string]any{"pattern": "func("}, wantErr: `invalid regular expression "func(": error parsing regexp: missing closing )`},
+		{name: "empty_pattern", args: map[string]any{"pattern": ""}, wantErr: "the pattern is empty"},
+		{name: "bad_glob", args: map[string]any{"pattern": "x", "glob": "{a"}, wantErr: "unmatched {"},
+		{name: "missing_path", args: map[string]any{"pattern": "x", "path": "nope"}, wantErr: "nope does not exist"},
+		{name: "traversal", args: map[string]any{"pattern": "x", "path": "../outside"}, wantErr: "outside the workspace root"},
+		{name: "link_out", args: map[string]any{"pattern": "x", "path": "secret.go"}, wantErr: "outside the workspace root"},
+		{name: "missing_pattern", args: map[string]any{"path": "."}, wantErr: `missing required argument "pattern"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tl := tt.tool
+			if tl == nil {
+				tl = sf
+			}
+			got, err := call(t, tl, tt.args)
+			checkResult(t, got, err, tt.want, tt.wantErr)
+		})
+	}
+}
