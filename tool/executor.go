@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
@@ -47,9 +48,31 @@ func (e *Executor) Run(ctx context.Context, agent cadre.AgentID, call cadre.Tool
 	return e.RunTool(ctx, agent, t, call)
 }
 
+// RunAmong runs call with the tool of that name among tools, the tools an
+// agent was given. An unknown name is an error result listing them.
+func (e *Executor) RunAmong(ctx context.Context, agent cadre.AgentID, tools []cadre.Tool, call cadre.ToolCall) (content string, isError bool) {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		n := t.Spec().Name
+		if n == call.Name {
+			return e.RunTool(ctx, agent, t, call)
+		}
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("Error: unknown tool %q: you have no tools; answer without them.", call.Name), true
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("Error: unknown tool %q. Your tools are: %s. Call one of those by its exact name.", call.Name, strings.Join(names, ", ")), true
+}
+
 // RunTool runs call with t, which the caller has already chosen (it has the
 // signature of the local engine's ToolRunner). A nil t means the agent has
-// no tool of that name. It returns the result text and whether it reports
+// no tool of that name; RunAmong can list the ones it has. Empty or null
+// arguments count as {}. It returns the result text and whether it reports
 // a failure; it never panics.
 func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (content string, isError bool) {
 	name := call.Name
@@ -64,7 +87,8 @@ func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Too
 		return fmt.Sprintf("Error: unknown tool %q: it is not one of your tools. Call only the tools you were given, by their exact names.", name), true
 	}
 	args := json.RawMessage(strings.TrimSpace(call.Arguments))
-	if len(args) == 0 {
+	if len(args) == 0 || string(args) == "null" {
+		// What several servers send for a call without arguments.
 		args = json.RawMessage("{}")
 	}
 	v, err := decodeJSON(args)

@@ -117,3 +117,29 @@ func TestExecutorApprovalRequest(t *testing.T) {
 		t.Errorf("approval request %+v, want %+v", got, want)
 	}
 }
+
+func TestExecutorRunAmong(t *testing.T) {
+	e := &Executor{}
+	tools := []cadre.Tool{named("read_file"), nil, named("list_files")}
+	got, isErr := e.RunAmong(context.Background(), "root", tools, cadre.ToolCall{Name: "list_files", Arguments: "null"})
+	if isErr || got != "ok" {
+		t.Errorf("RunAmong(list_files) = %q, %v", got, isErr)
+	}
+	got, isErr = e.RunAmong(context.Background(), "root", tools, cadre.ToolCall{Name: "write_file"})
+	want := `Error: unknown tool "write_file". Your tools are: list_files, read_file. Call one of those by its exact name.`
+	if !isErr || got != want {
+		t.Errorf("RunAmong(write_file) = %q, %v; want %q", got, isErr, want)
+	}
+	got, isErr = e.RunAmong(context.Background(), "root", nil, cadre.ToolCall{Name: "x"})
+	if !isErr || !strings.Contains(got, "you have no tools") {
+		t.Errorf("RunAmong without tools = %q, %v", got, isErr)
+	}
+}
+
+// toolRunner is the local engine's contract for running tools; the
+// Executor must keep fitting it.
+type toolRunner interface {
+	RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (string, bool)
+}
+
+var _ toolRunner = (*Executor)(nil)
