@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -24,11 +26,16 @@ type IO struct {
 	Getenv func(string) string
 	// Dir is the working directory; empty means the process's.
 	Dir string
+	// Interrupts delivers Ctrl+C. The first one cancels a run gracefully,
+	// the second aborts it. Nil means no signals (tests).
+	Interrupts <-chan os.Signal
 }
 
 // Stdio returns the process's standard streams and environment.
 func Stdio() IO {
-	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Interrupts: sig}
 }
 
 // app holds what every command shares.
@@ -84,6 +91,8 @@ inside limits you set, with every step recorded.`,
 	}
 	root.AddCommand(
 		a.newVersionCmd(),
+		a.newRunCmd(),
+		a.newAgentsCmd(), a.newInitCmd(),
 		// Commands are listed here, one constructor per file.
 	)
 	return root
