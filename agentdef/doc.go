@@ -76,9 +76,11 @@
 // repository root down to the working directory, nearer directories taking
 // precedence); then each extra directory in order. Sub-folders are scanned;
 // files not ending in .md or .agent are never read. A definition from a
-// nearer scope replaces one of the same name from a farther scope (with an
-// info line). Two files of one scope with the same name: the first in path
-// order wins and the other is rejected.
+// nearer scope replaces one of the same name from a farther scope, with an
+// info line unless the replaced one is built in (cadre init copies the
+// stock agents into the project). Two files of one scope with the same
+// name: the first in path order wins and the other is rejected (an error
+// within one folder, a warning across the folders of one scope).
 //
 // # Diagnostics
 //
