@@ -1,0 +1,585 @@
+// Package sqlite is a cadre.Store in a SQLite database file, the default
+// store of the cadre command (.cadre/cadre.db). It uses modernc.org/sqlite,
+// a SQLite compiled to Go, so it needs no C compiler.
+//
+// The database runs in WAL mode with foreign keys on and synchronous=FULL:
+// a committed batch survives a crash of the process or of the machine, and
+// a crash keeps a prefix of batches, never part of one. Its schema is
+// created and upgraded by numbered migrations embedded in the binary and
+// recorded in the schema_version table; Open refuses, with a *SchemaError,
+// a database written by a newer build.
+//
+// Concurrency: a Store is safe for concurrent use. All writes go through
+// one connection, so goroutines of one process queue in Go rather than
+// retrying on SQLITE_BUSY; reads use a pool of read-only connections and
+// are not blocked by writes. Other processes may open the same file; their
+// writes wait for each other up to BusyTimeout.
+//
+// Errors: a missing run is reported with an error wrapping
+// cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
+// exists is an error, and the batch holding it is not applied. Strings and
+// payloads are stored byte for byte; times are kept to the nanosecond and
+// come back in UTC, and must lie within the years 0 to 9999.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/cadre-ai/cadre"
+)
+
+var _ cadre.Store = (*Store)(nil)
+
+// BusyTimeout is how long a write waits for another process's write to
+// the same database before it fails.
+const BusyTimeout = 10 * time.Second
+
+// Store is a cadre.Store in a SQLite database. Create one with Open.
+type Store struct {
+	path string  // as given to Open, for messages
+	w    *sql.DB // one connection: every write
+	r    *sql.DB // read-only connections
+}
+
+// Open opens the database at path, creating it and its parent directory
+// when they do not exist, and brings its schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: open: the database path is empty: give a file path such as .cadre/cadre.db")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", path, err)
+	}
+	busy := strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
+	w, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_busy_timeout": {busy},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_foreign_keys": {"1"},
+		"_txlock":       {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	s := &Store{path: path, w: w}
+	if err := s.migrate(ctx); err != nil {
+		_ = w.Close()
+		if _, ok := errors.AsType[*SchemaError](err); ok {
+			return nil, err
+		}
+		if code(err) == sqlite3.SQLITE_NOTADB {
+			return nil, fmt.Errorf("sqlite: %s is not a SQLite database: give the path of a cadre store, or of a file that does not exist yet", path)
+		}
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(abs, url.Values{
+		"_busy_timeout": {busy},
+		"_query_only":   {"1"},
+	}))
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	s.r = r
+	return s, nil
+}
+
+// dsn is a file: URI for the driver, so that any path works.
+func dsn(abs string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// code returns the SQLite result code of err, or 0.
+func code(err error) int {
+	if e, ok := errors.AsType[*msqlite.Error](err); ok {
+		return e.Code()
+	}
+	return 0
+}
+
+const runColumns = `id, task, status, model, started, ended, tokens_in, tokens_out, answer, error, agents, config`
+
+// CreateRun stores a new run. A run with the same ID must not exist.
+func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
+	if r == nil || r.ID == "" {
+		return errors.New("sqlite: create run: the run has no ID: give every run a unique ID")
+	}
+	started, ended, err := times(r.Started, r.Ended)
+	if err != nil {
+		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Task, string(r.Status), r.Model, started, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, blob(r.Config))
+	if code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+		return fmt.Errorf("sqlite: create run %q: a run with this ID exists already: use UpdateRun to change it", r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+// UpdateRun replaces a run's record. A zero Started and a nil Config keep
+// the values stored when the run was created.
+func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
+	if r == nil || r.ID == "" {
+		return errors.New("sqlite: update run: the run has no ID: say which run to update")
+	}
+	started, ended, err := times(r.Started, r.Ended)
+	if err != nil {
+		return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
+	}
+	var keepStarted any
+	if !r.Started.IsZero() {
+		keepStarted = started
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET task = ?, status = ?, model = ?, started = COALESCE(?, started), ended = ?,
+		tokens_in = ?, tokens_out = ?, answer = ?, error = ?, agents = ?, config = COALESCE(?, config) WHERE id = ?`,
+		r.Task, string(r.Status), r.Model, keepStarted, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, blob(r.Config), r.ID)
+	if err != nil {
+		return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
+	} else if n == 0 {
+		return fmt.Errorf("sqlite: update run %q: %w", r.ID, cadre.ErrNotFound)
+	}
+	return nil
+}
+
+// GetRun returns a run's record.
+func (s *Store) GetRun(ctx context.Context, id string) (*cadre.RunRecord, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("sqlite: run %q: %w", id, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs, newest first (by Started, then by ID, descending);
+// limit <= 0 means all.
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]*cadre.RunRecord, error) {
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY started DESC, id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*cadre.RunRecord{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	return out, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(row scanner) (*cadre.RunRecord, error) {
+	var (
+		r       cadre.RunRecord
+		status  string
+		started string
+		ended   sql.NullString
+		config  []byte
+	)
+	if err := row.Scan(&r.ID, &r.Task, &status, &r.Model, &started, &ended, &r.Usage.InputTokens, &r.Usage.OutputTokens,
+		&r.Answer, &r.Error, &r.Agents, &config); err != nil {
+		return nil, err
+	}
+	r.Status = cadre.Status(status)
+	if len(config) > 0 {
+		r.Config = json.RawMessage(config)
+	}
+	var err error
+	if r.Started, err = parseTime(started); err != nil {
+		return nil, fmt.Errorf("run %q: started: %w", r.ID, err)
+	}
+	if r.Ended, err = parseNullTime(ended); err != nil {
+		return nil, fmt.Errorf("run %q: ended: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+// PutAgent creates or replaces an agent's record. The run must exist.
+func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
+	if a == nil || a.Run == "" || a.ID == "" {
+		return errors.New("sqlite: put agent: the record needs a Run and an ID")
+	}
+	started, ended, err := times(a.Started, a.Ended)
+	if err != nil {
+		return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+			tokens_in, tokens_out, started, ended, result, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
+			definition = excluded.definition, model = excluded.model, task = excluded.task,
+			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
+			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
+			result = excluded.result, error = excluded.error`,
+		a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
+		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error)
+	if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+		return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
+	}
+	return nil
+}
+
+// ListAgents returns a run's agents ordered by Started, then by ID.
+func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecord, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("sqlite: list agents: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT run, id, parent, depth, definition, model, task, status, turns,
+		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = ? ORDER BY started, id`, run)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	out := []*cadre.AgentRecord{}
+	for rows.Next() {
+		var (
+			a                         cadre.AgentRecord
+			id, parent, status, start string
+			ended                     sql.NullString
+		)
+		if err := rows.Scan(&a.Run, &id, &parent, &a.Depth, &a.Definition, &a.Model, &a.Task, &status, &a.Turns,
+			&a.Usage.InputTokens, &a.Usage.OutputTokens, &start, &ended, &a.Result, &a.Error); err != nil {
+			return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
+		}
+		a.ID, a.Parent, a.Status = cadre.AgentID(id), cadre.AgentID(parent), cadre.Status(status)
+		if a.Started, err = parseTime(start); err != nil {
+			return nil, fmt.Errorf("sqlite: agent %s of run %q: started: %w", id, run, err)
+		}
+		if a.Ended, err = parseNullTime(ended); err != nil {
+			return nil, fmt.Errorf("sqlite: agent %s of run %q: ended: %w", id, run, err)
+		}
+		out = append(out, &a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// mustExist returns an error wrapping cadre.ErrNotFound when the run does
+// not exist.
+func (s *Store) mustExist(ctx context.Context, run string) error {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, run).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %q: %w", run, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("run %q: %w", run, err)
+	}
+	return nil
+}
+
+// Append adds journal entries in one transaction: all of them or none.
+func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) (err error) {
+	if len(entries) == 0 {
+		return nil
+	}
+	when := make([]string, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		if err := checkEntry(e, i, len(entries)); err != nil {
+			return err
+		}
+		if when[i], err = formatTime(e.Time); err != nil {
+			return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
+		}
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: append journal: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: append journal: %w", err)
+	}
+	defer stmt.Close()
+	for i := range entries {
+		e := &entries[i]
+		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
+		switch code(err) {
+		case 0:
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("sqlite: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("sqlite: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
+		default:
+			return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: append journal: commit: %w", err)
+	}
+	return nil
+}
+
+func checkEntry(e *cadre.JournalEntry, i, n int) error {
+	switch {
+	case e.Run == "":
+		return fmt.Errorf("sqlite: append journal entry %d of %d: the entry has no Run: set the run it belongs to", i+1, n)
+	case e.Agent == "":
+		return fmt.Errorf("sqlite: append journal entry %d of %d (run %q): the entry has no Agent: set the agent it belongs to", i+1, n, e.Run)
+	case e.Seq < 1:
+		return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s): seq is %d: an agent's entries are numbered from 1", i+1, n, e.Run, e.Agent, e.Seq)
+	}
+	return nil
+}
+
+// Journal returns an agent's entries in Seq order.
+func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("sqlite: read journal of %s: %w", agent, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
+	}
+	defer rows.Close()
+	out := []cadre.JournalEntry{}
+	for rows.Next() {
+		e := cadre.JournalEntry{Run: run, Agent: agent}
+		var data []byte
+		var when string
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when); err != nil {
+			return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
+		}
+		if data != nil {
+			e.Data = json.RawMessage(data)
+		}
+		if e.Time, err = parseTime(when); err != nil {
+			return nil, fmt.Errorf("sqlite: journal of %s in run %q, seq %d: %w", agent, run, e.Seq, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
+	}
+	return out, nil
+}
+
+// AppendEvents stores events in one transaction, all or none of them, and
+// sets their Seq: per run, one more than the run's last event. Seq values
+// already set are ignored; after a failure they are left as they were.
+func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err error) {
+	if len(events) == 0 {
+		return nil
+	}
+	// Encode first, outside the transaction; the Seq is spliced in later.
+	payloads := make([][]byte, len(events))
+	when := make([]string, len(events))
+	var order []string
+	count := map[string]int64{}
+	for i := range events {
+		ev := events[i]
+		if ev.Run == "" {
+			return fmt.Errorf("sqlite: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
+		}
+		ev.Seq = 0
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
+		}
+		if when[i], err = formatTime(ev.Time); err != nil {
+			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): %w", i+1, len(events), ev.Type, ev.Agent, err)
+		}
+		payloads[i] = b
+		if count[ev.Run] == 0 {
+			order = append(order, ev.Run)
+		}
+		count[ev.Run]++
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: append events: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	next := make(map[string]int64, len(order)) // the next Seq of each run
+	for _, run := range order {
+		var last int64
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`, count[run], run).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: append events to run %q: %w", run, err)
+		}
+		next[run] = last - count[run] + 1
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("sqlite: append events: %w", err)
+	}
+	defer stmt.Close()
+	seqs := make([]int64, len(events))
+	for i := range events {
+		ev := &events[i]
+		seqs[i] = next[ev.Run]
+		next[ev.Run]++
+		if _, err := stmt.ExecContext(ctx, ev.Run, seqs[i], string(ev.Type), when[i], string(ev.Agent), withSeq(payloads[i], seqs[i])); err != nil {
+			return fmt.Errorf("sqlite: append event %d of %d (%s) to run %q: %w", i+1, len(events), ev.Type, ev.Run, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: append events: commit: %w", err)
+	}
+	for i := range events {
+		events[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+// withSeq puts "seq" first in an event's JSON object, which was encoded
+// without one.
+func withSeq(obj []byte, seq int64) string {
+	b := make([]byte, 0, len(obj)+24)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	if len(obj) > 2 {
+		b = append(b, ',')
+	}
+	b = append(b, obj[1:]...)
+	return string(b)
+}
+
+// Events returns a run's events with Seq greater than after, in order.
+func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Event, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("sqlite: read events: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, payload FROM events WHERE run = ? AND seq > ? ORDER BY seq`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	out := []cadre.Event{}
+	for rows.Next() {
+		var seq int64
+		var payload []byte
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
+		}
+		var ev cadre.Event
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("sqlite: event %d of run %q: %w", seq, run, err)
+		}
+		ev.Seq = seq
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// blob stores nil as NULL, anything else as bytes.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// timeLayout is fixed-width so that the text order of stored times is
+// their time order.
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTime(t time.Time) (string, error) {
+	u := t.UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return "", fmt.Errorf("time %v is outside the years 0 to 9999 that the store keeps", t)
+	}
+	return u.Format(timeLayout), nil
+}
+
+// times formats a record's start and end; a zero end is NULL.
+func times(started, ended time.Time) (s string, e any, err error) {
+	if s, err = formatTime(started); err != nil {
+		return "", nil, fmt.Errorf("started: %w", err)
+	}
+	if ended.IsZero() {
+		return s, nil, nil
+	}
+	es, err := formatTime(ended)
+	if err != nil {
+		return "", nil, fmt.Errorf("ended: %w", err)
+	}
+	return s, es, nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeLayout, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
+	}
+	if t.IsZero() {
+		return time.Time{}, nil
+	}
+	return t, nil
+}
+
+func parseNullTime(s sql.NullString) (time.Time, error) {
+	if !s.Valid {
+		return time.Time{}, nil
+	}
+	return parseTime(s.String)
+}

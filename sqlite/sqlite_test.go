@@ -1,0 +1,251 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/sqlite"
+	"github.com/cadre-ai/cadre/storetest"
+)
+
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) cadre.Store {
+		return open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	})
+}
+
+func TestOpenCreatesDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", ".cadre", "cadre.db")
+	s := open(t, path)
+	defer s.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the database file was not created: %v", err)
+	}
+}
+
+func TestOpenPathWithOddCharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "my runs?#%20", "cadre 1.db")
+	s := open(t, path)
+	defer s.Close()
+	if err := s.CreateRun(t.Context(), &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatalf("CreateRun: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the database is not at %s: %v", path, err)
+	}
+}
+
+// TestMigrationsFromEmpty checks the tables and the recorded version of a
+// new database.
+func TestMigrationsFromEmpty(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	open(t, path).Close()
+	db := raw(t, path)
+	var versions []int
+	rows, err := db.Query(`SELECT version FROM schema_version ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	rows.Close()
+	if len(versions) != sqlite.SchemaVersion() || len(versions) == 0 || versions[len(versions)-1] != sqlite.SchemaVersion() {
+		t.Errorf("schema_version holds %v, want 1..%d", versions, sqlite.SchemaVersion())
+	}
+	for _, table := range []string{"runs", "agents", "journal", "events"} {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("table %s does not exist", table)
+		}
+	}
+	var mode string
+	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Errorf("journal_mode is %q, want wal", mode)
+	}
+}
+
+// TestMigrationsIdempotent reopens a database several times: the schema is
+// applied once.
+func TestMigrationsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	for range 3 {
+		open(t, path).Close()
+	}
+	var n int
+	if err := raw(t, path).QueryRow(`SELECT count(*) FROM schema_version`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != sqlite.SchemaVersion() {
+		t.Errorf("schema_version has %d rows after three opens, want %d", n, sqlite.SchemaVersion())
+	}
+}
+
+func TestRefuseNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".cadre", "cadre.db")
+	open(t, path).Close()
+	newer := sqlite.SchemaVersion() + 4
+	if _, err := raw(t, path).Exec(`INSERT INTO schema_version (version, applied) VALUES (?, '2031-01-01T00:00:00Z')`, newer); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	_, err := sqlite.Open(t.Context(), filepath.Join(".cadre", "cadre.db"))
+	se, ok := errors.AsType[*sqlite.SchemaError](err)
+	if !ok {
+		t.Fatalf("Open of a newer database: got %v, want a *sqlite.SchemaError", err)
+	}
+	if se.Version != newer || se.Known != sqlite.SchemaVersion() {
+		t.Errorf("SchemaError{Version: %d, Known: %d}, want {%d, %d}", se.Version, se.Known, newer, sqlite.SchemaVersion())
+	}
+	want := ".cadre/cadre.db was written by a newer cadre (schema " // then the numbers
+	if msg := err.Error(); !strings.HasPrefix(msg, want) || !strings.Contains(msg, "upgrade cadre") {
+		t.Errorf("error %q does not say which file, that it is newer, and what to do", msg)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	s := open(t, path)
+	ctx := t.Context()
+	run := &cadre.RunRecord{ID: "r1", Task: "keep me", Status: cadre.StatusRunning, Started: time.Now()}
+	if err := s.CreateRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Data: []byte(`{}`), Time: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []cadre.Event{{Type: cadre.EventRunStarted, Run: "r1", Time: time.Now()}}
+	if err := s.AppendEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s = open(t, path)
+	defer s.Close()
+	got, err := s.GetRun(ctx, "r1")
+	if err != nil || got.Task != "keep me" {
+		t.Errorf("after reopening, GetRun = %+v, %v", got, err)
+	}
+	if j, err := s.Journal(ctx, "r1", "root"); err != nil || len(j) != 1 {
+		t.Errorf("after reopening, Journal = %+v, %v", j, err)
+	}
+	// Event numbering carries on where it stopped.
+	more := []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: time.Now()}}
+	if err := s.AppendEvents(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if more[0].Seq != 2 {
+		t.Errorf("first event after reopening got Seq %d, want 2", more[0].Seq)
+	}
+}
+
+// TestTwoStoresOneFile has two Stores, as two processes would, append to
+// the same file at once.
+func TestTwoStoresOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	a, b := open(t, path), open(t, path)
+	defer a.Close()
+	defer b.Close()
+	ctx := t.Context()
+	if err := a.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for _, s := range []*sqlite.Store{a, b} {
+		go func() {
+			var err error
+			for range 50 {
+				if err = s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "r1"}, {Type: cadre.EventSay, Run: "r1"}}); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("AppendEvents: %v", err)
+		}
+	}
+	evs, err := b.Events(ctx, "r1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has Seq %d: two stores on one file must number events without gaps", i, e.Seq)
+		}
+	}
+	if len(evs) != 200 {
+		t.Errorf("%d events stored, want 200", len(evs))
+	}
+}
+
+func TestOpenNotADatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(path, []byte(strings.Repeat("these are my notes, not a database\n", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(t.Context(), path)
+	if err == nil {
+		t.Fatal("Open of a text file succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not a SQLite database") {
+		t.Errorf("error %q does not say which file and what is wrong with it", err)
+	}
+}
+
+func TestOpenEmptyPath(t *testing.T) {
+	if _, err := sqlite.Open(t.Context(), ""); err == nil {
+		t.Error("Open(\"\") succeeded, want an error")
+	}
+}
+
+func TestOpenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cadre.db")); err == nil {
+		s.Close()
+		t.Error("Open with a cancelled context succeeded, want an error")
+	}
+}
+
+// raw opens the database file directly, closing it at the end of the test.
+func raw(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}

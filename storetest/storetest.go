@@ -1,0 +1,1029 @@
+// Package storetest is the conformance suite for cadre.Store
+// implementations. Every store in this module passes it, and a store
+// written elsewhere can use it the same way:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) cadre.Store {
+//			s, err := mystore.Open(t.Context(), filepath.Join(t.TempDir(), "runs.db"))
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			return s
+//		})
+//	}
+//
+// Run calls open once per subtest and expects an empty store each time; it
+// closes each store itself, so open must not. Subtests have stable names
+// (Runs/ListNewestFirst, Journal/DuplicateRejectsBatch, …) for -run.
+//
+// What the suite holds a store to, beyond the comments on cadre.Store:
+//
+//   - a missing run is an error wrapping cadre.ErrNotFound, from GetRun,
+//     UpdateRun, PutAgent, ListAgents, Append, Journal, AppendEvents and
+//     Events alike;
+//   - creating a run twice is an error;
+//   - UpdateRun keeps the stored Started and Config when the new record's
+//     are zero;
+//   - ListRuns orders by Started then ID, both descending; ListAgents by
+//     Started then ID, both ascending, IDs compared bytewise;
+//   - a batch with a duplicate (run, agent, seq), an unknown run or an event
+//     that cannot be encoded as JSON fails whole, and AppendEvents leaves
+//     the Seq fields of a failed batch as they were;
+//   - events round-trip through cadre.Event's JSON form;
+//   - times round-trip to the millisecond or better, zero stays zero;
+//   - a 1 MiB payload round-trips byte for byte;
+//   - records are copies: changing what was passed in or handed back does
+//     not change the store.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// TimeMargin is how far a time read back from a store may be from the time
+// written.
+const TimeMargin = time.Millisecond
+
+// Run runs the conformance suite. open returns a new, empty store for the
+// subtest it is given.
+func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
+	t.Helper()
+	s := suite{open: open}
+	groups := []struct {
+		name  string
+		tests []subtest
+	}{
+		{"Runs", []subtest{
+			{"CreateGet", s.runCreateGet},
+			{"CreateTwice", s.runCreateTwice},
+			{"CreateInvalid", s.runCreateInvalid},
+			{"GetMissing", s.runGetMissing},
+			{"Update", s.runUpdate},
+			{"UpdateKeepsStartedAndConfig", s.runUpdateKeeps},
+			{"UpdateMissing", s.runUpdateMissing},
+			{"ListNewestFirst", s.runList},
+			{"ListEmpty", s.runListEmpty},
+			{"Copies", s.runCopies},
+			{"CancelledContext", s.runCancelled},
+		}},
+		{"Agents", []subtest{
+			{"PutUpsert", s.agentUpsert},
+			{"ListOrder", s.agentOrder},
+			{"MissingRun", s.agentMissingRun},
+			{"SeparateRuns", s.agentSeparateRuns},
+		}},
+		{"Journal", []subtest{
+			{"AppendRead", s.journalAppendRead},
+			{"EmptyBatch", s.journalEmpty},
+			{"DuplicateRejectsBatch", s.journalDuplicate},
+			{"DuplicateWithinBatch", s.journalDuplicateInBatch},
+			{"MissingRun", s.journalMissingRun},
+			{"Invalid", s.journalInvalid},
+			{"Copies", s.journalCopies},
+		}},
+		{"Events", []subtest{
+			{"SeqAssigned", s.eventsSeq},
+			{"After", s.eventsAfter},
+			{"RoundTrip", s.eventsRoundTrip},
+			{"SeveralRunsInOneBatch", s.eventsMixedBatch},
+			{"MissingRunRejectsBatch", s.eventsMissingRun},
+			{"UnencodableRejectsBatch", s.eventsUnencodable},
+			{"EmptyBatch", s.eventsEmpty},
+		}},
+		{"Concurrent", []subtest{
+			{"AppendsToSeveralRuns", s.concurrentAppends},
+		}},
+		{"Times", []subtest{
+			{"RoundTrip", s.timesRoundTrip},
+		}},
+		{"Large", []subtest{
+			{"MiBPayloads", s.largePayloads},
+		}},
+	}
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			for _, st := range g.tests {
+				t.Run(st.name, func(t *testing.T) {
+					store := open(t)
+					defer func() {
+						if err := store.Close(); err != nil {
+							t.Errorf("Close: %v", err)
+						}
+					}()
+					st.fn(t, store)
+				})
+			}
+		})
+	}
+}
+
+type subtest struct {
+	name string
+	fn   func(t *testing.T, s cadre.Store)
+}
+
+type suite struct {
+	open func(t *testing.T) cadre.Store
+}
+
+// base is a fixed instant with sub-millisecond digits, in a zone that is
+// not UTC, so that stores that drop the zone or the precision are caught.
+var base = time.Date(2025, 3, 14, 15, 9, 26, 535_897_932, time.FixedZone("X", 5*3600+30*60))
+
+func at(d time.Duration) time.Time { return base.Add(d) }
+
+// opts compares records the way the suite promises: times to TimeMargin,
+// nil and empty the same.
+var opts = cmp.Options{cmpopts.EquateApproxTime(TimeMargin), cmpopts.EquateEmpty()}
+
+func diff(want, got any) string { return cmp.Diff(want, got, opts) }
+
+func sampleRun(id string, started time.Time) *cadre.RunRecord {
+	return &cadre.RunRecord{
+		ID:      id,
+		Task:    "summarise the README of " + id,
+		Status:  cadre.StatusRunning,
+		Model:   "openai:gpt-4o-mini",
+		Started: started,
+		Config:  json.RawMessage(`{"limits":{"max_depth":3},"workspace":"/tmp/w"}`),
+	}
+}
+
+func mustCreate(t *testing.T, s cadre.Store, r *cadre.RunRecord) {
+	t.Helper()
+	if err := s.CreateRun(t.Context(), r); err != nil {
+		t.Fatalf("CreateRun(%q): %v", r.ID, err)
+	}
+}
+
+func mustGet(t *testing.T, s cadre.Store, id string) *cadre.RunRecord {
+	t.Helper()
+	r, err := s.GetRun(t.Context(), id)
+	if err != nil {
+		t.Fatalf("GetRun(%q): %v", id, err)
+	}
+	if r == nil {
+		t.Fatalf("GetRun(%q) returned nil and no error", id)
+	}
+	return r
+}
+
+func wantNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, cadre.ErrNotFound) {
+		t.Errorf("%s: got error %v, want one wrapping cadre.ErrNotFound", what, err)
+	}
+}
+
+func (suite) runCreateGet(t *testing.T, s cadre.Store) {
+	want := sampleRun("r1", at(0))
+	want.Usage = cadre.Usage{InputTokens: 12, OutputTokens: 34}
+	want.Agents = 1
+	mustCreate(t, s, want)
+	got := mustGet(t, s, "r1")
+	if d := diff(want, got); d != "" {
+		t.Errorf("GetRun after CreateRun (-want +got):\n%s", d)
+	}
+}
+
+func (suite) runCreateTwice(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	second := sampleRun("r1", at(time.Hour))
+	second.Task = "another task"
+	if err := s.CreateRun(t.Context(), second); err == nil {
+		t.Fatal("CreateRun with an ID in use succeeded, want an error")
+	}
+	if got := mustGet(t, s, "r1"); got.Task != "summarise the README of r1" {
+		t.Errorf("the failed CreateRun changed the run: task is %q", got.Task)
+	}
+}
+
+func (suite) runCreateInvalid(t *testing.T, s cadre.Store) {
+	if err := s.CreateRun(t.Context(), &cadre.RunRecord{Task: "no id"}); err == nil {
+		t.Error("CreateRun of a run without an ID succeeded, want an error")
+	}
+}
+
+func (suite) runGetMissing(t *testing.T, s cadre.Store) {
+	r, err := s.GetRun(t.Context(), "nope")
+	wantNotFound(t, "GetRun of a missing run", err)
+	if r != nil {
+		t.Errorf("GetRun of a missing run returned %+v, want nil", r)
+	}
+}
+
+func (suite) runUpdate(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	want := sampleRun("r1", at(0))
+	want.Status = cadre.StatusDone
+	want.Ended = at(90 * time.Second)
+	want.Usage = cadre.Usage{InputTokens: 1000, OutputTokens: 250}
+	want.Answer = "The README explains how to build cadre."
+	want.Agents = 4
+	want.Config = json.RawMessage(`{"limits":{"max_depth":5}}`)
+	if err := s.UpdateRun(t.Context(), want); err != nil {
+		t.Fatalf("UpdateRun: %v", err)
+	}
+	got := mustGet(t, s, "r1")
+	if d := diff(want, got); d != "" {
+		t.Errorf("GetRun after UpdateRun (-want +got):\n%s", d)
+	}
+
+	failed := *want
+	failed.Status, failed.Answer, failed.Error = cadre.StatusFailed, "", "model unavailable"
+	if err := s.UpdateRun(t.Context(), &failed); err != nil {
+		t.Fatalf("second UpdateRun: %v", err)
+	}
+	got = mustGet(t, s, "r1")
+	if d := diff(&failed, got); d != "" {
+		t.Errorf("GetRun after a second UpdateRun (-want +got):\n%s", d)
+	}
+}
+
+func (suite) runUpdateKeeps(t *testing.T, s cadre.Store) {
+	created := sampleRun("r1", at(0))
+	mustCreate(t, s, created)
+	if err := s.UpdateRun(t.Context(), &cadre.RunRecord{ID: "r1", Task: created.Task, Status: cadre.StatusDone, Ended: at(time.Minute)}); err != nil {
+		t.Fatalf("UpdateRun: %v", err)
+	}
+	want := *created
+	want.Status, want.Ended, want.Model = cadre.StatusDone, at(time.Minute), ""
+	got := mustGet(t, s, "r1")
+	if d := diff(&want, got); d != "" {
+		t.Errorf("UpdateRun with zero Started and nil Config (-want +got):\n%s", d)
+	}
+}
+
+func (suite) runUpdateMissing(t *testing.T, s cadre.Store) {
+	err := s.UpdateRun(t.Context(), sampleRun("nope", at(0)))
+	wantNotFound(t, "UpdateRun of a missing run", err)
+	if _, err := s.GetRun(t.Context(), "nope"); !errors.Is(err, cadre.ErrNotFound) {
+		t.Errorf("UpdateRun of a missing run created it (GetRun: %v)", err)
+	}
+}
+
+func (suite) runList(t *testing.T, s cadre.Store) {
+	// Created out of order; two share a start time and are ordered by ID.
+	starts := map[string]time.Duration{"a": 2 * time.Hour, "b": 0, "c": 5 * time.Hour, "d": time.Hour, "e": time.Hour}
+	for _, id := range []string{"d", "a", "c", "b", "e"} {
+		mustCreate(t, s, sampleRun(id, at(starts[id])))
+	}
+	ids := func(rs []*cadre.RunRecord) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		limit int
+		want  []string
+	}{
+		{"all", 0, []string{"c", "a", "e", "d", "b"}},
+		{"negative", -1, []string{"c", "a", "e", "d", "b"}},
+		{"limit2", 2, []string{"c", "a"}},
+		{"limit3", 3, []string{"c", "a", "e"}},
+		{"limitAboveCount", 10, []string{"c", "a", "e", "d", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.ListRuns(t.Context(), tc.limit)
+			if err != nil {
+				t.Fatalf("ListRuns(%d): %v", tc.limit, err)
+			}
+			if d := cmp.Diff(tc.want, ids(got)); d != "" {
+				t.Errorf("ListRuns(%d) IDs (-want +got):\n%s", tc.limit, d)
+			}
+		})
+	}
+	got, err := s.ListRuns(t.Context(), 1)
+	if err != nil {
+		t.Fatalf("ListRuns(1): %v", err)
+	}
+	if len(got) == 1 {
+		if d := diff(sampleRun("c", at(5*time.Hour)), got[0]); d != "" {
+			t.Errorf("ListRuns record (-want +got):\n%s", d)
+		}
+	}
+}
+
+func (suite) runListEmpty(t *testing.T, s cadre.Store) {
+	got, err := s.ListRuns(t.Context(), 0)
+	if err != nil {
+		t.Fatalf("ListRuns on an empty store: %v", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("ListRuns on an empty store returned %d runs", len(got))
+	}
+}
+
+func (suite) runCopies(t *testing.T, s cadre.Store) {
+	in := sampleRun("r1", at(0))
+	mustCreate(t, s, in)
+	in.Task = "changed after CreateRun"
+	in.Config[2] = 'X'
+	got := mustGet(t, s, "r1")
+	if d := diff(sampleRun("r1", at(0)), got); d != "" {
+		t.Fatalf("changing the record passed to CreateRun changed the store (-want +got):\n%s", d)
+	}
+	got.Task = "changed after GetRun"
+	got.Config[2] = 'Y'
+	again := mustGet(t, s, "r1")
+	if d := diff(sampleRun("r1", at(0)), again); d != "" {
+		t.Errorf("changing the record GetRun returned changed the store (-want +got):\n%s", d)
+	}
+}
+
+func (suite) runCancelled(t *testing.T, s cadre.Store) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := s.CreateRun(ctx, sampleRun("r1", at(0))); err == nil {
+		t.Error("CreateRun with a cancelled context succeeded, want an error")
+	}
+}
+
+func sampleAgent(run string, id cadre.AgentID, started time.Time) *cadre.AgentRecord {
+	return &cadre.AgentRecord{
+		Run:        run,
+		ID:         id,
+		Parent:     id.Parent(),
+		Depth:      id.Depth(),
+		Definition: "research-assistant",
+		Model:      "anthropic:claude-sonnet-4-5",
+		Task:       "find what " + string(id) + " should",
+		Status:     cadre.StatusRunning,
+		Started:    started,
+	}
+}
+
+func listAgents(t *testing.T, s cadre.Store, run string) []*cadre.AgentRecord {
+	t.Helper()
+	got, err := s.ListAgents(t.Context(), run)
+	if err != nil {
+		t.Fatalf("ListAgents(%q): %v", run, err)
+	}
+	return got
+}
+
+func (suite) agentUpsert(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	a := sampleAgent("r1", cadre.RootID, at(time.Second))
+	if err := s.PutAgent(t.Context(), a); err != nil {
+		t.Fatalf("PutAgent: %v", err)
+	}
+	if d := diff([]*cadre.AgentRecord{a}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("ListAgents after one PutAgent (-want +got):\n%s", d)
+	}
+	done := *a
+	done.Status, done.Turns, done.Usage = cadre.StatusDone, 7, cadre.Usage{InputTokens: 4000, OutputTokens: 900}
+	done.Ended, done.Result = at(time.Minute), "Found three causes."
+	if err := s.PutAgent(t.Context(), &done); err != nil {
+		t.Fatalf("second PutAgent: %v", err)
+	}
+	if d := diff([]*cadre.AgentRecord{&done}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("ListAgents after replacing the record (-want +got):\n%s", d)
+	}
+	failed := done
+	failed.Status, failed.Result, failed.Error, failed.Ended = cadre.StatusFailed, "", "tool crashed", time.Time{}
+	if err := s.PutAgent(t.Context(), &failed); err != nil {
+		t.Fatalf("third PutAgent: %v", err)
+	}
+	if d := diff([]*cadre.AgentRecord{&failed}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("ListAgents after clearing fields (-want +got):\n%s", d)
+	}
+}
+
+func (suite) agentOrder(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	root := cadre.RootID
+	a1 := root.Child("research-assistant", 1)
+	a2 := root.Child("research-assistant", 2)
+	b1 := root.Child("Writer", 1) // upper case sorts before lower case bytewise
+	deep := a1.Child("critic", 1)
+	put := []*cadre.AgentRecord{
+		sampleAgent("r1", deep, at(3*time.Second)),
+		sampleAgent("r1", a2, at(2*time.Second)),
+		sampleAgent("r1", root, at(0)),
+		sampleAgent("r1", a1, at(2*time.Second)),
+		sampleAgent("r1", b1, at(2*time.Second)),
+	}
+	for _, a := range put {
+		if err := s.PutAgent(t.Context(), a); err != nil {
+			t.Fatalf("PutAgent(%s): %v", a.ID, err)
+		}
+	}
+	var got []cadre.AgentID
+	for _, a := range listAgents(t, s, "r1") {
+		got = append(got, a.ID)
+	}
+	want := []cadre.AgentID{root, b1, a1, a2, deep}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ListAgents order (-want +got):\n%s", d)
+	}
+}
+
+func (suite) agentMissingRun(t *testing.T, s cadre.Store) {
+	err := s.PutAgent(t.Context(), sampleAgent("nope", cadre.RootID, at(0)))
+	wantNotFound(t, "PutAgent for a missing run", err)
+	_, err = s.ListAgents(t.Context(), "nope")
+	wantNotFound(t, "ListAgents of a missing run", err)
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	if got := listAgents(t, s, "r1"); len(got) != 0 {
+		t.Errorf("ListAgents of a run without agents returned %d records", len(got))
+	}
+}
+
+func (suite) agentSeparateRuns(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	mustCreate(t, s, sampleRun("r2", at(0)))
+	a := sampleAgent("r1", cadre.RootID, at(0))
+	b := sampleAgent("r2", cadre.RootID, at(0))
+	b.Task = "the other run's root"
+	for _, rec := range []*cadre.AgentRecord{a, b} {
+		if err := s.PutAgent(t.Context(), rec); err != nil {
+			t.Fatalf("PutAgent(%s, %s): %v", rec.Run, rec.ID, err)
+		}
+	}
+	if d := diff([]*cadre.AgentRecord{a}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("ListAgents(r1) (-want +got):\n%s", d)
+	}
+	if d := diff([]*cadre.AgentRecord{b}, listAgents(t, s, "r2")); d != "" {
+		t.Errorf("ListAgents(r2) (-want +got):\n%s", d)
+	}
+}
+
+func entry(run string, agent cadre.AgentID, seq int64) cadre.JournalEntry {
+	return cadre.JournalEntry{
+		Run:   run,
+		Agent: agent,
+		Seq:   seq,
+		Kind:  "model_result",
+		Data:  json.RawMessage(fmt.Sprintf(`{"text":"reply %d of %s","usage":{"input_tokens":%d}}`, seq, agent, seq*10)),
+		Time:  at(time.Duration(seq) * time.Second),
+	}
+}
+
+func readJournal(t *testing.T, s cadre.Store, run string, agent cadre.AgentID) []cadre.JournalEntry {
+	t.Helper()
+	got, err := s.Journal(t.Context(), run, agent)
+	if err != nil {
+		t.Fatalf("Journal(%q, %s): %v", run, agent, err)
+	}
+	return got
+}
+
+func seqs(j []cadre.JournalEntry) []int64 {
+	var out []int64
+	for _, e := range j {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func (suite) journalAppendRead(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	root, child := cadre.RootID, cadre.RootID.Child("critic", 1)
+	// Two batches, interleaving agents, one batch out of seq order.
+	b1 := []cadre.JournalEntry{entry("r1", root, 1), entry("r1", child, 1), entry("r1", root, 2)}
+	b2 := []cadre.JournalEntry{entry("r1", root, 4), entry("r1", child, 2), entry("r1", root, 3)}
+	b2[0].Kind, b2[0].Data = "tool_results", json.RawMessage(`[{"id":"c1","content":"ok \u0000 done"}]`)
+	for i, b := range [][]cadre.JournalEntry{b1, b2} {
+		if err := s.Append(t.Context(), b); err != nil {
+			t.Fatalf("Append batch %d: %v", i+1, err)
+		}
+	}
+	want := []cadre.JournalEntry{b1[0], b1[2], b2[2], b2[0]}
+	if d := diff(want, readJournal(t, s, "r1", root)); d != "" {
+		t.Errorf("Journal(root) (-want +got):\n%s", d)
+	}
+	if d := diff([]cadre.JournalEntry{b1[1], b2[1]}, readJournal(t, s, "r1", child)); d != "" {
+		t.Errorf("Journal(child) (-want +got):\n%s", d)
+	}
+	if got := readJournal(t, s, "r1", "root/unknown.1"); len(got) != 0 {
+		t.Errorf("Journal of an agent without entries returned %d entries", len(got))
+	}
+}
+
+func (suite) journalEmpty(t *testing.T, s cadre.Store) {
+	if err := s.Append(t.Context(), nil); err != nil {
+		t.Errorf("Append(nil): %v", err)
+	}
+}
+
+func (suite) journalDuplicate(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	mustCreate(t, s, sampleRun("r2", at(0)))
+	if err := s.Append(t.Context(), []cadre.JournalEntry{entry("r1", "root", 1), entry("r1", "root", 2)}); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	dup := entry("r1", "root", 2)
+	dup.Data = json.RawMessage(`{"text":"a different reply"}`)
+	batch := []cadre.JournalEntry{entry("r2", "root", 1), entry("r1", "root", 3), dup, entry("r1", "root", 4)}
+	if err := s.Append(t.Context(), batch); err == nil {
+		t.Fatal("Append of a batch holding an existing (run, agent, seq) succeeded, want an error")
+	}
+	want := []cadre.JournalEntry{entry("r1", "root", 1), entry("r1", "root", 2)}
+	if d := diff(want, readJournal(t, s, "r1", "root")); d != "" {
+		t.Errorf("the failed batch was partly applied to r1 (-want +got):\n%s", d)
+	}
+	if got := readJournal(t, s, "r2", "root"); len(got) != 0 {
+		t.Errorf("the failed batch was partly applied to r2: seqs %v", seqs(got))
+	}
+	// The store still works after the failure.
+	if err := s.Append(t.Context(), []cadre.JournalEntry{entry("r1", "root", 3)}); err != nil {
+		t.Fatalf("Append after a failed batch: %v", err)
+	}
+	if d := cmp.Diff([]int64{1, 2, 3}, seqs(readJournal(t, s, "r1", "root"))); d != "" {
+		t.Errorf("seqs after recovering (-want +got):\n%s", d)
+	}
+}
+
+func (suite) journalDuplicateInBatch(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	batch := []cadre.JournalEntry{entry("r1", "root", 1), entry("r1", "root", 2), entry("r1", "root", 1)}
+	if err := s.Append(t.Context(), batch); err == nil {
+		t.Fatal("Append of a batch holding the same seq twice succeeded, want an error")
+	}
+	if got := readJournal(t, s, "r1", "root"); len(got) != 0 {
+		t.Errorf("the failed batch was partly applied: seqs %v", seqs(got))
+	}
+}
+
+func (suite) journalMissingRun(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	err := s.Append(t.Context(), []cadre.JournalEntry{entry("r1", "root", 1), entry("nope", "root", 1)})
+	wantNotFound(t, "Append for a missing run", err)
+	if got := readJournal(t, s, "r1", "root"); len(got) != 0 {
+		t.Errorf("the failed batch was partly applied: seqs %v", seqs(got))
+	}
+	_, err = s.Journal(t.Context(), "nope", "root")
+	wantNotFound(t, "Journal of a missing run", err)
+}
+
+func (suite) journalInvalid(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	for _, tc := range []struct {
+		name string
+		e    cadre.JournalEntry
+	}{
+		{"NoRun", cadre.JournalEntry{Agent: "root", Seq: 1, Kind: "start"}},
+		{"NoAgent", cadre.JournalEntry{Run: "r1", Seq: 1, Kind: "start"}},
+		{"SeqZero", cadre.JournalEntry{Run: "r1", Agent: "root", Seq: 0, Kind: "start"}},
+		{"SeqNegative", cadre.JournalEntry{Run: "r1", Agent: "root", Seq: -3, Kind: "start"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := s.Append(t.Context(), []cadre.JournalEntry{tc.e}); err == nil {
+				t.Errorf("Append(%+v) succeeded, want an error", tc.e)
+			}
+		})
+	}
+	if got := readJournal(t, s, "r1", "root"); len(got) != 0 {
+		t.Errorf("invalid entries were stored: seqs %v", seqs(got))
+	}
+}
+
+func (suite) journalCopies(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	in := []cadre.JournalEntry{entry("r1", "root", 1)}
+	if err := s.Append(t.Context(), in); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	in[0].Data[2] = 'X'
+	got := readJournal(t, s, "r1", "root")
+	if d := diff([]cadre.JournalEntry{entry("r1", "root", 1)}, got); d != "" {
+		t.Fatalf("changing the Data passed to Append changed the store (-want +got):\n%s", d)
+	}
+	got[0].Data[2] = 'Y'
+	if d := diff([]cadre.JournalEntry{entry("r1", "root", 1)}, readJournal(t, s, "r1", "root")); d != "" {
+		t.Errorf("changing the Data Journal returned changed the store (-want +got):\n%s", d)
+	}
+}
+
+func ev(run string, typ cadre.EventType, agent cadre.AgentID, d time.Duration) cadre.Event {
+	e := cadre.Event{Type: typ, Run: run, Agent: agent, Time: at(d)}
+	if p := agent.Parent(); p != "" {
+		e.Parent, e.Depth = p, agent.Depth()
+	}
+	return e
+}
+
+func readEvents(t *testing.T, s cadre.Store, run string, after int64) []cadre.Event {
+	t.Helper()
+	got, err := s.Events(t.Context(), run, after)
+	if err != nil {
+		t.Fatalf("Events(%q, %d): %v", run, after, err)
+	}
+	return got
+}
+
+func eventSeqs(evs []cadre.Event) []int64 {
+	var out []int64
+	for _, e := range evs {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
+func (suite) eventsSeq(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	mustCreate(t, s, sampleRun("r2", at(0)))
+	first := []cadre.Event{
+		ev("r1", cadre.EventRunStarted, "", 0),
+		ev("r1", cadre.EventAgentStarted, "root", time.Millisecond),
+		ev("r1", cadre.EventModelResponse, "root", 2*time.Millisecond),
+	}
+	first[2].Seq = 99 // ignored: the store numbers events
+	if err := s.AppendEvents(t.Context(), first); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	if d := cmp.Diff([]int64{1, 2, 3}, eventSeqs(first)); d != "" {
+		t.Errorf("Seq set on the first batch (-want +got):\n%s", d)
+	}
+	second := []cadre.Event{ev("r1", cadre.EventToolCalled, "root", 3*time.Millisecond), ev("r1", cadre.EventToolResult, "root", 4*time.Millisecond)}
+	if err := s.AppendEvents(t.Context(), second); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	if d := cmp.Diff([]int64{4, 5}, eventSeqs(second)); d != "" {
+		t.Errorf("Seq set on the second batch (-want +got):\n%s", d)
+	}
+	other := []cadre.Event{ev("r2", cadre.EventRunStarted, "", 0)}
+	if err := s.AppendEvents(t.Context(), other); err != nil {
+		t.Fatalf("AppendEvents(r2): %v", err)
+	}
+	if other[0].Seq != 1 {
+		t.Errorf("the first event of another run got Seq %d, want 1", other[0].Seq)
+	}
+	want := append(append([]cadre.Event{}, first...), second...)
+	if d := diff(want, readEvents(t, s, "r1", 0)); d != "" {
+		t.Errorf("Events(r1, 0) (-want +got):\n%s", d)
+	}
+	if d := diff(other, readEvents(t, s, "r2", 0)); d != "" {
+		t.Errorf("Events(r2, 0) (-want +got):\n%s", d)
+	}
+}
+
+func (suite) eventsAfter(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	var evs []cadre.Event
+	for i := range 6 {
+		evs = append(evs, ev("r1", cadre.EventSay, "root", time.Duration(i)*time.Second))
+	}
+	if err := s.AppendEvents(t.Context(), evs); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		after int64
+		want  []int64
+	}{
+		{"Zero", 0, []int64{1, 2, 3, 4, 5, 6}},
+		{"Negative", -5, []int64{1, 2, 3, 4, 5, 6}},
+		{"Middle", 3, []int64{4, 5, 6}},
+		{"BeforeLast", 5, []int64{6}},
+		{"Last", 6, nil},
+		{"Beyond", 100, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := readEvents(t, s, "r1", tc.after)
+			if d := cmp.Diff(tc.want, eventSeqs(got)); d != "" {
+				t.Errorf("Events(r1, %d) seqs (-want +got):\n%s", tc.after, d)
+			}
+		})
+	}
+	_, err := s.Events(t.Context(), "nope", 0)
+	wantNotFound(t, "Events of a missing run", err)
+}
+
+func (suite) eventsRoundTrip(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	child := cadre.RootID.Child("research-assistant", 2)
+	in := ev("r1", cadre.EventToolResult, child, 1500*time.Microsecond)
+	in.Data = map[string]any{
+		"tool":    "read_file",
+		"ok":      true,
+		"count":   3,
+		"ratio":   0.25,
+		"lines":   []string{"a", "b"},
+		"nested":  map[string]any{"k": []any{1, "two", nil}},
+		"nothing": nil,
+		"text":    "line 1\nline 2 \u0000 tab\t quote\" <tag> & ünïcødé 🚀",
+	}
+	if err := s.AppendEvents(t.Context(), []cadre.Event{in}); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	want := in
+	want.Seq = 1
+	want.Data = map[string]any{
+		"tool":    "read_file",
+		"ok":      true,
+		"count":   float64(3),
+		"ratio":   0.25,
+		"lines":   []any{"a", "b"},
+		"nested":  map[string]any{"k": []any{float64(1), "two", nil}},
+		"nothing": nil,
+		"text":    "line 1\nline 2 \u0000 tab\t quote\" <tag> & ünïcødé 🚀",
+	}
+	got := readEvents(t, s, "r1", 0)
+	if d := diff([]cadre.Event{want}, got); d != "" {
+		t.Errorf("event after a round trip (-want +got):\n%s", d)
+	}
+	if len(got) == 1 && got[0].Time.Location() != time.UTC {
+		t.Errorf("event time comes back in %v, want UTC", got[0].Time.Location())
+	}
+}
+
+func (suite) eventsMixedBatch(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	mustCreate(t, s, sampleRun("r2", at(0)))
+	if err := s.AppendEvents(t.Context(), []cadre.Event{ev("r2", cadre.EventRunStarted, "", 0)}); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	batch := []cadre.Event{
+		ev("r1", cadre.EventRunStarted, "", 0),
+		ev("r2", cadre.EventAgentStarted, "root", 1),
+		ev("r1", cadre.EventAgentStarted, "root", 2),
+		ev("r2", cadre.EventSay, "root", 3),
+		ev("r1", cadre.EventSay, "root", 4),
+	}
+	if err := s.AppendEvents(t.Context(), batch); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	if d := cmp.Diff([]int64{1, 2, 2, 3, 3}, eventSeqs(batch)); d != "" {
+		t.Errorf("Seq set on a batch for two runs (-want +got):\n%s", d)
+	}
+	if d := diff([]cadre.Event{batch[0], batch[2], batch[4]}, readEvents(t, s, "r1", 0)); d != "" {
+		t.Errorf("Events(r1) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]int64{1, 2, 3}, eventSeqs(readEvents(t, s, "r2", 0))); d != "" {
+		t.Errorf("Events(r2) seqs (-want +got):\n%s", d)
+	}
+}
+
+func (suite) eventsMissingRun(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	batch := []cadre.Event{ev("r1", cadre.EventRunStarted, "", 0), ev("nope", cadre.EventRunStarted, "", 0)}
+	err := s.AppendEvents(t.Context(), batch)
+	wantNotFound(t, "AppendEvents for a missing run", err)
+	if d := cmp.Diff([]int64{0, 0}, eventSeqs(batch)); d != "" {
+		t.Errorf("a failed AppendEvents set Seq (-want +got):\n%s", d)
+	}
+	if got := readEvents(t, s, "r1", 0); len(got) != 0 {
+		t.Errorf("the failed batch was partly applied: seqs %v", eventSeqs(got))
+	}
+	// Numbering is not disturbed by the failure.
+	next := []cadre.Event{ev("r1", cadre.EventRunStarted, "", 0)}
+	if err := s.AppendEvents(t.Context(), next); err != nil {
+		t.Fatalf("AppendEvents after a failed batch: %v", err)
+	}
+	if next[0].Seq != 1 {
+		t.Errorf("first event after a failed batch got Seq %d, want 1", next[0].Seq)
+	}
+	if err := s.AppendEvents(t.Context(), []cadre.Event{{Type: cadre.EventSay}}); err == nil {
+		t.Error("AppendEvents of an event without a Run succeeded, want an error")
+	}
+}
+
+func (suite) eventsUnencodable(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	bad := ev("r1", cadre.EventSay, "root", 1)
+	bad.Data = map[string]any{"ratio": math.Inf(1)}
+	batch := []cadre.Event{ev("r1", cadre.EventRunStarted, "", 0), bad}
+	if err := s.AppendEvents(t.Context(), batch); err == nil {
+		t.Fatal("AppendEvents of an event whose Data cannot be JSON succeeded, want an error")
+	}
+	if d := cmp.Diff([]int64{0, 0}, eventSeqs(batch)); d != "" {
+		t.Errorf("a failed AppendEvents set Seq (-want +got):\n%s", d)
+	}
+	if got := readEvents(t, s, "r1", 0); len(got) != 0 {
+		t.Errorf("the failed batch was partly applied: seqs %v", eventSeqs(got))
+	}
+}
+
+func (suite) eventsEmpty(t *testing.T, s cadre.Store) {
+	if err := s.AppendEvents(t.Context(), nil); err != nil {
+		t.Errorf("AppendEvents(nil): %v", err)
+	}
+}
+
+// concurrentAppends has many goroutines append journal entries and events
+// to several runs at once, in batches of varying size, and then checks
+// that nothing was lost and that each run's event Seqs are 1..n with no
+// gaps.
+func (suite) concurrentAppends(t *testing.T, s cadre.Store) {
+	const (
+		runs      = 3
+		perRun    = 4 // goroutines per run, each its own agent
+		batches   = 12
+		batchSize = 3
+	)
+	for r := range runs {
+		mustCreate(t, s, sampleRun(fmt.Sprintf("run-%d", r), at(time.Duration(r)*time.Second)))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, runs*perRun*batches*3)
+	for r := range runs {
+		for g := range perRun {
+			run := fmt.Sprintf("run-%d", r)
+			agent := cadre.RootID.Child("worker", g+1)
+			wg.Go(func() {
+				var seq int64
+				for b := range batches {
+					n := 1 + (b+g)%batchSize
+					entries := make([]cadre.JournalEntry, n)
+					evs := make([]cadre.Event, n)
+					for i := range n {
+						seq++
+						entries[i] = entry(run, agent, seq)
+						evs[i] = ev(run, cadre.EventSay, agent, time.Duration(seq))
+						evs[i].Data = map[string]any{"n": float64(seq)}
+					}
+					if err := s.Append(context.Background(), entries); err != nil {
+						errs <- fmt.Errorf("Append(%s, %s): %w", run, agent, err)
+						return
+					}
+					if err := s.AppendEvents(context.Background(), evs); err != nil {
+						errs <- fmt.Errorf("AppendEvents(%s, %s): %w", run, agent, err)
+						return
+					}
+					if err := s.PutAgent(context.Background(), sampleAgent(run, agent, at(0))); err != nil {
+						errs <- fmt.Errorf("PutAgent(%s, %s): %w", run, agent, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	// Each goroutine appended sum over b of 1+(b+g)%3 entries.
+	perAgent := func(g int) int64 {
+		var n int64
+		for b := range batches {
+			n += int64(1 + (b+g)%batchSize)
+		}
+		return n
+	}
+	for r := range runs {
+		run := fmt.Sprintf("run-%d", r)
+		var total int64
+		for g := range perRun {
+			agent := cadre.RootID.Child("worker", g+1)
+			j := readJournal(t, s, run, agent)
+			want := perAgent(g)
+			total += want
+			if int64(len(j)) != want {
+				t.Errorf("Journal(%s, %s) has %d entries, want %d", run, agent, len(j), want)
+				continue
+			}
+			for i, e := range j {
+				if e.Seq != int64(i+1) {
+					t.Errorf("Journal(%s, %s)[%d].Seq = %d, want %d", run, agent, i, e.Seq, i+1)
+					break
+				}
+			}
+		}
+		evs := readEvents(t, s, run, 0)
+		if int64(len(evs)) != total {
+			t.Errorf("Events(%s) has %d events, want %d", run, len(evs), total)
+		}
+		lastPerAgent := map[cadre.AgentID]float64{}
+		for i, e := range evs {
+			if e.Seq != int64(i+1) {
+				t.Errorf("Events(%s)[%d].Seq = %d, want %d: seqs must be gap-free and increasing", run, i, e.Seq, i+1)
+				break
+			}
+			// Each agent's own events keep the order it appended them in.
+			n, _ := e.Data["n"].(float64)
+			if n <= lastPerAgent[e.Agent] {
+				t.Errorf("Events(%s): %s's event %v came after its event %v", run, e.Agent, n, lastPerAgent[e.Agent])
+				break
+			}
+			lastPerAgent[e.Agent] = n
+		}
+		if got := len(listAgents(t, s, run)); got != perRun {
+			t.Errorf("ListAgents(%s) has %d records, want %d", run, got, perRun)
+		}
+	}
+}
+
+func (suite) timesRoundTrip(t *testing.T, s cadre.Store) {
+	for _, tc := range []struct {
+		name string
+		t    time.Time
+	}{
+		{"SubMillisecondInZone", base},
+		{"UTCWholeSecond", time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"FractionBelowPrevious", time.Date(2024, 1, 1, 0, 0, 0, 450_000_000, time.UTC)},
+		{"Local", time.Date(2030, 12, 31, 23, 59, 59, 999_000_000, time.Local)},
+		{"WithMonotonic", time.Now()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "run-" + tc.name
+			r := sampleRun(id, tc.t)
+			mustCreate(t, s, r)
+			got := mustGet(t, s, id)
+			if !near(got.Started, tc.t) {
+				t.Errorf("Started %v came back as %v", tc.t, got.Started)
+			}
+			if !got.Ended.IsZero() {
+				t.Errorf("zero Ended came back as %v", got.Ended)
+			}
+			a := sampleAgent(id, cadre.RootID, tc.t)
+			a.Ended = tc.t.Add(time.Minute)
+			if err := s.PutAgent(t.Context(), a); err != nil {
+				t.Fatalf("PutAgent: %v", err)
+			}
+			if ag := listAgents(t, s, id); len(ag) != 1 || !near(ag[0].Started, tc.t) || !near(ag[0].Ended, a.Ended) {
+				t.Errorf("agent times %v, %v came back as %+v", a.Started, a.Ended, ag)
+			}
+			e := entry(id, cadre.RootID, 1)
+			e.Time = tc.t
+			if err := s.Append(t.Context(), []cadre.JournalEntry{e}); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+			if j := readJournal(t, s, id, cadre.RootID); len(j) != 1 || !near(j[0].Time, tc.t) {
+				t.Errorf("journal time %v came back as %+v", tc.t, j)
+			}
+			if err := s.AppendEvents(t.Context(), []cadre.Event{{Type: cadre.EventSay, Run: id, Time: tc.t}}); err != nil {
+				t.Fatalf("AppendEvents: %v", err)
+			}
+			if evs := readEvents(t, s, id, 0); len(evs) != 1 || !near(evs[0].Time, tc.t) {
+				t.Errorf("event time %v came back as %+v", tc.t, evs)
+			}
+		})
+	}
+	// Run ordering must follow the instant, not the zone or the text.
+	got, err := s.ListRuns(t.Context(), 0)
+	if err != nil {
+		t.Fatalf("ListRuns: %v", err)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Started.After(got[i-1].Started) {
+			t.Errorf("ListRuns: %s (%v) is listed after %s (%v)", got[i].ID, got[i].Started, got[i-1].ID, got[i-1].Started)
+		}
+	}
+}
+
+func near(a, b time.Time) bool {
+	d := a.Sub(b)
+	return d < TimeMargin && d > -TimeMargin
+}
+
+func (suite) largePayloads(t *testing.T, s cadre.Store) {
+	const size = 1 << 20
+	big := strings.Repeat("0123456789abcdef", size/16)
+	r := sampleRun("r1", at(0))
+	r.Answer = big
+	mustCreate(t, s, r)
+	if got := mustGet(t, s, "r1"); got.Answer != big {
+		t.Errorf("a 1 MiB answer came back as %d bytes", len(got.Answer))
+	}
+	a := sampleAgent("r1", cadre.RootID, at(0))
+	a.Result = big
+	if err := s.PutAgent(t.Context(), a); err != nil {
+		t.Fatalf("PutAgent: %v", err)
+	}
+	if ag := listAgents(t, s, "r1"); len(ag) != 1 || ag[0].Result != big {
+		t.Errorf("a 1 MiB agent result did not round-trip")
+	}
+	data, err := json.Marshal(map[string]string{"content": big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := entry("r1", cadre.RootID, 1)
+	e.Data = data
+	if err := s.Append(t.Context(), []cadre.JournalEntry{e}); err != nil {
+		t.Fatalf("Append of a 1 MiB entry: %v", err)
+	}
+	if j := readJournal(t, s, "r1", cadre.RootID); len(j) != 1 || !bytes.Equal(j[0].Data, data) {
+		t.Errorf("a 1 MiB journal entry did not round-trip")
+	}
+	evt := ev("r1", cadre.EventToolResult, cadre.RootID, 0)
+	evt.Data = map[string]any{"content": big}
+	if err := s.AppendEvents(t.Context(), []cadre.Event{evt}); err != nil {
+		t.Fatalf("AppendEvents of a 1 MiB event: %v", err)
+	}
+	if evs := readEvents(t, s, "r1", 0); len(evs) != 1 || evs[0].Data["content"] != big {
+		t.Errorf("a 1 MiB event did not round-trip")
+	}
+}
