@@ -1,0 +1,517 @@
+// Package postgres is a cadre.Store in a PostgreSQL database, for a store
+// that several machines share. It uses github.com/jackc/pgx/v5 with a
+// connection pool.
+//
+// Open takes a connection string in either of libpq's forms
+// (postgres://user@host:5432/db?sslmode=disable, or host=… dbname=…).
+// The tables go in the first schema of the search_path, which the
+// connection string may set (…&search_path=cadre), so several independent
+// stores can share one database. The schema is created and upgraded by
+// numbered migrations embedded in the binary, applied one per transaction
+// under an advisory lock and recorded in the schema_version table; Open
+// refuses, with a *SchemaError, a schema written by a newer build.
+//
+// Concurrency: a Store is safe for concurrent use, and any number of
+// processes may use the same tables. Event Seqs are allocated under a lock
+// on the run's row, so they are gap-free and increasing per run whoever
+// appends.
+//
+// Errors: a missing run is reported with an error wrapping
+// cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
+// exists is an error, and the batch holding it is not applied. Journal data
+// and run config are stored byte for byte; text fields must be valid UTF-8
+// without NUL bytes, as PostgreSQL's text requires. Times are kept to the
+// microsecond and come back in UTC.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cadre-ai/cadre"
+)
+
+var _ cadre.Store = (*Store)(nil)
+
+// SQLSTATE codes the store tells apart.
+const (
+	codeUniqueViolation     = "23505"
+	codeForeignKeyViolation = "23503"
+	codeNoSchema            = "3F000"
+)
+
+// Store is a cadre.Store in PostgreSQL. Create one with Open.
+type Store struct {
+	pool  *pgxpool.Pool
+	where string // host:port/database, for messages
+}
+
+// Open connects to the database dsn names and brings the schema up to
+// date.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: the connection string is not valid: %w", err)
+	}
+	if cfg.MaxConns < 4 {
+		cfg.MaxConns = int32(max(4, runtime.GOMAXPROCS(0)))
+	}
+	where := describe(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", where, err)
+	}
+	s := &Store{pool: pool, where: where}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s: %w: check that PostgreSQL runs there and the connection string is right", where, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		if _, ok := errors.AsType[*SchemaError](err); ok {
+			return nil, err
+		}
+		if pgCode(err) == codeNoSchema {
+			return nil, fmt.Errorf("postgres: open %s: no schema of the search_path exists: create the schema, or fix search_path in the connection string", where)
+		}
+		return nil, fmt.Errorf("postgres: open %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// describe names a database for messages, without credentials.
+func describe(c *pgx.ConnConfig) string {
+	s := c.Host + ":" + strconv.Itoa(int(c.Port)) + "/" + c.Database
+	if sp := c.RuntimeParams["search_path"]; sp != "" {
+		s += " (search_path " + sp + ")"
+	}
+	return s
+}
+
+// Close closes the pool's connections, waiting for those in use.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func pgCode(err error) string {
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+func pgDetail(err error) string {
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok && e.Detail != "" {
+		return " (" + e.Detail + ")"
+	}
+	return ""
+}
+
+const runColumns = `id, task, status, model, started, ended, tokens_in, tokens_out, answer, error, agents, config`
+
+// CreateRun stores a new run. A run with the same ID must not exist.
+func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
+	if r == nil || r.ID == "" {
+		return errors.New("postgres: create run: the run has no ID: give every run a unique ID")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		r.ID, r.Task, string(r.Status), r.Model, r.Started, nullTime(r.Ended), r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, []byte(r.Config))
+	if pgCode(err) == codeUniqueViolation {
+		return fmt.Errorf("postgres: create run %q: a run with this ID exists already: use UpdateRun to change it", r.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create run %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+// UpdateRun replaces a run's record. A zero Started and a nil Config keep
+// the values stored when the run was created.
+func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
+	if r == nil || r.ID == "" {
+		return errors.New("postgres: update run: the run has no ID: say which run to update")
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE runs SET task = $2, status = $3, model = $4, started = COALESCE($5, started),
+		ended = $6, tokens_in = $7, tokens_out = $8, answer = $9, error = $10, agents = $11, config = COALESCE($12, config)
+		WHERE id = $1`,
+		r.ID, r.Task, string(r.Status), r.Model, nullTime(r.Started), nullTime(r.Ended), r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, []byte(r.Config))
+	if err != nil {
+		return fmt.Errorf("postgres: update run %q: %w", r.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("postgres: update run %q: %w", r.ID, cadre.ErrNotFound)
+	}
+	return nil
+}
+
+// GetRun returns a run's record.
+func (s *Store) GetRun(ctx context.Context, id string) (*cadre.RunRecord, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("postgres: run %q: %w", id, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns runs, newest first (by Started, then by ID, descending);
+// limit <= 0 means all.
+func (s *Store) ListRuns(ctx context.Context, limit int) ([]*cadre.RunRecord, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM runs ORDER BY started DESC, id DESC LIMIT $1`, lim)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []*cadre.RunRecord{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list runs: %w", err)
+	}
+	return out, nil
+}
+
+func scanRun(row pgx.Row) (*cadre.RunRecord, error) {
+	var (
+		r      cadre.RunRecord
+		status string
+		ended  *time.Time
+		config []byte
+	)
+	if err := row.Scan(&r.ID, &r.Task, &status, &r.Model, &r.Started, &ended, &r.Usage.InputTokens, &r.Usage.OutputTokens,
+		&r.Answer, &r.Error, &r.Agents, &config); err != nil {
+		return nil, err
+	}
+	r.Status = cadre.Status(status)
+	r.Started, r.Ended = utc(r.Started), utcPtr(ended)
+	if config != nil {
+		r.Config = json.RawMessage(config)
+	}
+	return &r, nil
+}
+
+// PutAgent creates or replaces an agent's record. The run must exist.
+func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
+	if a == nil || a.Run == "" || a.ID == "" {
+		return errors.New("postgres: put agent: the record needs a Run and an ID")
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+			tokens_in, tokens_out, started, ended, result, error)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
+			definition = excluded.definition, model = excluded.model, task = excluded.task,
+			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
+			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
+			result = excluded.result, error = excluded.error`,
+		a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
+		a.Usage.InputTokens, a.Usage.OutputTokens, a.Started, nullTime(a.Ended), a.Result, a.Error)
+	if pgCode(err) == codeForeignKeyViolation {
+		return fmt.Errorf("postgres: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: put agent %s of run %q: %w", a.ID, a.Run, err)
+	}
+	return nil
+}
+
+// ListAgents returns a run's agents ordered by Started, then by ID.
+func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecord, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("postgres: list agents: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, parent, depth, definition, model, task, status, turns,
+		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = $1 ORDER BY started, id`, run)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	out := []*cadre.AgentRecord{}
+	for rows.Next() {
+		var (
+			a                  = cadre.AgentRecord{Run: run}
+			id, parent, status string
+			ended              *time.Time
+		)
+		if err := rows.Scan(&id, &parent, &a.Depth, &a.Definition, &a.Model, &a.Task, &status, &a.Turns,
+			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Started, &ended, &a.Result, &a.Error); err != nil {
+			return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
+		}
+		a.ID, a.Parent, a.Status = cadre.AgentID(id), cadre.AgentID(parent), cadre.Status(status)
+		a.Started, a.Ended = utc(a.Started), utcPtr(ended)
+		out = append(out, &a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// mustExist returns an error wrapping cadre.ErrNotFound when the run does
+// not exist.
+func (s *Store) mustExist(ctx context.Context, run string) error {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, run).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("run %q: %w", run, cadre.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("run %q: %w", run, err)
+	}
+	return nil
+}
+
+const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES ($1, $2, $3, $4, $5, $6)`
+
+// Append adds journal entries in one transaction: all of them or none.
+// The batch travels to the server in one round trip.
+func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for i := range entries {
+		e := &entries[i]
+		if err := checkEntry(e, i, len(entries)); err != nil {
+			return err
+		}
+		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time)
+	}
+	// A batch runs in one implicit transaction: the first failure rolls
+	// back the entries before it and skips those after.
+	br := s.pool.SendBatch(ctx, b)
+	for i := range entries {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			e := &entries[i]
+			switch pgCode(err) {
+			case codeUniqueViolation:
+				return fmt.Errorf("postgres: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
+			case codeForeignKeyViolation:
+				return fmt.Errorf("postgres: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
+			}
+			return fmt.Errorf("postgres: append journal entry %d of %d (run %q agent %s seq %d): %w%s", i+1, len(entries), e.Run, e.Agent, e.Seq, err, pgDetail(err))
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: append journal: %w", err)
+	}
+	return nil
+}
+
+func checkEntry(e *cadre.JournalEntry, i, n int) error {
+	switch {
+	case e.Run == "":
+		return fmt.Errorf("postgres: append journal entry %d of %d: the entry has no Run: set the run it belongs to", i+1, n)
+	case e.Agent == "":
+		return fmt.Errorf("postgres: append journal entry %d of %d (run %q): the entry has no Agent: set the agent it belongs to", i+1, n, e.Run)
+	case e.Seq < 1:
+		return fmt.Errorf("postgres: append journal entry %d of %d (run %q agent %s): seq is %d: an agent's entries are numbered from 1", i+1, n, e.Run, e.Agent, e.Seq)
+	}
+	return nil
+}
+
+// Journal returns an agent's entries in Seq order.
+func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("postgres: read journal of %s: %w", agent, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, kind, data, time FROM journal WHERE run = $1 AND agent = $2 ORDER BY seq`, run, string(agent))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
+	}
+	defer rows.Close()
+	out := []cadre.JournalEntry{}
+	for rows.Next() {
+		e := cadre.JournalEntry{Run: run, Agent: agent}
+		var data []byte
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &e.Time); err != nil {
+			return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
+		}
+		if data != nil {
+			e.Data = json.RawMessage(data)
+		}
+		e.Time = utc(e.Time)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
+	}
+	return out, nil
+}
+
+// AppendEvents stores events in one transaction, all or none of them, and
+// sets their Seq: per run, one more than the run's last event. Seq values
+// already set are ignored; after a failure they are left as they were.
+func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err error) {
+	if len(events) == 0 {
+		return nil
+	}
+	payloads := make([][]byte, len(events))
+	count := map[string]int64{}
+	for i := range events {
+		ev := events[i]
+		if ev.Run == "" {
+			return fmt.Errorf("postgres: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
+		}
+		ev.Seq = 0
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("postgres: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
+		}
+		payloads[i] = b
+		count[ev.Run]++
+	}
+	// Lock the runs' rows in ID order, so that two batches naming the same
+	// runs cannot deadlock.
+	runs := make([]string, 0, len(count))
+	for r := range count {
+		runs = append(runs, r)
+	}
+	slices.Sort(runs)
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	alloc := &pgx.Batch{}
+	for _, r := range runs {
+		alloc.Queue(`UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq`, r, count[r])
+	}
+	next := make(map[string]int64, len(runs)) // the next Seq of each run
+	br := tx.SendBatch(ctx, alloc)
+	for _, r := range runs {
+		var last int64
+		if err := br.QueryRow().Scan(&last); err != nil {
+			_ = br.Close()
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("postgres: append events: run %q: %w; nothing in this batch was written", r, cadre.ErrNotFound)
+			}
+			return fmt.Errorf("postgres: append events to run %q: %w", r, err)
+		}
+		next[r] = last - count[r] + 1
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+
+	ins := &pgx.Batch{}
+	seqs := make([]int64, len(events))
+	for i := range events {
+		ev := &events[i]
+		seqs[i] = next[ev.Run]
+		next[ev.Run]++
+		ins.Queue(`INSERT INTO events (run, seq, type, time, agent, payload) VALUES ($1, $2, $3, $4, $5, $6)`,
+			ev.Run, seqs[i], string(ev.Type), ev.Time, string(ev.Agent), withSeq(payloads[i], seqs[i]))
+	}
+	br = tx.SendBatch(ctx, ins)
+	for i := range events {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("postgres: append event %d of %d (%s) to run %q: %w", i+1, len(events), events[i].Type, events[i].Run, err)
+		}
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("postgres: append events: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: append events: commit: %w", err)
+	}
+	for i := range events {
+		events[i].Seq = seqs[i]
+	}
+	return nil
+}
+
+// withSeq puts "seq" first in an event's JSON object, which was encoded
+// without one.
+func withSeq(obj []byte, seq int64) []byte {
+	b := make([]byte, 0, len(obj)+24)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	if len(obj) > 2 {
+		b = append(b, ',')
+	}
+	return append(b, obj[1:]...)
+}
+
+// Events returns a run's events with Seq greater than after, in order.
+func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Event, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("postgres: read events: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, payload FROM events WHERE run = $1 AND seq > $2 ORDER BY seq`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	out := []cadre.Event{}
+	for rows.Next() {
+		var seq int64
+		var payload []byte
+		if err := rows.Scan(&seq, &payload); err != nil {
+			return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
+		}
+		var ev cadre.Event
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, fmt.Errorf("postgres: event %d of run %q: %w", seq, run, err)
+		}
+		ev.Seq = seq
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// nullTime passes a zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// utc returns t in UTC, and the zero time as time.Time{}.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func utcPtr(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return utc(*t)
+}

@@ -1,0 +1,227 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/postgres"
+	"github.com/cadre-ai/cadre/storetest"
+)
+
+// serverDSN returns the test server's connection string, or skips the
+// test when there is none (and fails it in CI, which must run it).
+func serverDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("CADRE_TEST_POSTGRES")
+	if dsn == "" {
+		const how = "CADRE_TEST_POSTGRES is not set: to run the PostgreSQL tests, `source .ci/postgres.sh` (it starts a throwaway server and sets it) or set it to a postgres:// URL of a database the tests may create schemas in"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(how + "; CI must not skip these tests")
+		}
+		t.Skip(how)
+	}
+	return dsn
+}
+
+// schemaDSN creates a schema of its own for the test, dropped at its end,
+// and returns a connection string whose search_path names it.
+func schemaDSN(t testing.TB) (dsn, schema string) {
+	t.Helper()
+	base := serverDSN(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema = "cadre_test_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("connect to CADRE_TEST_POSTGRES: %v", err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, base, schema), schema
+}
+
+func withSearchPath(t testing.TB, dsn, schema string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("CADRE_TEST_POSTGRES is not a valid URL: %v", err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
+}
+
+func open(t testing.TB, dsn string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	serverDSN(t)
+	storetest.Run(t, func(t *testing.T) cadre.Store {
+		dsn, _ := schemaDSN(t)
+		return open(t, dsn)
+	})
+}
+
+func TestMigrationsFromEmpty(t *testing.T) {
+	dsn, schema := schemaDSN(t)
+	open(t, dsn).Close()
+	open(t, dsn).Close() // a second open applies nothing
+	ctx := t.Context()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var n, top int
+	if err := c.QueryRow(ctx, `SELECT count(*), max(version) FROM schema_version`).Scan(&n, &top); err != nil {
+		t.Fatal(err)
+	}
+	if n != postgres.SchemaVersion() || top != postgres.SchemaVersion() {
+		t.Errorf("schema_version has %d rows up to %d, want 1..%d", n, top, postgres.SchemaVersion())
+	}
+	for _, table := range []string{"runs", "agents", "journal", "events"} {
+		var ok bool
+		if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2)`, schema, table).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Errorf("table %s.%s does not exist", schema, table)
+		}
+	}
+}
+
+// TestConcurrentOpen has several stores open a new schema at once: one
+// migrates, the others wait and find it done.
+func TestConcurrentOpen(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := postgres.Open(context.Background(), dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("Open: %v", err)
+		}
+	}
+}
+
+func TestRefuseNewerSchema(t *testing.T) {
+	dsn, schema := schemaDSN(t)
+	open(t, dsn).Close()
+	ctx := t.Context()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := postgres.SchemaVersion() + 4
+	_, err = c.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, newer)
+	c.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = postgres.Open(ctx, dsn)
+	se, ok := errors.AsType[*postgres.SchemaError](err)
+	if !ok {
+		t.Fatalf("Open of a newer schema: got %v, want a *postgres.SchemaError", err)
+	}
+	if se.Version != newer || se.Known != postgres.SchemaVersion() || se.Schema != schema {
+		t.Errorf("got %+v, want Version %d, Known %d, Schema %s", se, newer, postgres.SchemaVersion(), schema)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "newer cadre") || !strings.Contains(msg, "upgrade cadre") || !strings.Contains(msg, schema) {
+		t.Errorf("error %q does not say where, that it is newer, and what to do", msg)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	ctx := t.Context()
+	s := open(t, dsn)
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Task: "keep me", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventRunStarted, Run: "r1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, dsn)
+	defer s.Close()
+	if r, err := s.GetRun(ctx, "r1"); err != nil || r.Task != "keep me" {
+		t.Errorf("after reopening, GetRun = %+v, %v", r, err)
+	}
+	more := []cadre.Event{{Type: cadre.EventSay, Run: "r1"}}
+	if err := s.AppendEvents(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	if more[0].Seq != 2 {
+		t.Errorf("first event after reopening got Seq %d, want 2", more[0].Seq)
+	}
+}
+
+func TestOpenMissingSchema(t *testing.T) {
+	dsn := withSearchPath(t, serverDSN(t), "cadre_no_such_schema")
+	_, err := postgres.Open(t.Context(), dsn)
+	if err == nil {
+		t.Fatal("Open with a search_path naming no schema succeeded, want an error")
+	}
+	if !strings.Contains(err.Error(), "search_path") {
+		t.Errorf("error %q does not point at the search_path", err)
+	}
+}
+
+func TestOpenBadDSN(t *testing.T) {
+	for _, tc := range []struct{ name, dsn string }{
+		{"Unparsable", "postgres://a b@:x/"},
+		{"NoServer", "postgres://cadre@127.0.0.1:1/cadre?sslmode=disable&connect_timeout=2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := postgres.Open(t.Context(), tc.dsn)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q) succeeded, want an error", tc.dsn)
+			}
+			if !strings.HasPrefix(err.Error(), "postgres: ") {
+				t.Errorf("error %q does not say it comes from the PostgreSQL store", err)
+			}
+		})
+	}
+}
