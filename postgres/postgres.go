@@ -286,18 +286,52 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 
 const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES ($1, $2, $3, $4, $5, $6)`
 
+// copyFrom is the batch size from which Append uses COPY, which costs more
+// round trips but less per entry than a pipeline of INSERTs
+// (BenchmarkAppend: at 16 entries INSERTs are 1.4 times as fast, at 256
+// COPY is 1.5 to 2 times as fast).
+const copyFrom = 64
+
 // Append adds journal entries in one transaction: all of them or none.
-// The batch travels to the server in one round trip.
 func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
+	for i := range entries {
+		if err := checkEntry(&entries[i], i, len(entries)); err != nil {
+			return err
+		}
+	}
+	if len(entries) >= copyFrom {
+		err := s.copyJournal(ctx, entries)
+		if c := pgCode(err); c != codeUniqueViolation && c != codeForeignKeyViolation {
+			if err != nil {
+				return fmt.Errorf("postgres: append %d journal entries: %w", len(entries), err)
+			}
+			return nil
+		}
+		// Nothing was written. The INSERTs below fail the same way and
+		// say which entry is at fault.
+	}
+	return s.insertJournal(ctx, entries)
+}
+
+func (s *Store) copyJournal(ctx context.Context, entries []cadre.JournalEntry) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"journal"}, []string{"run", "agent", "seq", "kind", "data", "time"},
+			pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
+				e := &entries[i]
+				return []any{e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time}, nil
+			}))
+		return err
+	})
+}
+
+// insertJournal sends one INSERT per entry in a pipeline: one round trip.
+func (s *Store) insertJournal(ctx context.Context, entries []cadre.JournalEntry) error {
 	b := &pgx.Batch{}
 	for i := range entries {
 		e := &entries[i]
-		if err := checkEntry(e, i, len(entries)); err != nil {
-			return err
-		}
 		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time)
 	}
 	// A batch runs in one implicit transaction: the first failure rolls

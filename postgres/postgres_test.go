@@ -225,3 +225,27 @@ func TestOpenBadDSN(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeBatchErrorNamesEntry checks that a batch written with COPY
+// reports a duplicate as precisely as a small one.
+func TestLargeBatchErrorNamesEntry(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	s := open(t, dsn)
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 7, Kind: "start"}}); err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]cadre.JournalEntry, 200)
+	for i := range batch {
+		batch[i] = cadre.JournalEntry{Run: "r1", Agent: "root", Seq: int64(i + 1), Kind: "model_result"}
+	}
+	err := s.Append(ctx, batch)
+	want := `postgres: append journal entry 7 of 200: run "r1" agent root seq 7 exists already`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got error %v, want one starting %q", err, want)
+	}
+}

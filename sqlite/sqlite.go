@@ -57,6 +57,17 @@ type Store struct {
 // Open opens the database at path, creating it and its parent directory
 // when they do not exist, and brings its schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, options{writers: 1, synchronous: "FULL"})
+}
+
+// options are the settings Open fixes; benchmarks compare the
+// alternatives.
+type options struct {
+	writers     int    // connections that write; more than one contend on SQLite's lock
+	synchronous string // PRAGMA synchronous
+}
+
+func open(ctx context.Context, path string, o options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: open: the database path is empty: give a file path such as .cadre/cadre.db")
 	}
@@ -71,15 +82,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},
 		"_journal_mode": {"WAL"},
-		"_synchronous":  {"FULL"},
+		"_synchronous":  {o.synchronous},
 		"_foreign_keys": {"1"},
 		"_txlock":       {"immediate"},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
+	w.SetMaxOpenConns(o.writers)
+	w.SetMaxIdleConns(o.writers)
 	s := &Store{path: path, w: w}
 	if err := s.migrate(ctx); err != nil {
 		_ = w.Close()

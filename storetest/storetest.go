@@ -92,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"DuplicateRejectsBatch", s.journalDuplicate},
 			{"DuplicateWithinBatch", s.journalDuplicateInBatch},
 			{"MissingRun", s.journalMissingRun},
+			{"LargeBatches", s.journalLargeBatches},
 			{"Invalid", s.journalInvalid},
 			{"Copies", s.journalCopies},
 		}},
@@ -572,6 +573,37 @@ func (suite) journalMissingRun(t *testing.T, s cadre.Store) {
 	}
 	_, err = s.Journal(t.Context(), "nope", "root")
 	wantNotFound(t, "Journal of a missing run", err)
+}
+
+// journalLargeBatches uses batches big enough that a store may write them
+// differently (PostgreSQL's COPY, say) and checks the same promises.
+func (suite) journalLargeBatches(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	batch := func(from, n int64) []cadre.JournalEntry {
+		out := make([]cadre.JournalEntry, n)
+		for i := range out {
+			out[i] = entry("r1", "root", from+int64(i))
+		}
+		return out
+	}
+	first := batch(1, 300)
+	if err := s.Append(t.Context(), first); err != nil {
+		t.Fatalf("Append of 300 entries: %v", err)
+	}
+	if d := diff(first, readJournal(t, s, "r1", "root")); d != "" {
+		t.Fatalf("Journal after a batch of 300 (-want +got):\n%s", d)
+	}
+	dup := batch(301, 300)
+	dup[250].Seq = 120
+	if err := s.Append(t.Context(), dup); err == nil {
+		t.Error("Append of 300 entries, one of them existing, succeeded, want an error")
+	}
+	missing := batch(301, 300)
+	missing[299].Run = "nope"
+	wantNotFound(t, "Append of 300 entries, one for a missing run", s.Append(t.Context(), missing))
+	if got := readJournal(t, s, "r1", "root"); len(got) != 300 {
+		t.Errorf("failed batches were partly applied: %d entries, want 300", len(got))
+	}
 }
 
 func (suite) journalInvalid(t *testing.T, s cadre.Store) {
