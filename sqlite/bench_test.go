@@ -88,8 +88,8 @@ func BenchmarkAppendSynchronous(b *testing.B) {
 				var seq int64
 				for b.Loop() {
 					if err := appendAll(s, "r1", "root", &seq, n); err != nil {
-					b.Fatal(err)
-				}
+						b.Fatal(err)
+					}
 				}
 				report(b, seq)
 			})
