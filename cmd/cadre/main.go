@@ -4,14 +4,10 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 
 	"github.com/cadre-ai/cadre/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], cli.Stdio())
-	stop()
-	os.Exit(code)
+	os.Exit(cli.Main(context.Background(), os.Args[1:], cli.Stdio()))
 }

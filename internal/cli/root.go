@@ -91,7 +91,7 @@ inside limits you set, with every step recorded.`,
 	}
 	root.AddCommand(
 		a.newVersionCmd(),
-		a.newRunCmd(),
+		a.newRunCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
 		// Commands are listed here, one constructor per file.
 	)

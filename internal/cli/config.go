@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// fileConfig is the shape of .cadre/config.yaml and ~/.cadre/config.yaml.
+// Every field is optional; a later file overrides what it sets.
+type fileConfig struct {
+	// Model is the default model, as provider:model or a named model.
+	Model string `yaml:"model"`
+	// Models are named models, used for aliases, roles and per-agent choices.
+	Models map[string]namedModel `yaml:"models"`
+	// Providers configure how providers are reached.
+	Providers map[string]providerConfig `yaml:"providers"`
+	Approve   string                    `yaml:"approve"`
+	Strict    *bool                     `yaml:"strict"`
+	Protocol  string                    `yaml:"protocol"`
+	Report    string                    `yaml:"report"`
+	Say       *bool                     `yaml:"say"`
+	Limits    limitsConfig              `yaml:"limits"`
+	// AgentsDirs are extra folders of agent definitions.
+	AgentsDirs []string `yaml:"agentsDirs"`
+	// Store is the run store: a SQLite path, postgres://…, or "none".
+	Store     string `yaml:"store"`
+	Workspace string `yaml:"workspace"`
+	// MCPServers names configured MCP servers (their tools are mcp__NAME__tool).
+	MCPServers map[string]any `yaml:"mcpServers"`
+}
+
+type namedModel struct {
+	Model string `yaml:"model"`
+	// ToolCalling false makes agents on this model use the text protocol.
+	ToolCalling *bool `yaml:"toolCalling"`
+	MaxTokens   int   `yaml:"maxTokens"`
+}
+
+type providerConfig struct {
+	BaseURL   string `yaml:"baseURL"`
+	APIKeyEnv string `yaml:"apiKeyEnv"`
+	// ToolCalling false: every model of this provider uses the text protocol.
+	ToolCalling *bool `yaml:"toolCalling"`
+}
+
+type limitsConfig struct {
+	MaxDepth       int   `yaml:"maxDepth"`
+	MaxConcurrent  int   `yaml:"maxConcurrent"`
+	MaxAgents      int   `yaml:"maxAgents"`
+	BudgetTokens   int64 `yaml:"budgetTokens"`
+	MaxTurns       int   `yaml:"maxTurns"`
+	TimeoutSeconds int   `yaml:"timeoutSeconds"`
+}
+
+// config is the merged configuration of one command.
+type config struct {
+	fileConfig
+	// Files are the config files that were read, lowest precedence first.
+	Files []string
+}
+
+// ConfigError points at the place in a config file that is wrong.
+type ConfigError struct {
+	File         string
+	Line, Column int
+	Msg          string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// loadConfig reads the user's then the project's config file and the
+// environment. Flags are applied by each command afterwards.
+func (a *app) loadConfig() (*config, error) {
+	c := &config{}
+	var files []string
+	if home := a.home(); home != "" {
+		files = append(files, filepath.Join(home, ".cadre", "config.yaml"))
+	}
+	if proj := a.projectDir(); proj != "" {
+		files = append(files, filepath.Join(proj, ".cadre", "config.yaml"))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read config: %w", err)
+		}
+		var fc fileConfig
+		if err := parseConfig(f, data, &fc); err != nil {
+			return nil, err
+		}
+		c.merge(fc)
+		c.Files = append(c.Files, f)
+	}
+	if m := a.io.Getenv("CADRE_MODEL"); m != "" {
+		c.Model = m
+	}
+	if s := a.io.Getenv("CADRE_STORE"); s != "" {
+		c.Store = s
+	}
+	return c, nil
+}
+
+// parseConfig decodes one config file strictly and validates its values.
+func parseConfig(file string, data []byte, fc *fileConfig) error {
+	if err := yaml.UnmarshalWithOptions(data, fc, yaml.Strict()); err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			ce := &ConfigError{File: file, Msg: ye.GetMessage()}
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
+			}
+			if strings.Contains(ce.Msg, "unknown field") {
+				ce.Msg += " (see the documented keys in README.md, section Configuration)"
+			}
+			return ce
+		}
+		return &ConfigError{File: file, Msg: err.Error()}
+	}
+	bad := func(key, value, want string) error {
+		line, col := findKey(data, key)
+		return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("%s: %q is not valid; use %s", key, value, want)}
+	}
+	if fc.Approve != "" && !oneOf(fc.Approve, "ask", "all", "none") {
+		return bad("approve", fc.Approve, "ask, all or none")
+	}
+	if fc.Protocol != "" && !oneOf(fc.Protocol, "auto", "tools", "text") {
+		return bad("protocol", fc.Protocol, "auto, tools or text")
+	}
+	if fc.Report != "" && !oneOf(fc.Report, "tool", "tag") {
+		return bad("report", fc.Report, "tool or tag")
+	}
+	l := fc.Limits
+	for _, v := range []struct {
+		key string
+		n   int64
+	}{{"maxDepth", int64(l.MaxDepth)}, {"maxConcurrent", int64(l.MaxConcurrent)}, {"maxAgents", int64(l.MaxAgents)},
+		{"maxTurns", int64(l.MaxTurns)}, {"timeoutSeconds", int64(l.TimeoutSeconds)}} {
+		if v.n < 0 {
+			return bad(v.key, fmt.Sprint(v.n), "a number of 0 (the default) or more")
+		}
+	}
+	if l.BudgetTokens < -1 {
+		return bad("budgetTokens", fmt.Sprint(l.BudgetTokens), "a number of tokens, 0 for the default, or -1 for no budget")
+	}
+	for name, m := range fc.Models {
+		if m.Model == "" {
+			line, col := findKey(data, name)
+			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("models.%s: model is missing; give it as provider:model, for example openai:gpt-4o-mini", name)}
+		}
+	}
+	return nil
+}
+
+// findKey locates the first line that sets key, for error messages.
+func findKey(data []byte, key string) (int, int) {
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimLeft(line, " \t")
+		if strings.HasPrefix(t, key+":") {
+			return i + 1, len(line) - len(t) + 1
+		}
+	}
+	return 0, 0
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *config) merge(f fileConfig) {
+	if f.Model != "" {
+		c.Model = f.Model
+	}
+	for k, v := range f.Models {
+		if c.Models == nil {
+			c.Models = map[string]namedModel{}
+		}
+		c.Models[k] = v
+	}
+	for k, v := range f.Providers {
+		if c.Providers == nil {
+			c.Providers = map[string]providerConfig{}
+		}
+		c.Providers[k] = v
+	}
+	for k, v := range f.MCPServers {
+		if c.MCPServers == nil {
+			c.MCPServers = map[string]any{}
+		}
+		c.MCPServers[k] = v
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Approve, f.Approve)
+	set(&c.Protocol, f.Protocol)
+	set(&c.Report, f.Report)
+	set(&c.Store, f.Store)
+	set(&c.Workspace, f.Workspace)
+	if f.Strict != nil {
+		c.Strict = f.Strict
+	}
+	if f.Say != nil {
+		c.Say = f.Say
+	}
+	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
+	setN := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	setN(&c.Limits.MaxDepth, f.Limits.MaxDepth)
+	setN(&c.Limits.MaxConcurrent, f.Limits.MaxConcurrent)
+	setN(&c.Limits.MaxAgents, f.Limits.MaxAgents)
+	setN(&c.Limits.MaxTurns, f.Limits.MaxTurns)
+	setN(&c.Limits.TimeoutSeconds, f.Limits.TimeoutSeconds)
+	if f.Limits.BudgetTokens != 0 {
+		c.Limits.BudgetTokens = f.Limits.BudgetTokens
+	}
+}
+
+// limits converts the configured limits.
+func (c *config) limits() cadre.Limits {
+	return cadre.Limits{
+		MaxDepth: c.Limits.MaxDepth, MaxConcurrent: c.Limits.MaxConcurrent, MaxAgents: c.Limits.MaxAgents,
+		BudgetTokens: c.Limits.BudgetTokens, MaxTurns: c.Limits.MaxTurns,
+		Timeout: time.Duration(c.Limits.TimeoutSeconds) * time.Second,
+	}
+}
+
+// home is the user's home directory ("" when unknown).
+func (a *app) home() string {
+	if h := a.io.Getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// projectDir is the nearest directory from the working directory up that
+// has a .cadre folder, else the repository root, else the working directory.
+func (a *app) projectDir() string {
+	wd, err := a.wd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; ; {
+		if fi, err := os.Stat(filepath.Join(d, ".cadre")); err == nil && fi.IsDir() && d != a.home() {
+			return d
+		}
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return wd
+		}
+		d = up
+	}
+}

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/model/anthropic"
+	"github.com/cadre-ai/cadre/model/openai"
+	"github.com/cadre-ai/cadre/model/scripted"
+)
+
+// models resolves model names for the engine: named models from the
+// config, aliases used by agent files, and provider:model names.
+type models struct {
+	cfg    *config
+	getenv func(string) string
+	client *http.Client
+
+	mu    sync.Mutex
+	cache map[string]cadre.Model
+}
+
+func newModels(cfg *config, getenv func(string) string) *models {
+	return &models{cfg: cfg, getenv: getenv, cache: map[string]cadre.Model{}}
+}
+
+// resolve turns a name into provider:model, following named models.
+func (m *models) resolve(name string) (string, error) {
+	seen := map[string]bool{}
+	for {
+		nm, ok := m.cfg.Models[name]
+		if !ok {
+			break
+		}
+		if seen[name] {
+			return "", fmt.Errorf("named model %q refers to itself through models: in the config", name)
+		}
+		seen[name] = true
+		name = nm.Model
+	}
+	if _, _, err := model.ParseName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// toolCalling reports whether a model calls tools, as the config says.
+func (m *models) toolCalling(name string) bool {
+	for {
+		nm, ok := m.cfg.Models[name]
+		if !ok {
+			break
+		}
+		if nm.ToolCalling != nil {
+			return *nm.ToolCalling
+		}
+		name = nm.Model
+	}
+	prov, _, err := model.ParseName(name)
+	if err != nil {
+		return true
+	}
+	if p, ok := m.cfg.Providers[prov]; ok && p.ToolCalling != nil {
+		return *p.ToolCalling
+	}
+	return true
+}
+
+// Choose implements local.ModelSource: frontmatter model (through named
+// models; inherit or an unconfigured alias means the parent's), then the
+// model role, then the parent's model.
+func (m *models) Choose(def *cadre.Definition, parent string) (string, string) {
+	if def == nil {
+		return parent, ""
+	}
+	if want := strings.TrimSpace(def.Model); want != "" && want != "inherit" {
+		if _, ok := m.cfg.Models[want]; ok {
+			return want, ""
+		}
+		if strings.Contains(want, ":") {
+			if _, err := m.resolve(want); err == nil {
+				return want, ""
+			}
+		}
+		if prov, rest, ok := strings.Cut(want, "/"); ok && knownProvider(prov) {
+			return prov + ":" + rest, ""
+		}
+		return parent, fmt.Sprintf("agent %s asks for model %q, which is not configured: it uses its parent's model %s. Add %q under models: in .cadre/config.yaml to choose one.", def.Name, want, parent, want)
+	}
+	if role := strings.ToLower(def.ModelRole); role != "" {
+		for name := range m.cfg.Models {
+			if strings.ToLower(name) == role {
+				return name, ""
+			}
+		}
+	}
+	return parent, ""
+}
+
+func knownProvider(p string) bool {
+	switch p {
+	case "openai", "ollama", "anthropic", "scripted":
+		return true
+	}
+	return false
+}
+
+// Open implements local.ModelSource.
+func (m *models) Open(name string) (cadre.Model, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.cache[name]; ok {
+		return c, nil
+	}
+	full, err := m.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	prov, id, _ := model.ParseName(full)
+	pc := m.cfg.Providers[prov]
+	env := func(key, def string) string {
+		if v := m.getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	keyVar := func(def string) string {
+		if pc.APIKeyEnv != "" {
+			return pc.APIKeyEnv
+		}
+		return def
+	}
+	maxTokens := 0
+	if nm, ok := m.cfg.Models[name]; ok {
+		maxTokens = nm.MaxTokens
+	}
+	var mdl cadre.Model
+	switch prov {
+	case "openai":
+		base := pc.BaseURL
+		if base == "" {
+			base = env("OPENAI_BASE_URL", "")
+		}
+		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(keyVar("OPENAI_API_KEY")), Model: id, HTTPClient: m.client, Provider: "openai"})
+	case "ollama":
+		base := pc.BaseURL
+		if base == "" {
+			base = ollamaBase(m.getenv("OLLAMA_HOST"))
+		}
+		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(keyVar("OLLAMA_API_KEY")), Model: id, HTTPClient: m.client, Provider: "ollama"})
+	case "anthropic":
+		base := pc.BaseURL
+		if base == "" {
+			base = env("ANTHROPIC_BASE_URL", "")
+		}
+		mdl = anthropic.New(anthropic.Config{BaseURL: base, APIKey: m.getenv(keyVar("ANTHROPIC_API_KEY")), Model: id, MaxTokens: maxTokens, HTTPClient: m.client})
+	case "scripted":
+		s, err := scripted.Load(id)
+		if err != nil {
+			return nil, err
+		}
+		mdl = s
+	default:
+		return nil, fmt.Errorf("unknown provider %q in model %q: use openai:, ollama:, anthropic: or scripted:", prov, full)
+	}
+	m.cache[name] = mdl
+	return mdl, nil
+}
+
+// ollamaBase turns OLLAMA_HOST (host:port or a URL) into the OpenAI-compatible base URL.
+func ollamaBase(host string) string {
+	if host == "" {
+		return "http://127.0.0.1:11434/v1"
+	}
+	if !strings.Contains(host, "://") {
+		host = "http://" + host
+	}
+	host = strings.TrimRight(host, "/")
+	if !strings.HasSuffix(host, "/v1") {
+		host += "/v1"
+	}
+	return host
+}

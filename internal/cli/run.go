@@ -1,0 +1,407 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/local"
+)
+
+// runFlags are the flags of cadre run (and cadre demo).
+type runFlags struct {
+	model      string
+	json       bool
+	workspace  string
+	approve    string
+	agentsDirs []string
+	strict     bool
+	protocol   string
+	report     string
+	say        bool
+	store      string
+	noTree     bool
+	maxDepth   int
+	maxConc    int
+	maxAgents  int
+	budget     int64
+	maxTurns   int
+	timeout    time.Duration
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.model, "model", "m", "", "model as provider:model or a named model from the config (env CADRE_MODEL)")
+	fl.BoolVar(&f.json, "json", false, "write newline-delimited JSON events on stdout instead of the answer")
+	fl.StringVarP(&f.workspace, "workspace", "w", "", "folder the file and command tools are confined to (default: the current directory)")
+	fl.StringVar(&f.approve, "approve", "", "approval of writes and commands: ask, all or none (default ask)")
+	fl.StringArrayVar(&f.agentsDirs, "agents-dir", nil, "extra folder of agent definitions (repeatable)")
+	fl.BoolVar(&f.strict, "strict", false, "reject agent files with tool names cadre cannot resolve")
+	fl.StringVar(&f.protocol, "protocol", "", "how agents delegate: auto, tools or text (text sends no tools to the model)")
+	fl.StringVar(&f.report, "report", "", "how subagents report by default: tool (send_agent_message) or tag (<response>)")
+	fl.BoolVar(&f.say, "say", false, "show only the <say> blocks of the root agent's replies")
+	fl.StringVar(&f.store, "store", "", "run store: a SQLite file, postgres://…, or none (default .cadre/cadre.db)")
+	fl.BoolVar(&f.noTree, "no-tree", false, "print plain progress lines instead of the live agent tree")
+	fl.IntVar(&f.maxDepth, "max-depth", 0, fmt.Sprintf("deepest level of subagents below the root (default %d)", cadre.DefaultMaxDepth))
+	fl.IntVar(&f.maxConc, "max-concurrent", 0, fmt.Sprintf("agents working at once; more wait in a queue (default %d)", cadre.DefaultMaxConcurrent))
+	fl.IntVar(&f.maxAgents, "max-agents", 0, fmt.Sprintf("agents one run may create (default %d)", cadre.DefaultMaxAgents))
+	fl.Int64Var(&f.budget, "budget-tokens", 0, fmt.Sprintf("tokens the whole tree may use, -1 for no budget (default %d)", cadre.DefaultBudgetTokens))
+	fl.IntVar(&f.maxTurns, "max-turns", 0, fmt.Sprintf("model calls per agent before it must answer (default %d)", cadre.DefaultMaxTurns))
+	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of the whole run, such as 10m (default none)")
+}
+
+// apply puts the flags over the config.
+func (f *runFlags) apply(c *config) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&c.Model, f.model)
+	set(&c.Approve, f.approve)
+	set(&c.Protocol, f.protocol)
+	set(&c.Report, f.report)
+	set(&c.Store, f.store)
+	set(&c.Workspace, f.workspace)
+	if f.strict {
+		c.Strict = &f.strict
+	}
+	if f.say {
+		c.Say = &f.say
+	}
+	c.AgentsDirs = append(c.AgentsDirs, f.agentsDirs...)
+	if f.maxDepth != 0 {
+		c.Limits.MaxDepth = f.maxDepth
+	}
+	if f.maxConc != 0 {
+		c.Limits.MaxConcurrent = f.maxConc
+	}
+	if f.maxAgents != 0 {
+		c.Limits.MaxAgents = f.maxAgents
+	}
+	if f.budget != 0 {
+		c.Limits.BudgetTokens = f.budget
+	}
+	if f.maxTurns != 0 {
+		c.Limits.MaxTurns = f.maxTurns
+	}
+	if f.timeout != 0 {
+		c.Limits.TimeoutSeconds = int(f.timeout / time.Second)
+	}
+}
+
+func (f *runFlags) validate() error {
+	if f.approve != "" && !oneOf(f.approve, "ask", "all", "none") {
+		return fmt.Errorf("--approve=%s is not valid: use ask, all or none", f.approve)
+	}
+	if f.protocol != "" && !oneOf(f.protocol, "auto", "tools", "text") {
+		return fmt.Errorf("--protocol=%s is not valid: use auto, tools or text", f.protocol)
+	}
+	if f.report != "" && !oneOf(f.report, "tool", "tag") {
+		return fmt.Errorf("--report=%s is not valid: use tool or tag", f.report)
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"--max-depth", f.maxDepth}, {"--max-concurrent", f.maxConc}, {"--max-agents", f.maxAgents}, {"--max-turns", f.maxTurns}} {
+		if v.n < 0 {
+			return fmt.Errorf("%s=%d is not valid: give a positive number", v.name, v.n)
+		}
+	}
+	if f.timeout < 0 {
+		return fmt.Errorf("--timeout=%s is not valid: give a positive duration such as 10m", f.timeout)
+	}
+	return nil
+}
+
+func (a *app) newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags] TASK",
+		Short: "Run an agent on a task and print its answer",
+		Long: `Run the root agent on TASK. It may use the file and command tools inside the
+workspace and delegate to the subagents found in .cadre/agents, .claude/agents,
+.opencode/agent(s), ~/.cadre/agents and --agents-dir folders.
+
+The final answer goes to stdout; progress goes to stderr. With --json, stdout
+carries one JSON event per line instead.`,
+		Example: `  cadre run --model openai:gpt-4o-mini "Summarise the README"
+  OLLAMA_HOST=127.0.0.1:11434 cadre run -m ollama:llama3.2 "List the Go files"
+  cadre run --json -m anthropic:claude-sonnet-4-5 "Review main.go" > events.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New(`cadre run needs a task, for example: cadre run "Summarise the README"`)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			f.apply(cfg)
+			return a.runTask(cmd.Context(), cfg, &f, strings.Join(args, " "))
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// runTask wires everything together and runs one task to its end.
+func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string) error {
+	if cfg.Model == "" {
+		return errors.New("no model chosen: pass --model provider:model (for example --model openai:gpt-4o-mini or --model ollama:llama3.2), set CADRE_MODEL, or set model: in .cadre/config.yaml")
+	}
+	w, err := a.wire(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+
+	tty := isTerminal(a.io.Stderr)
+	var (
+		out  *renderer
+		view atomic.Pointer[treeView]
+	)
+	switch {
+	case f.json:
+		out = newJSONRenderer(a.io.Stdout)
+	case tty && !f.noTree:
+		out = newRenderer(io.Discard, false)
+	default:
+		out = newRenderer(a.io.Stderr, tty)
+	}
+	w.engine.Handlers = append(w.engine.Handlers, out.handle, func(ev cadre.Event) {
+		if v := view.Load(); v != nil {
+			v.handle(ev)
+		}
+	})
+	eng := local.New(w.engine)
+	run, err := eng.Start(ctx, task)
+	if err != nil {
+		return err
+	}
+	if tty && !f.noTree && !f.json {
+		budget := w.engine.Limits.WithDefaults().BudgetTokens
+		view.Store(newTreeView(a.io.Stderr, run, budget))
+	}
+	stopSignals := a.watchInterrupts(run)
+	defer stopSignals()
+	res, err := run.Wait()
+	if v := view.Load(); v != nil {
+		v.close()
+	}
+	out.close()
+	if res != nil && !f.json {
+		if res.Answer != "" {
+			fmt.Fprintln(a.io.Stdout, res.Answer)
+		}
+		printSummary(a.io.Stderr, res)
+	}
+	if err != nil {
+		var re *local.RunError
+		if errors.As(err, &re) {
+			return &exitError{code: exitCode(re.Status), err: fmt.Errorf("%s", oneLine(re.Reason))}
+		}
+		return err
+	}
+	return nil
+}
+
+func exitCode(st cadre.Status) int {
+	if st == cadre.StatusCancelled {
+		return 130
+	}
+	return 1
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	return s
+}
+
+func printSummary(w io.Writer, res *local.Result) {
+	if res.BudgetExhausted {
+		fmt.Fprintf(w, "The token budget ran out: %d agents finished their work, %d stopped early (%s).\n",
+			len(res.Completed), len(res.Incomplete), joinIDs(res.Incomplete))
+	}
+	for _, f := range res.Findings {
+		fmt.Fprintf(w, "finding %s (%s): %s\n", f.Title, f.Agent, oneLine(f.Content))
+	}
+}
+
+func joinIDs(ids []cadre.AgentID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ", ")
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// renderer shows events: JSON lines, a live view on a terminal, or plain lines.
+type renderer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	json   bool
+	tty    bool
+	inText bool // the root's streamed text is mid-line
+}
+
+func newJSONRenderer(w io.Writer) *renderer { return &renderer{w: w, json: true} }
+
+func newRenderer(w io.Writer, tty bool) *renderer { return &renderer{w: w, tty: tty} }
+
+func (r *renderer) handle(ev cadre.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.json {
+		if ev.Type == cadre.EventModelDelta {
+			return
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return
+		}
+		r.w.Write(append(b, '\n'))
+		return
+	}
+	r.plain(ev)
+}
+
+func (r *renderer) line(format string, args ...any) {
+	if r.inText {
+		fmt.Fprintln(r.w)
+		r.inText = false
+	}
+	fmt.Fprintf(r.w, format+"\n", args...)
+}
+
+func (r *renderer) plain(ev cadre.Event) {
+	who := string(ev.Agent)
+	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
+	switch ev.Type {
+	case cadre.EventModelDelta:
+		if r.tty && ev.Agent == cadre.RootID {
+			fmt.Fprint(r.w, str("text"))
+			r.inText = true
+		}
+	case cadre.EventModelResponse:
+		if r.inText {
+			fmt.Fprintln(r.w)
+			r.inText = false
+		}
+	case cadre.EventToolCalled:
+		r.line("%s → %s %s", who, str("tool"), clipLine(str("arguments"), 100))
+	case cadre.EventToolResult:
+		if b, _ := ev.Data["is_error"].(bool); b {
+			r.line("%s ✗ %s: %s", who, str("tool"), clipLine(str("content"), 160))
+		}
+	case cadre.EventAgentSpawned:
+		r.line("%s ⇢ %s (%s, %s): %s", ev.Parent, ev.Agent, str("definition"), str("mode"), clipLine(str("task"), 100))
+	case cadre.EventAgentReported:
+		r.line("%s ⇠ report from %s", who, str("child"))
+	case cadre.EventAgentNudged:
+		r.line("%s was reminded to report", who)
+	case cadre.EventAgentCompleted:
+		if ev.Agent != cadre.RootID {
+			r.line("%s done", who)
+		}
+	case cadre.EventAgentFailed:
+		r.line("%s failed: %s", who, clipLine(str("error"), 200))
+	case cadre.EventAgentCancelled:
+		r.line("%s cancelled: %s", who, str("reason"))
+	case cadre.EventAgentQueued:
+		r.line("%s queued (all %v slots busy)", who, ev.Data["max_concurrent"])
+	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetWarning, cadre.EventBudgetExhausted, cadre.EventWarning:
+		b, _ := json.Marshal(ev.Data)
+		r.line("%s %s %s", who, ev.Type, b)
+	case cadre.EventSay:
+		r.line("%s", str("text"))
+	case cadre.EventFinding:
+		r.line("%s finding %s", who, str("title"))
+	}
+}
+
+func (r *renderer) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.inText {
+		fmt.Fprintln(r.w)
+		r.inText = false
+	}
+}
+
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// storePath resolves the configured store location.
+func (a *app) storePath(cfg *config) string {
+	s := cfg.Store
+	if s == "" {
+		return filepath.Join(a.projectDir(), ".cadre", "cadre.db")
+	}
+	if s == "none" || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") || filepath.IsAbs(s) {
+		return s
+	}
+	wd, _ := a.wd()
+	return filepath.Join(wd, s)
+}
+
+// watchInterrupts cancels the run gracefully on the first Ctrl+C and aborts
+// it on the second. It returns a function that stops watching.
+func (a *app) watchInterrupts(run *local.Run) func() {
+	if a.io.Interrupts == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for {
+			select {
+			case <-a.io.Interrupts:
+				n++
+				if n == 1 {
+					fmt.Fprintln(a.io.Stderr, "\ncadre: stopping the run (press Ctrl+C again to abort at once)")
+					run.Cancel("interrupted by Ctrl+C")
+				} else {
+					run.Abort()
+				}
+			case <-stop:
+				return
+			case <-run.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}

@@ -1,0 +1,98 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// Config configures an Engine. Models is required; the rest have working
+// zero values.
+type Config struct {
+	// Models chooses and opens the model of each agent.
+	Models ModelSource
+	// RootModel is the root agent's model name, passed to Models.Open.
+	RootModel string
+	// Definitions are the subagents agents may spawn.
+	Definitions []*cadre.Definition
+	// Tools are the ordinary tools of the root agent; children get a subset.
+	Tools []cadre.Tool
+	// Runner runs tool calls. Nil runs the tool directly after checking the
+	// arguments are a JSON object.
+	Runner ToolRunner
+	// Store journals inputs and keeps records and events. Nil keeps nothing.
+	Store  cadre.Store
+	Limits cadre.Limits
+	// Protocol is the root's protocol, already resolved to tools or text.
+	Protocol cadre.Protocol
+	// Report is the report mode of children whose definition sets none.
+	Report cadre.ReportMode
+	// Say shows only the <say> blocks of the root's replies.
+	Say bool
+	// Soul and Identity are the personality files given to every agent;
+	// Guidance (AGENTS.md) is part of the root's prompt.
+	Soul, Identity, Guidance string
+	// RootDefinition, when set, is the root's definition (its prompt and
+	// tool list) instead of the generic root prompt.
+	RootDefinition *cadre.Definition
+	// Handlers receive every event, in order, from one goroutine.
+	Handlers []func(cadre.Event)
+	Logger   *slog.Logger
+}
+
+// ModelSource chooses and opens models.
+type ModelSource interface {
+	// Choose returns the model name for an agent of def (nil for a generic
+	// text-protocol child) whose parent uses parent, and a warning for the
+	// user when it had to fall back.
+	Choose(def *cadre.Definition, parent string) (name, warning string)
+	// Open returns the model of that name. It is called once per agent and
+	// may return a shared instance.
+	Open(name string) (cadre.Model, error)
+}
+
+// OneModel is a ModelSource that gives every agent the same model.
+type OneModel struct {
+	Name  string
+	Model cadre.Model
+}
+
+// Choose implements ModelSource.
+func (o OneModel) Choose(*cadre.Definition, string) (string, string) { return o.Name, "" }
+
+// Open implements ModelSource.
+func (o OneModel) Open(string) (cadre.Model, error) { return o.Model, nil }
+
+// ToolRunner runs one tool call of an agent and returns the result text and
+// whether it is an error. It never panics; failures are results.
+type ToolRunner interface {
+	RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (string, bool)
+}
+
+// directRunner runs tools with a minimal argument check.
+type directRunner struct{}
+
+func (directRunner) RunTool(ctx context.Context, _ cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (out string, isErr bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, isErr = fmt.Sprintf("Error: tool %s crashed: %v", call.Name, r), true
+		}
+	}()
+	args := strings.TrimSpace(call.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+		return fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%v). Call it again with a JSON object.", call.Name, err), true
+	}
+	res, err := t.Call(ctx, json.RawMessage(args))
+	if err != nil {
+		return "Error: " + err.Error(), true
+	}
+	return res, false
+}

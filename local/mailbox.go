@@ -1,0 +1,35 @@
+package local
+
+import (
+	"sync"
+
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// mailbox is an unbounded FIFO of inputs with a wake-up channel.
+type mailbox struct {
+	mu     sync.Mutex
+	items  []loop.Input
+	notify chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(in loop.Input) {
+	m.mu.Lock()
+	m.items = append(m.items, in)
+	m.mu.Unlock()
+	select {
+	case m.notify <- struct{}{}:
+	default:
+	}
+}
+
+// take removes and returns every queued input.
+func (m *mailbox) take() []loop.Input {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	items := m.items
+	m.items = nil
+	return items
+}

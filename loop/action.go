@@ -1,0 +1,105 @@
+package loop
+
+import "github.com/cadre-ai/cadre"
+
+// An Action is something the loop asks its engine to do.
+type Action interface{ action() }
+
+// CallModel asks for one model call. The engine answers with ModelResult.
+type CallModel struct {
+	Request cadre.Request
+	// Final is set on the last call after max turns, made without tools.
+	Final bool
+}
+
+// CallTools asks for ordinary tool calls, which may run concurrently. The
+// engine answers with ToolResults, one result per call, in one or several
+// inputs.
+type CallTools struct {
+	Calls []cadre.ToolCall
+}
+
+// ChildSpec describes one child to start.
+type ChildSpec struct {
+	// Ref identifies the request in the answering Spawned input: the tool
+	// call ID, or "spawn.N" for text-protocol tasks.
+	Ref string
+	ID  cadre.AgentID
+	// Definition names the child's definition; empty for a text-protocol
+	// child without one (it gets the generic sub-agent prompt).
+	Definition string
+	// Name is the display name given by the model, if any.
+	Name    string
+	Task    string
+	Context string
+	// Messages are extra user messages placed before the task message
+	// (the previous result of a sequential step).
+	Messages   []cadre.Message
+	Background bool
+	// Mode is how the child was asked for: "sync", "background",
+	// "parallel" or "sequential".
+	Mode string
+	// Index and Total place a text-protocol task within its block.
+	Index, Total int
+}
+
+// Spawn asks for children. The engine answers each spec with Spawned, and
+// later each started child with ChildReport and ChildEnded.
+type Spawn struct {
+	Children []ChildSpec
+}
+
+// Deliver sends a message to another agent.
+type Deliver struct {
+	To   cadre.AgentID
+	Text string
+	// Report marks the sender's one report to its parent; Failed marks a
+	// report that is an error.
+	Report    bool
+	Failed    bool
+	Cancelled bool
+	Steering  bool
+	FollowUp  bool
+}
+
+// CancelChild asks to cancel a child and all its descendants.
+type CancelChild struct {
+	Child cadre.AgentID
+}
+
+// Interrupt asks the engine to cancel the model call in flight (a steering
+// message arrived); the engine answers with ModelResult{Interrupted: true},
+// or with the result if the call had already finished.
+type Interrupt struct{}
+
+// Emit asks the engine to publish an event for this agent.
+type Emit struct {
+	Type cadre.EventType
+	Data map[string]any
+}
+
+// Wait says the agent's turn is over but it is not done: it waits for its
+// children or its inbox.
+type Wait struct{}
+
+// Finish ends the agent. Result is its final text.
+type Finish struct {
+	Result string
+	// Failed marks an agent that ends in failure (for example a tag-mode
+	// child that never produced a <response>).
+	Failed bool
+	// Cancelled marks an agent stopped by Cancel.
+	Cancelled bool
+	// BudgetExhausted marks an agent stopped by the token budget.
+	BudgetExhausted bool
+}
+
+func (CallModel) action()   {}
+func (CallTools) action()   {}
+func (Spawn) action()       {}
+func (Deliver) action()     {}
+func (CancelChild) action() {}
+func (Interrupt) action()   {}
+func (Emit) action()        {}
+func (Wait) action()        {}
+func (Finish) action()      {}

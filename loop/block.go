@@ -1,0 +1,128 @@
+package loop
+
+import (
+	"fmt"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/textproto"
+)
+
+// startBlock executes a <spawn_agents> block found in the reply that just
+// ended, if any. It reports false when there is none.
+func (s *State) startBlock() ([]Action, bool) {
+	if !s.lastIsReply() {
+		return nil, false
+	}
+	b, ok := textproto.ParseSpawn(s.lastText)
+	if !ok {
+		return nil, false
+	}
+	var acts []Action
+	if b.Before != "" {
+		acts = append(acts, Emit{Type: cadre.EventSay, Data: map[string]any{"text": b.Before, "pre_spawn": true}})
+	}
+	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate {
+		if s.refused {
+			return nil, false // asked once already: take the reply as it is
+		}
+		s.refused = true
+		acts = append(acts, Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
+			"attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth, "tasks": len(b.Tasks),
+		}})
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: fmt.Sprintf(
+			"Your <spawn_agents> block was not run: the depth limit is reached (this agent is at depth %d of at most %d). "+
+				"Do the work yourself and reply with the result, without a <spawn_agents> block.", s.cfg.Depth, s.cfg.MaxDepth)})
+		return append(acts, s.modelCall()), true
+	}
+	s.blk = &block{
+		mode:    b.Mode,
+		tasks:   b.Tasks,
+		results: make([]prompt.Result, len(b.Tasks)),
+		done:    make([]bool, len(b.Tasks)),
+		retried: make([]bool, len(b.Tasks)),
+	}
+	for i, t := range b.Tasks {
+		s.blk.results[i] = prompt.Result{Task: t.Task}
+	}
+	s.phase = phaseChildren
+	var spawn Spawn
+	if b.Mode == textproto.Sequential {
+		spawn.Children = append(spawn.Children, s.blockSpec(0, ""))
+		s.blk.next = 1
+	} else {
+		for i := range b.Tasks {
+			spawn.Children = append(spawn.Children, s.blockSpec(i, ""))
+		}
+		s.blk.next = len(b.Tasks)
+	}
+	return append(acts, spawn), true
+}
+
+// blockSpec creates the child for task i of the running block.
+func (s *State) blockSpec(i int, previous string) ChildSpec {
+	t := s.blk.tasks[i]
+	def := t.Name
+	idName := def
+	if idName == "" {
+		idName = "sub"
+	}
+	id := s.childID(idName)
+	s.addChild(id, def, "", t.Task, "", i)
+	spec := ChildSpec{
+		Ref: fmt.Sprintf("spawn.%d", s.spawns), ID: id, Definition: def, Task: t.Task, Context: t.Context,
+		Index: i + 1, Total: len(s.blk.tasks), Mode: string(s.blk.mode),
+	}
+	if previous != "" {
+		spec.Messages = []cadre.Message{{Role: cadre.RoleUser, Content: prompt.PreviousResult(previous)}}
+	}
+	return spec
+}
+
+// blockReport records a block child's outcome, starts the next sequential
+// step (retrying a failed one once), and synthesizes when all are done.
+func (s *State) blockReport(c *child, text string, status cadre.Status) []Action {
+	b := s.blk
+	i := c.blockTask
+	if i < 0 || i >= len(b.tasks) || b.done[i] {
+		return nil
+	}
+	if b.mode == textproto.Sequential && status == cadre.StatusFailed && !b.retried[i] {
+		b.retried[i] = true
+		return []Action{Spawn{Children: []ChildSpec{s.blockSpec(i, b.last)}}}
+	}
+	b.done[i] = true
+	b.results[i].Status = statusWord(status)
+	b.results[i].Output = text
+	if status == cadre.StatusDone {
+		b.last = text
+	}
+	if b.mode == textproto.Sequential && b.next < len(b.tasks) {
+		n := b.next
+		b.next++
+		return []Action{Spawn{Children: []ChildSpec{s.blockSpec(n, b.last)}}}
+	}
+	for _, d := range b.done {
+		if !d {
+			return nil
+		}
+	}
+	results := b.results
+	s.blk = nil
+	s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.Synthesis(s.task, results)})
+	s.flushQueue()
+	return []Action{
+		Emit{Type: cadre.EventSynthesisStarted, Data: map[string]any{"tasks": len(results)}},
+		s.modelCall(),
+	}
+}
+
+func statusWord(st cadre.Status) string {
+	switch st {
+	case cadre.StatusDone:
+		return "completed"
+	case cadre.StatusCancelled:
+		return "cancelled"
+	}
+	return "failed"
+}

@@ -1,0 +1,101 @@
+package loop
+
+import "github.com/cadre-ai/cadre"
+
+// An Input is something that happened to an agent. Inputs are journaled
+// before they are stepped, so they must be plain data that survives a JSON
+// round trip.
+type Input interface {
+	// Kind names the input in the journal.
+	Kind() string
+}
+
+// Start begins the agent. It must be the first Input.
+type Start struct {
+	Config Config `json:"config"`
+	// Task is what the agent was asked to do, as given; Messages are the
+	// first messages of its conversation (usually one user message built
+	// from the task and its context).
+	Task     string          `json:"task"`
+	Messages []cadre.Message `json:"messages"`
+}
+
+// ModelResult is the outcome of the CallModel action.
+type ModelResult struct {
+	Response *cadre.Response `json:"response,omitempty"`
+	// Err is set when the call failed for good (after the engine's retries).
+	Err string `json:"err,omitempty"`
+	// Interrupted means the call was cancelled for a steering message; the
+	// loop asks again with the new messages.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// BudgetExhausted means the run's token budget refused the call: the
+	// agent finishes with what it has.
+	BudgetExhausted bool `json:"budget_exhausted,omitempty"`
+}
+
+// ToolResult is the outcome of one call of a CallTools action.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// ToolResults carries the results of some or all calls of a CallTools action.
+type ToolResults struct {
+	Results []ToolResult `json:"results"`
+}
+
+// Spawned answers a ChildSpec of a Spawn action: the child was started (or
+// queued), or the engine refused it (a run-wide limit), with Err saying why
+// in words the model can act on.
+type Spawned struct {
+	Ref   string        `json:"ref"`
+	Child cadre.AgentID `json:"child"`
+	Err   string        `json:"err,omitempty"`
+}
+
+// ChildReport is a child's report, or its failure, reaching the parent.
+type ChildReport struct {
+	Child  cadre.AgentID `json:"child"`
+	Text   string        `json:"text"`
+	Failed bool          `json:"failed,omitempty"`
+	// Cancelled marks the failure of a cancelled child.
+	Cancelled bool `json:"cancelled,omitempty"`
+}
+
+// ChildEnded says a child has stopped for good.
+type ChildEnded struct {
+	Child  cadre.AgentID `json:"child"`
+	Status cadre.Status  `json:"status"`
+}
+
+// InboxMessage is a message from another agent (or from the runtime, with
+// From empty).
+type InboxMessage struct {
+	From     cadre.AgentID `json:"from,omitempty"`
+	Text     string        `json:"text"`
+	Steering bool          `json:"steering,omitempty"`
+	// FollowUp marks a child's message sent after its report.
+	FollowUp bool `json:"follow_up,omitempty"`
+}
+
+// Timeout says the agent saw no activity for its inactivity limit.
+type Timeout struct {
+	Seconds int `json:"seconds"`
+}
+
+// Cancel stops the agent.
+type Cancel struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Kind implementations.
+func (Start) Kind() string        { return "start" }
+func (ModelResult) Kind() string  { return "model_result" }
+func (ToolResults) Kind() string  { return "tool_results" }
+func (Spawned) Kind() string      { return "spawned" }
+func (ChildReport) Kind() string  { return "child_report" }
+func (ChildEnded) Kind() string   { return "child_ended" }
+func (InboxMessage) Kind() string { return "inbox_message" }
+func (Timeout) Kind() string      { return "timeout" }
+func (Cancel) Kind() string       { return "cancel" }
