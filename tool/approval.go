@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cadre-ai/cadre"
@@ -23,7 +25,8 @@ const (
 	ApproveAsk ApprovalMode = "ask"
 	// ApproveAll approves every mutating call without asking.
 	ApproveAll ApprovalMode = "all"
-	// ApproveNone denies every mutating call without asking.
+	// ApproveNone denies every mutating call without asking; the denial
+	// says how to allow them.
 	ApproveNone ApprovalMode = "none"
 )
 
@@ -57,11 +60,52 @@ type Summarizer interface {
 }
 
 // Summarize describes a call of t with args for an approval prompt.
+// Control characters other than newline and tab, and the Unicode marks
+// that reorder text, are shown as escapes such as \x1b, so what a model
+// wrote cannot redraw the prompt on a terminal or hide part of itself.
 func Summarize(t cadre.Tool, args json.RawMessage) string {
 	if s, ok := t.(Summarizer); ok {
-		return s.Summary(args)
+		return printable(s.Summary(args))
 	}
-	return defaultSummary(t.Spec().Name, args)
+	return printable(defaultSummary(t.Spec().Name, args))
+}
+
+// printable escapes what could fool a terminal: control characters other
+// than newline and tab, bidirectional controls and invalid UTF-8.
+func printable(s string) string {
+	unsafe := func(r rune, size int) bool {
+		return r == utf8.RuneError && size == 1 ||
+			r != '\n' && r != '\t' && unicode.IsControl(r) ||
+			unicode.Is(unicode.Bidi_Control, r)
+	}
+	clean := true
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if unsafe(r, size) {
+			clean = false
+			break
+		}
+		i += size
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unsafe(r, size) && r < 0x100:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unsafe(r, size):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 func defaultSummary(name string, args json.RawMessage) string {
@@ -113,13 +157,17 @@ func (a *Approver) Approve(ctx context.Context, req ApprovalRequest) (ok bool, d
 	case ApproveAll:
 		return true, "", nil
 	case ApproveNone:
-		return false, fmt.Sprintf("%s was not run: this run does not allow tools that change files or run commands (approval mode none). Do not try it again; carry on without it, or say in your answer what you would have done.", req.Tool), nil
+		return false, fmt.Sprintf("%s was not run: this run does not allow tools that change files or run commands (--approve=none). "+
+			"Do not try it again; carry on without it, or say in your answer what you would have done. "+
+			"To allow such calls, the user can run cadre with --approve=all, or with --approve=ask on a terminal and answer y when asked.", req.Tool), nil
 	case ApproveAsk:
 	default:
 		return false, "", fmt.Errorf("approve %s: unknown approval mode %q: use ask, all or none", req.Tool, mode)
 	}
 	if a.Prompt == nil {
-		return false, fmt.Sprintf("%s was not run: it needs the user's approval and there is no terminal to ask on. Tell the user to run cadre with --approve=all to allow writes and commands, or approve them interactively on a terminal.", req.Tool), nil
+		return false, fmt.Sprintf("%s was not run: it needs the user's approval and there is no terminal to ask on (--approve=ask without a terminal). "+
+			"Do not try it again in this run; carry on without it, or say in your answer what you would have done. "+
+			"To allow writes and commands, the user can run cadre with --approve=all, or run it on a terminal and answer y when asked.", req.Tool), nil
 	}
 	a.once.Do(func() {
 		a.turn = make(chan struct{}, 1)
@@ -139,7 +187,7 @@ func (a *Approver) Approve(ctx context.Context, req ApprovalRequest) (ok bool, d
 		return false, "", fmt.Errorf("approve %s: ask the user: %w", req.Tool, err)
 	}
 	if !yes {
-		return false, fmt.Sprintf("The user declined this %s call. Do not repeat it; take another approach, or ask for guidance.", req.Tool), nil
+		return false, fmt.Sprintf("%s was not run: the user declined this call when asked. Do not repeat it; take another approach, or ask for guidance.", req.Tool), nil
 	}
 	return true, "", nil
 }

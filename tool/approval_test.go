@@ -2,12 +2,15 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cadre-ai/cadre"
 )
 
 func TestApprove(t *testing.T) {
@@ -20,16 +23,18 @@ func TestApprove(t *testing.T) {
 		mode     ApprovalMode
 		prompt   func(context.Context, ApprovalRequest) (bool, error)
 		ok       bool
-		denial   string // substring of the denial text
+		denial   []string // substrings of the denial text
 		wantErr  error
 		anyError bool
 	}{
 		{name: "all", mode: ApproveAll, prompt: no, ok: true},
-		{name: "none", mode: ApproveNone, prompt: yes, denial: "approval mode none"},
-		{name: "ask_without_prompter", mode: ApproveAsk, denial: "run cadre with --approve=all to allow writes and commands, or approve them interactively on a terminal"},
-		{name: "empty_mode_is_ask", mode: "", denial: "--approve=all"},
+		{name: "none", mode: ApproveNone, prompt: yes,
+			denial: []string{"write_file was not run", "(--approve=none)", "run cadre with --approve=all", "answer y when asked"}},
+		{name: "ask_without_prompter", mode: ApproveAsk,
+			denial: []string{"write_file was not run", "no terminal to ask on", "run cadre with --approve=all", "run it on a terminal and answer y when asked"}},
+		{name: "empty_mode_is_ask", mode: "", denial: []string{"--approve=all", "answer y"}},
 		{name: "ask_yes", mode: ApproveAsk, prompt: yes, ok: true},
-		{name: "ask_no", mode: ApproveAsk, prompt: no, denial: "The user declined this write_file call"},
+		{name: "ask_no", mode: ApproveAsk, prompt: no, denial: []string{"write_file was not run: the user declined this call", "take another approach"}},
 		{name: "ask_error", mode: ApproveAsk, prompt: fails, wantErr: errPrompt},
 		{name: "unknown_mode", mode: "sometimes", prompt: yes, anyError: true},
 	}
@@ -52,8 +57,13 @@ func TestApprove(t *testing.T) {
 			if ok != tt.ok {
 				t.Fatalf("Approve = %v, want %v", ok, tt.ok)
 			}
-			if !strings.Contains(denial, tt.denial) || (tt.ok && denial != "") {
-				t.Errorf("denial %q, want it to contain %q", denial, tt.denial)
+			if tt.ok && denial != "" {
+				t.Errorf("approved with a denial text %q", denial)
+			}
+			for _, want := range tt.denial {
+				if !strings.Contains(denial, want) {
+					t.Errorf("denial %q does not contain %q", denial, want)
+				}
 			}
 		})
 	}
@@ -146,5 +156,35 @@ func TestApproveCancelledWhileWaiting(t *testing.T) {
 	// The turn was handed back: another prompt can run.
 	if ok, _, err := a.Approve(context.Background(), ApprovalRequest{Tool: "third"}); !ok || err != nil {
 		t.Errorf("Approve after = %v, %v", ok, err)
+	}
+}
+
+func TestSummarizeEscapesControls(t *testing.T) {
+	tests := []struct {
+		name    string
+		summary string
+		want    string
+	}{
+		{name: "plain", summary: "run: go test ./...", want: "run: go test ./..."},
+		{name: "newline_and_tab_kept", summary: "run: a\n\tb", want: "run: a\n\tb"},
+		{name: "escape_sequence", summary: "run: rm -rf x\x1b[2K\rrun: ls", want: `run: rm -rf x\x1b[2K\x0drun: ls`},
+		{name: "c1_control", summary: "a\u009bb", want: `a\x9bb`},
+		{name: "bidi_override", summary: "write a\u202etxt.exe", want: `write a\u202etxt.exe`},
+		{name: "invalid_utf8", summary: "a\xffb", want: `a\xffb`},
+		{name: "unicode_kept", summary: "write café.txt", want: "write café.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.summary
+			tl := Func(cadre.ToolSpec{Name: "x"}, func(context.Context, struct{}) (string, error) { return "", nil },
+				WithSummary(func(struct{}) string { return s }))
+			if got := Summarize(tl, json.RawMessage(`{}`)); got != tt.want {
+				t.Errorf("Summarize = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// Without a Summarizer the raw arguments are escaped too.
+	if got := Summarize(named("run"), json.RawMessage(`{"c":"a`+"\x1b"+`b"}`)); got != `run {"c":"a\x1bb"}` {
+		t.Errorf("Summarize of raw arguments = %q", got)
 	}
 }

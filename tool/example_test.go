@@ -3,7 +3,11 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
@@ -46,7 +50,54 @@ func ExampleExecutor() {
 	fmt.Println(e.Run(context.Background(), "root", cadre.ToolCall{Name: "deploy"}))
 	fmt.Println(e.Run(context.Background(), "root", cadre.ToolCall{Name: "deplo"}))
 	// Output:
-	// Error: deploy was not run: it needs the user's approval and there is no terminal to ask on. Tell the user to run cadre with --approve=all to allow writes and commands, or approve them interactively on a terminal. true
+	// Error: deploy was not run: it needs the user's approval and there is no terminal to ask on (--approve=ask without a terminal). Do not try it again in this run; carry on without it, or say in your answer what you would have done. To allow writes and commands, the user can run cadre with --approve=all, or run it on a terminal and answer y when asked. true
 	// deployed false
 	// Error: unknown tool "deplo". The tools are: deploy. Call one of those by its exact name. true
+}
+
+func ExampleWorkspace_Resolve() {
+	dir, _ := os.MkdirTemp("", "workspace")
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
+	_ = os.MkdirAll(filepath.Join(root, "src"), 0o755)
+	_ = os.Symlink(os.TempDir(), filepath.Join(root, "tmp")) // leads outside
+
+	ws, err := tool.NewWorkspace(root)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range []string{"src/main.go", "../etc/passwd", "/etc/passwd", "tmp/x"} {
+		real, err := ws.Resolve(p)
+		switch {
+		case errors.Is(err, tool.ErrOutsideWorkspace):
+			fmt.Printf("%s: refused\n", p)
+		case err != nil:
+			fmt.Printf("%s: %v\n", p, err)
+		default:
+			fmt.Printf("%s: %s\n", p, ws.Rel(real))
+		}
+	}
+	// Output:
+	// src/main.go: src/main.go
+	// ../etc/passwd: refused
+	// /etc/passwd: refused
+	// tmp/x: refused
+}
+
+func ExampleApprover() {
+	// What a terminal prompt would do; here every command is refused.
+	a := &tool.Approver{Mode: tool.ApproveAsk, Prompt: func(_ context.Context, req tool.ApprovalRequest) (bool, error) {
+		fmt.Printf("%s wants to %s\n", req.Agent, req.Summary)
+		return !strings.HasPrefix(req.Summary, "run:"), nil
+	}}
+	for _, s := range []string{"write notes.md", "run: rm -rf build"} {
+		ok, denial, err := a.Approve(context.Background(), tool.ApprovalRequest{Agent: "root", Tool: "x", Summary: s})
+		fmt.Println(ok, denial, err)
+	}
+	// Output:
+	// root wants to write notes.md
+	// true  <nil>
+	// root wants to run: rm -rf build
+	// false x was not run: the user declined this call when asked. Do not repeat it; take another approach, or ask for guidance. <nil>
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -61,7 +62,7 @@ func TestExecutor(t *testing.T) {
 		{name: "mutator_all", approver: &Approver{Mode: ApproveAll}, call: cadre.ToolCall{Name: "write"}, want: "written", writes: 1},
 		{name: "mutator_none", approver: &Approver{Mode: ApproveNone, Prompt: yes}, call: cadre.ToolCall{Name: "write"}, isError: true, want: "Error: write was not run: this run does not allow…"},
 		{name: "mutator_ask_yes", approver: &Approver{Mode: ApproveAsk, Prompt: yes}, call: cadre.ToolCall{Name: "write"}, want: "written", writes: 1},
-		{name: "mutator_ask_no", approver: &Approver{Mode: ApproveAsk, Prompt: no}, call: cadre.ToolCall{Name: "write"}, isError: true, want: "Error: The user declined this write call…"},
+		{name: "mutator_ask_no", approver: &Approver{Mode: ApproveAsk, Prompt: no}, call: cadre.ToolCall{Name: "write"}, isError: true, want: "Error: write was not run: the user declined this call…"},
 		{name: "mutator_prompt_fails", approver: &Approver{Prompt: func(context.Context, ApprovalRequest) (bool, error) { return false, errors.New("no tty") }},
 			call: cadre.ToolCall{Name: "write"}, isError: true, want: "Error: write was not run: no approval could be obtained (approve write: ask the user: no tty)."},
 		{name: "reader_skips_approval", approver: &Approver{Mode: ApproveNone}, call: cadre.ToolCall{Name: "echo", Arguments: `{"text":"free"}`}, want: "free"},
@@ -143,3 +144,61 @@ type toolRunner interface {
 }
 
 var _ toolRunner = (*Executor)(nil)
+
+// TestExecutorConcurrent runs the calls of one reply at once, as the
+// engine does, through one Executor; run it with -race.
+func TestExecutorConcurrent(t *testing.T) {
+	echo := Func(cadre.ToolSpec{Name: "echo", Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+		func(_ context.Context, a struct{ Text string }) (string, error) { return a.Text, nil })
+	var writes atomic.Int32
+	write := &fakeTool{spec: cadre.ToolSpec{Name: "write"}, mutates: true,
+		call: func(context.Context, json.RawMessage) (string, error) { writes.Add(1); return "written", nil }}
+	reg, err := NewRegistry(echo, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	e := &Executor{Tools: reg, Approver: &Approver{Prompt: func(context.Context, ApprovalRequest) (bool, error) {
+		return asked.Add(1)%2 == 1, nil // every other call is allowed
+	}}}
+	calls := []struct {
+		call    cadre.ToolCall
+		want    string // prefix of the content
+		isError bool
+	}{
+		{call: cadre.ToolCall{Name: "echo", Arguments: `{"text":"hi"}`}, want: "hi"},
+		{call: cadre.ToolCall{Name: "echo", Arguments: `{"text":`}, want: "Error: the arguments of echo are not valid JSON", isError: true},
+		{call: cadre.ToolCall{Name: "echo", Arguments: `{"text":1}`}, want: "Error: invalid arguments for echo", isError: true},
+		{call: cadre.ToolCall{Name: "nope"}, want: `Error: unknown tool "nope"`, isError: true},
+		{call: cadre.ToolCall{Name: "write", Arguments: `{}`}},
+	}
+	const rounds = 20
+	var wg sync.WaitGroup
+	var allowed, denied atomic.Int32
+	for range rounds {
+		for _, c := range calls {
+			wg.Go(func() {
+				got, isErr := e.Run(context.Background(), "root", c.call)
+				if c.call.Name == "write" {
+					switch {
+					case !isErr && got == "written":
+						allowed.Add(1)
+					case isErr && strings.Contains(got, "declined"):
+						denied.Add(1)
+					default:
+						t.Errorf("write: %q, %v", got, isErr)
+					}
+					return
+				}
+				if isErr != c.isError || !strings.HasPrefix(got, c.want) {
+					t.Errorf("%s(%s) = %q, %v; want %q…, %v", c.call.Name, c.call.Arguments, got, isErr, c.want, c.isError)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if asked.Load() != rounds || allowed.Load() != rounds/2 || denied.Load() != rounds/2 || writes.Load() != rounds/2 {
+		t.Errorf("asked %d, allowed %d, denied %d, ran %d; want %d, %d, %d, %d",
+			asked.Load(), allowed.Load(), denied.Load(), writes.Load(), rounds, rounds/2, rounds/2, rounds/2)
+	}
+}

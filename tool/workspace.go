@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrOutsideWorkspace is matched (with errors.Is) by every *EscapeError.
@@ -126,6 +127,9 @@ func (w Workspace) Resolve(p string) (string, error) {
 		}
 	}
 	real, err := realPath(full)
+	if errors.Is(err, syscall.ENOTDIR) {
+		return "", fmt.Errorf("resolve path %q: part of it before the end is a file, not a directory: check the path with list_files", p)
+	}
 	if err != nil {
 		return "", fmt.Errorf("resolve path %q: %w", p, err)
 	}
