@@ -164,6 +164,7 @@ func (c *checker) object(path string, s map[string]any, v map[string]any) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	var unexpected []string
 	for _, k := range keys {
 		val := v[k]
 		if ps, ok := props[k]; ok {
@@ -177,20 +178,28 @@ func (c *checker) object(path string, s map[string]any, v map[string]any) {
 		switch ap := s["additionalProperties"].(type) {
 		case bool:
 			if !ap {
-				allowed := make([]string, 0, len(props))
-				for p := range props {
-					allowed = append(allowed, p)
-				}
-				slices.Sort(allowed)
-				if len(allowed) == 0 {
-					c.add("unexpected argument %q: %s takes no arguments", join(path, k), whereObject(path))
-				} else {
-					c.add("unexpected argument %q: %s accepts only %s", join(path, k), whereObject(path), strings.Join(allowed, ", "))
-				}
+				unexpected = append(unexpected, strconv.Quote(join(path, k)))
 			}
 		case map[string]any:
 			c.check(join(path, k), ap, val)
 		}
+	}
+	if len(unexpected) == 0 {
+		return
+	}
+	what := "unexpected argument " + unexpected[0]
+	if len(unexpected) > 1 {
+		what = "unexpected arguments " + strings.Join(unexpected, ", ")
+	}
+	allowed := make([]string, 0, len(props))
+	for p := range props {
+		allowed = append(allowed, p)
+	}
+	slices.Sort(allowed)
+	if len(allowed) == 0 {
+		c.add("%s: %s takes no arguments", what, whereObject(path))
+	} else {
+		c.add("%s: %s accepts only %s", what, whereObject(path), strings.Join(allowed, ", "))
 	}
 }
 

@@ -67,6 +67,7 @@ func TestValidate(t *testing.T) {
 		{name: "not_object_null", args: `null`, want: []string{`the arguments must be a JSON object, got null`}},
 		{name: "invalid_json", args: `{"task": "x"`, want: []string{`the arguments are not valid JSON: unexpected EOF`}},
 		{name: "trailing_text", args: `{"task": "x"} {}`, want: []string{`the arguments are not valid JSON: unexpected text after the JSON value`}},
+		{name: "several_additional", args: `{"task":"x","colour":"red","size":2}`, want: []string{`unexpected arguments "colour", "size": the tool accepts only either, files, force, limit, mode, opts, path, ratio, task`}},
 		{name: "no_arguments_tool", schema: `{"type":"object","properties":{},"additionalProperties":false}`, args: `{"a":1}`, want: []string{`unexpected argument "a": the tool takes no arguments`}},
 		{name: "additional_schema", schema: `{"type":"object","additionalProperties":{"type":"integer"}}`, args: `{"a":1,"b":"2"}`, want: []string{`argument "b": expected integer, got string`}},
 		{name: "const", schema: `{"type":"object","properties":{"v":{"const":2}}}`, args: `{"v":2.0}`},
