@@ -12,12 +12,14 @@
 // <response>, <Response> and <RESPONSE> all match, and the opening and
 // closing tag need not agree in case. An empty tag name never matches.
 //
-//   - An opening tag is "<" + name + ">", or "<" + name + a whitespace
+//   - An opening tag is "<" + name + ">", or "<" + name + a white-space
 //     character + anything up to the next ">" (attributes are allowed and
 //     ignored). "<responses>" and "<response/>" are not opening tags of
 //     "response".
-//   - A closing tag is "</" + name + optional whitespace + ">". So
+//   - A closing tag is "</" + name + optional white space + ">". So
 //     "</response >" closes, "</ response>" does not.
+//   - White space means the ASCII characters space, tab, newline, carriage
+//     return, form feed and vertical tab.
 //
 // TagExtract takes the FIRST opening tag and the LAST closing tag of the
 // text and returns what lies between them with leading and trailing white

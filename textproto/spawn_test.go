@@ -15,17 +15,21 @@ func tasks(ts ...string) []SpawnTask {
 	return out
 }
 
-// TestParseSpawnBoternity carries the inputs and outcomes of boternity's
-// spawner tests (crates/boternity-core/src/agent/spawner.rs). A nil want is
-// boternity's None.
-func TestParseSpawnBoternity(t *testing.T) {
+// TestBoternitySpawner carries the inputs and expected outcomes of all
+// eleven tests of boternity's spawner (crates/boternity-core/src/agent/
+// spawner.rs), named as there without the test_ prefix. Each case checks
+// both ParseSpawn (a nil want is boternity's None) and TextBeforeSpawn
+// (boternity's extract_text_before_spawn), so the cases written for one
+// function also pin the other.
+func TestBoternitySpawner(t *testing.T) {
 	tests := []struct {
-		name  string
-		reply string
-		want  *SpawnBlock
+		name   string
+		reply  string
+		want   *SpawnBlock
+		before string
 	}{
 		{
-			name: "parallel_mode_3_tasks",
+			name: "parse_parallel_mode_3_tasks",
 			reply: `I'll break this down.
 
 <spawn_agents mode="parallel">
@@ -38,9 +42,10 @@ func TestParseSpawnBoternity(t *testing.T) {
 				"Summarize recent breakthroughs in quantum error correction",
 				"List top quantum computing companies",
 			)},
+			before: "I'll break this down.",
 		},
 		{
-			name: "sequential_mode_2_tasks",
+			name: "parse_sequential_mode_2_tasks",
 			reply: `<spawn_agents mode="sequential">
   <agent task="First, gather the raw data" />
   <agent task="Then, analyze the patterns" />
@@ -48,20 +53,35 @@ func TestParseSpawnBoternity(t *testing.T) {
 			want: &SpawnBlock{Mode: Sequential, Tasks: tasks("First, gather the raw data", "Then, analyze the patterns")},
 		},
 		{
-			name:  "no_spawn_block",
-			reply: "Just a regular response with no spawn block.",
+			name:   "parse_no_spawn_block_returns_none",
+			reply:  "Just a regular response with no spawn block.",
+			before: "Just a regular response with no spawn block.",
 		},
 		{
-			name:  "empty_agent_list",
-			reply: "<spawn_agents mode=\"parallel\">\n</spawn_agents>",
+			// boternity's extract_text_before_spawn would give "" here; cadre
+			// gives the whole reply, as a block without tasks is no block.
+			name:   "parse_empty_agent_list_returns_none",
+			reply:  "<spawn_agents mode=\"parallel\">\n</spawn_agents>",
+			before: "<spawn_agents mode=\"parallel\">\n</spawn_agents>",
 		},
 		{
-			name:  "default_mode_parallel",
+			name:  "parse_default_mode_is_parallel_when_no_mode_attr",
 			reply: "<spawn_agents>\n  <agent task=\"Do something\" />\n</spawn_agents>",
 			want:  &SpawnBlock{Mode: Parallel, Tasks: tasks("Do something")},
 		},
 		{
-			name: "special_characters_preserved",
+			name:   "extract_text_before_spawn_returns_trimmed_text",
+			reply:  "I'll break this into sub-tasks for you.\n\n<spawn_agents mode=\"parallel\">\n  <agent task=\"Task 1\" />\n</spawn_agents>",
+			want:   &SpawnBlock{Mode: Parallel, Before: "I'll break this into sub-tasks for you.", Tasks: tasks("Task 1")},
+			before: "I'll break this into sub-tasks for you.",
+		},
+		{
+			name:   "extract_text_before_spawn_returns_full_text_when_no_block",
+			reply:  "Just a regular response with no spawn block.",
+			before: "Just a regular response with no spawn block.",
+		},
+		{
+			name: "task_text_with_special_characters_preserved",
 			reply: `<spawn_agents mode="parallel">
   <agent task="Research: the history of AI (1950s-present), including key breakthroughs" />
   <agent task="Compare architectures -- transformers vs. RNNs, noting pros/cons" />
@@ -72,7 +92,7 @@ func TestParseSpawnBoternity(t *testing.T) {
 			)},
 		},
 		{
-			name: "multiple_blocks_only_first",
+			name: "multiple_spawn_blocks_only_first_parsed",
 			reply: `First block:
 <spawn_agents mode="parallel">
   <agent task="Task from first block" />
@@ -82,12 +102,24 @@ Second block:
 <spawn_agents mode="sequential">
   <agent task="Task from second block" />
 </spawn_agents>`,
-			want: &SpawnBlock{Mode: Parallel, Before: "First block:", Tasks: tasks("Task from first block")},
+			want:   &SpawnBlock{Mode: Parallel, Before: "First block:", Tasks: tasks("Task from first block")},
+			before: "First block:",
 		},
 		{
-			name:  "incomplete_block",
-			reply: "<spawn_agents mode=\"parallel\">\n  <agent task=\"Orphaned task\" />",
+			// boternity's extract_text_before_spawn would give ""; cadre
+			// gives the whole reply, as an unclosed block is no block.
+			name:   "parse_incomplete_spawn_block_returns_none",
+			reply:  "<spawn_agents mode=\"parallel\">\n  <agent task=\"Orphaned task\" />",
+			before: "<spawn_agents mode=\"parallel\">\n  <agent task=\"Orphaned task\" />",
 		},
+		{
+			name:  "extract_text_before_spawn_empty_prefix",
+			reply: "<spawn_agents mode=\"parallel\">\n  <agent task=\"Immediate spawn\" />\n</spawn_agents>",
+			want:  &SpawnBlock{Mode: Parallel, Tasks: tasks("Immediate spawn")},
+		},
+	}
+	if len(tests) != 11 {
+		t.Fatalf("boternity has 11 spawner tests, table has %d", len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,22 +130,24 @@ Second block:
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseSpawn mismatch (-want +got):\n%s", diff)
 			}
+			if before := TextBeforeSpawn(tt.reply); before != tt.before {
+				t.Errorf("TextBeforeSpawn = %q, want %q", before, tt.before)
+			}
 		})
 	}
 }
 
+// TestTextBeforeSpawn pins cadre's rules for the pre-spawn text beyond the
+// boternity cases above.
 func TestTextBeforeSpawn(t *testing.T) {
 	tests := []struct{ name, reply, want string }{
-		// boternity's three extract_text_before_spawn cases.
-		{"trimmed_text_before_block", "I'll break this into sub-tasks for you.\n\n<spawn_agents mode=\"parallel\">\n  <agent task=\"Task 1\" />\n</spawn_agents>", "I'll break this into sub-tasks for you."},
-		{"full_text_when_no_block", "Just a regular response with no spawn block.", "Just a regular response with no spawn block."},
-		{"empty_prefix", "<spawn_agents mode=\"parallel\">\n  <agent task=\"Immediate spawn\" />\n</spawn_agents>", ""},
-
-		// cadre: a block that ParseSpawn rejects is no block, so the whole
-		// reply is the text (boternity cuts at any "<spawn_agents").
-		{"rejected_block_is_whole_text", "  Hello.\n<spawn_agents></spawn_agents>  ", "Hello.\n<spawn_agents></spawn_agents>"},
-		{"unclosed_block_is_whole_text", "Hello. <spawn_agents><agent task=\"x\"/>", "Hello. <spawn_agents><agent task=\"x\"/>"},
+		// Differs from boternity, which cuts at any "<spawn_agents": a block
+		// that ParseSpawn rejects is no block, so the whole reply is the text.
+		{"differs_rejected_block_is_whole_text", "  Hello.\n<spawn_agents></spawn_agents>  ", "Hello.\n<spawn_agents></spawn_agents>"},
+		{"differs_unclosed_block_is_whole_text", "Hello. <spawn_agents><agent task=\"x\"/>", "Hello. <spawn_agents><agent task=\"x\"/>"},
 		{"text_after_block_dropped", " Before \n<spawn_agents><agent task=\"x\"/></spawn_agents> after", "Before"},
+		{"multiline_prefix_kept", "Plan:\n1. a\n2. b\n\n<spawn_agents><agent task=\"x\"/></spawn_agents>", "Plan:\n1. a\n2. b"},
+		{"empty_reply", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +284,27 @@ func TestParseSpawnCadre(t *testing.T) {
 			name:  "differs_task_outside_agent_ignored",
 			reply: `<spawn_agents><step task="x"/><agents task="y"/></spawn_agents>`,
 		},
+		// Differs from boternity, which reads every `task="` in the block,
+		// so it would also take "x" from subtask and "z" from the text.
+		{
+			name:  "differs_only_the_task_attribute",
+			reply: `<spawn_agents><agent subtask="x" task="y" /> then task="z" </spawn_agents>`,
+			want:  &SpawnBlock{Mode: Parallel, Tasks: tasks("y")},
+		},
+		// Differs from boternity, which looks for mode="sequential"
+		// anywhere in the block, task text included.
+		{
+			name:  "differs_mode_only_from_opening_tag",
+			reply: `<spawn_agents><agent task='Explain mode="sequential" in the docs' /></spawn_agents>`,
+			want:  &SpawnBlock{Mode: Parallel, Tasks: tasks(`Explain mode="sequential" in the docs`)},
+		},
+		// Differs from boternity, which keeps values as written (a blank
+		// task counts there): cadre trims values and skips blank tasks.
+		{
+			name:  "differs_values_trimmed",
+			reply: "<spawn_agents><agent task=\"  Research X \n\" name=' code-analyst ' context=' ctx '/></spawn_agents>",
+			want:  &SpawnBlock{Mode: Parallel, Tasks: []SpawnTask{{Task: "Research X", Name: "code-analyst", Context: "ctx"}}},
+		},
 		{
 			name:  "unquoted_values",
 			reply: `<spawn_agents mode=sequential><agent task=alpha/><agent name=beta task=gamma></spawn_agents>`,
@@ -347,14 +402,28 @@ func FuzzParseSpawn(f *testing.F) {
 				t.Errorf("task %q is empty or untrimmed", task.Task)
 			}
 		}
+		if b.Mode == Sequential && !strings.Contains(strings.ToLower(reply), string(Sequential)) {
+			t.Errorf("mode sequential from a reply that never says so")
+		}
 		if b.Before != before {
 			t.Errorf("Before %q != TextBeforeSpawn %q", b.Before, before)
 		}
-		if !strings.Contains(reply, b.Before) {
-			t.Errorf("Before %q is not a substring of the reply", b.Before)
+		if !strings.HasPrefix(strings.TrimSpace(reply), b.Before) {
+			t.Errorf("Before %q does not start the trimmed reply", b.Before)
 		}
 		if findElement(b.Before, spawnElement, 0) >= 0 {
 			t.Errorf("Before %q holds an opening tag, so the block did not start at the first one", b.Before)
+		}
+		// Only the first block counts: whatever follows the reply, even
+		// another block, changes nothing.
+		for _, tail := range []string{"", "\n<spawn_agents mode=\"sequential\"><agent task=\"later\"/></spawn_agents>", "</spawn_agents>"} {
+			again, ok := ParseSpawn(reply + tail)
+			if !ok {
+				t.Fatalf("ParseSpawn(reply + %q) lost the block", tail)
+			}
+			if diff := cmp.Diff(b, again); diff != "" {
+				t.Errorf("ParseSpawn(reply + %q) changed the block (-first +again):\n%s", tail, diff)
+			}
 		}
 	})
 }

@@ -89,6 +89,10 @@ func TestTagExtractAll(t *testing.T) {
 		{"close_first_ignored", "</say><say>a</say>", "say", []string{"a"}},
 		{"space_before_gt", "<say>a</say >", "say", []string{"a"}},
 		{"empty_tag_name", "<>a</>", "", nil},
+		{"longer_name_ignored", "<sayings>a</say> <say>b</say>", "say", []string{"b"}},
+		{"open_tag_runs_to_first_gt", "<say foo <say>x</say>", "say", []string{"x"}},
+		{"space_in_close_not_close", "<say>a</ say> b</say>", "say", []string{"a</ say> b"}},
+		{"resumes_after_close", "<say>a</say> x </say> <say>b</say>", "say", []string{"a", "b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +121,11 @@ func TestTagStrip(t *testing.T) {
 		// cadre's own cases.
 		{"close_before_open", "</response><response>hello", "response", "</response><response>hello"},
 		{"space_before_gt", "a<response x='1'>b</response >c", "response", "ac"},
-		{"close_inside_open_tag_unchanged", `<response a="</response>">`, "response", `<response a="</response>">`},
+		// Differs from daycare's tagStrip, which would cut from the opening
+		// tag to the closing tag inside it and leave `">`: cadre strips
+		// exactly the block TagExtract reads, and TagExtract finds none.
+		{"differs_close_inside_open_tag_unchanged", `<response a="</response>">`, "response", `<response a="</response>">`},
+		{"multiline_block", "a\n<response>\nx\n</response>\nb", "response", "a\n\nb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,10 +190,16 @@ func FuzzTagExtract(f *testing.F) {
 				t.Errorf("TagStrip(%q) = %q did not shorten the text", text, stripped)
 			}
 		}
-		for _, c := range TagExtractAll(text, tag) {
-			if !strings.Contains(text, c) {
-				t.Errorf("TagExtractAll content %q is not a substring of %q", c, text)
+		all := TagExtractAll(text, tag)
+		for _, c := range all {
+			if !strings.Contains(text, c) || c != strings.TrimSpace(c) {
+				t.Errorf("TagExtractAll content %q is untrimmed or not a substring of %q", c, text)
 			}
+		}
+		if ok != (len(all) > 0) {
+			// Both need an opening tag followed, after its ">", by a
+			// closing tag; they differ only in which closing tag they use.
+			t.Errorf("TagExtract found a block: %v, TagExtractAll found %d", ok, len(all))
 		}
 		if e := EscapeXML(text); strings.ContainsAny(e, `<>"'`) {
 			t.Errorf("EscapeXML(%q) = %q still holds a special character", text, e)
