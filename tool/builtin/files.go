@@ -40,28 +40,81 @@ func resolve(ws tool.Workspace, name, p, def string) (string, error) {
 
 // statError words a failed Stat of p for a model.
 func statError(name, p string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: %s does not exist in the workspace: check the path with list_files", name, p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: cannot reach %s: permission denied; leave it or ask the user", name, p)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the absolute path means nothing to the model
 	}
 	return fmt.Errorf("%s: %s: %w", name, p, err)
 }
 
+// regularFile refuses what is not a regular file: a directory, with a
+// pointer to list_files, or a named pipe, socket or device, which could
+// block a reader for ever or never end.
+func regularFile(name, shown string, fi fs.FileInfo) error {
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		return fmt.Errorf("%s: %s is a directory, not a file: use list_files to see what it holds", name, shown)
+	case m.IsRegular():
+		return nil
+	default:
+		return fmt.Errorf("%s: %s is a %s, not a regular file: %s works on regular files only", name, shown, fileKind(m), name)
+	}
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file"
+}
+
+// fileError words a failed open, read or write of shown for a model.
+func fileError(name, verb, shown string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: cannot %s %s: permission denied; the file's permissions do not allow it, so leave it or ask the user", name, verb, shown)
+	case errors.Is(err, fs.ErrNotExist):
+		return statError(name, shown, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the absolute path means nothing to the model
+	}
+	return fmt.Errorf("%s: %s %s: %w", name, verb, shown, err)
+}
+
 // readText reads a whole text file for the editing tools, refusing
-// directories and binary files.
+// directories, special files and binary files.
 func readText(name, shown, real string) ([]byte, fs.FileInfo, error) {
 	fi, err := os.Stat(real)
 	if err != nil {
 		return nil, nil, statError(name, shown, err)
 	}
-	if fi.IsDir() {
-		return nil, nil, fmt.Errorf("%s: %s is a directory, not a file: use list_files to see what it holds", name, shown)
+	if err := regularFile(name, shown, fi); err != nil {
+		return nil, nil, err
 	}
 	b, err := os.ReadFile(real)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: read %s: %w", name, shown, err)
+		return nil, nil, fileError(name, "read", shown, err)
 	}
 	if looksBinary(b[:min(len(b), sniffLen)]) {
-		return nil, nil, fmt.Errorf("%s: %s is a binary file (%d bytes); only text files can be read or edited", name, shown, len(b))
+		return nil, nil, fmt.Errorf("%s: %s is a binary file (%s), not text: %s changes text files only", name, shown, size(int64(len(b))), name)
 	}
 	return b, fi, nil
 }

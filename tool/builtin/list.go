@@ -44,7 +44,7 @@ func (t *ListFiles) Spec() cadre.ToolSpec {
 		Description: fmt.Sprintf("List files in the workspace whose path matches a glob pattern, sorted, at most %d. "+
 			"Patterns use * ? [abc] {a,b} within a name and ** for any number of directories (\"src/**/*.go\"); "+
 			"a pattern without a slash matches file names at any depth (\"*.md\"). Without a pattern, every file is listed. "+
-			".git directories are skipped. Paths are relative to the workspace root.", t.opts.MaxListFiles),
+			".git directories are skipped, and symbolic links are not followed into directories or out of the workspace. Paths are relative to the workspace root.", t.opts.MaxListFiles),
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {
@@ -81,7 +81,7 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 		return "", fmt.Errorf("list_files: %s is a file, not a directory: give a directory as path, or read the file with read_file", shownBase)
 	}
 	var found []string
-	total := 0
+	total, linksOut := 0, 0
 	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -105,6 +105,27 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 		if g != nil && !g.match(filepath.ToSlash(rel)) {
 			return nil
 		}
+		switch typ := d.Type(); {
+		case typ&fs.ModeSymlink != 0:
+			// A link is listed when it leads to a file in the workspace;
+			// a link to a directory is not followed, and one leading out
+			// or nowhere is left out and counted.
+			real, err := t.ws.Resolve(p)
+			if err != nil {
+				linksOut++
+				return nil
+			}
+			fi, err := os.Stat(real)
+			if err != nil {
+				linksOut++
+				return nil
+			}
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+		case !typ.IsRegular():
+			return nil // named pipes, sockets, devices
+		}
 		total++
 		if len(found) < t.opts.MaxListFiles {
 			found = append(found, t.ws.Rel(p))
@@ -114,11 +135,19 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("list_files: walk %s: %w", shownBase, err)
 	}
+	var linkNote string
+	if linksOut > 0 {
+		linkNote = fmt.Sprintf("(%s leading outside the workspace or to nothing not listed)\n", plural(linksOut, "symbolic link"))
+	}
 	if total == 0 {
-		if g == nil {
-			return fmt.Sprintf("no files under %s", shownBase), nil
+		msg := fmt.Sprintf("no files under %s", shownBase)
+		if g != nil {
+			msg = fmt.Sprintf("no files match %q under %s", a.Pattern, shownBase)
 		}
-		return fmt.Sprintf("no files match %q under %s", a.Pattern, shownBase), nil
+		if linkNote != "" {
+			msg += "\n" + linkNote
+		}
+		return msg, nil
 	}
 	slices.Sort(found)
 	var b strings.Builder
@@ -126,8 +155,12 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 		b.WriteString(f)
 		b.WriteByte('\n')
 	}
-	if total > len(found) {
-		fmt.Fprintf(&b, "\n(showing %d of %d files; narrow the pattern or path to see the rest)\n", len(found), total)
+	if total > len(found) || linkNote != "" {
+		b.WriteByte('\n')
 	}
+	if total > len(found) {
+		fmt.Fprintf(&b, "(showing %d of %d files; narrow the pattern or path to see the rest)\n", len(found), total)
+	}
+	b.WriteString(linkNote)
 	return b.String(), nil
 }

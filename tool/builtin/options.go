@@ -27,6 +27,10 @@ const (
 	// DefaultMaxLineLength is the number of bytes of a line read_file shows
 	// before cutting it.
 	DefaultMaxLineLength = 2000
+	// DefaultMaxReadBytes bounds the text of one read_file result, about
+	// 25,000 tokens: a page of long lines ends early, and says where to
+	// read on.
+	DefaultMaxReadBytes = 100_000
 	// DefaultMaxListFiles is how many paths list_files returns.
 	DefaultMaxListFiles = 1000
 	// DefaultMaxSearchMatches is how many matching lines search_files
@@ -58,6 +62,7 @@ const (
 type Options struct {
 	ReadLimit         int
 	MaxLineLength     int
+	MaxReadBytes      int
 	MaxListFiles      int
 	MaxSearchMatches  int
 	MaxSearchFileSize int64
@@ -88,6 +93,7 @@ func (o Options) withDefaults() Options {
 	}
 	set(&o.ReadLimit, DefaultReadLimit)
 	set(&o.MaxLineLength, DefaultMaxLineLength)
+	set(&o.MaxReadBytes, DefaultMaxReadBytes)
 	set(&o.MaxListFiles, DefaultMaxListFiles)
 	set(&o.MaxSearchMatches, DefaultMaxSearchMatches)
 	set(&o.MaxCommandOutput, DefaultMaxCommandOutput)
@@ -120,14 +126,19 @@ func (o Options) withDefaults() Options {
 
 // New returns every built-in tool, confined to ws, in a fixed order:
 // read_file, list_files, search_files, write_file, edit_file, run_command,
-// web_fetch.
+// web_fetch. Its write_file and edit_file change any one file one call at
+// a time, so concurrent calls never lose an edit. Make the tools once and
+// share them among agents.
 func New(ws tool.Workspace, opts Options) []cadre.Tool {
+	locks := new(pathLocks)
+	write, edit := NewWriteFile(ws, opts), NewEditFile(ws, opts)
+	write.locks, edit.locks = locks, locks
 	return []cadre.Tool{
 		NewReadFile(ws, opts),
 		NewListFiles(ws, opts),
 		NewSearchFiles(ws, opts),
-		NewWriteFile(ws, opts),
-		NewEditFile(ws, opts),
+		write,
+		edit,
 		NewRunCommand(ws, opts),
 		NewWebFetch(opts),
 	}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,54 +77,73 @@ func (t *ReadFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	if err != nil {
 		return "", statError(NameReadFile, shown, err)
 	}
-	if fi.IsDir() {
-		return "", fmt.Errorf("read_file: %s is a directory, not a file: use list_files to see what it holds", shown)
+	if err := regularFile(NameReadFile, shown, fi); err != nil {
+		return "", err
 	}
 	f, err := os.Open(real)
 	if err != nil {
-		return "", fmt.Errorf("read_file: open %s: %w", shown, err)
+		return "", fileError(NameReadFile, "open", shown, err)
 	}
 	defer f.Close()
 	head := make([]byte, sniffLen)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return "", fmt.Errorf("read_file: read %s: %w", shown, err)
+		return "", fileError(NameReadFile, "read", shown, err)
 	}
 	if looksBinary(head[:n]) {
-		return "", fmt.Errorf("read_file: %s is a binary file (%d bytes); read_file shows text files only", shown, fi.Size())
+		return "", fmt.Errorf("read_file: %s is a binary file (%s), not text, so it is not shown; "+
+			"to look inside it, run a command such as `file %s` or `xxd %s | head` with run_command, if you have it",
+			shown, size(fi.Size()), shown, shown)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", fmt.Errorf("read_file: read %s: %w", shown, err)
+		return "", fileError(NameReadFile, "read", shown, err)
 	}
 
 	var b strings.Builder
 	lr := newLineReader(f, t.opts.MaxLineLength+utf8.UTFMax)
 	total, last, cuts := 0, 0, 0
+	full := false // the output reached MaxReadBytes
 	for {
 		if total%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return "", fmt.Errorf("read_file: %w", err)
 			}
 		}
-		line, full, err := lr.next()
+		if last > 0 && (total >= offset+limit-1 || full) {
+			// The page is done: count the rest without splitting it.
+			rest, err := countRest(ctx, lr.r)
+			if err != nil {
+				return "", fileError(NameReadFile, "read", shown, err)
+			}
+			total += rest
+			break
+		}
+		line, whole, err := lr.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("read_file: read %s: %w", shown, err)
+			return "", fileError(NameReadFile, "read", shown, err)
 		}
 		total++
-		if total < offset || total >= offset+limit {
+		if total < offset {
 			continue
 		}
-		last = total
 		text, _ := cutLine(line, t.opts.MaxLineLength)
-		fmt.Fprintf(&b, "%6d\t%s", total, text)
-		if full > t.opts.MaxLineLength {
-			cuts++
-			fmt.Fprintf(&b, " … [line cut: %d bytes in all]", full)
+		entry := fmt.Sprintf("%6d\t%s", total, text)
+		if whole > t.opts.MaxLineLength {
+			entry += fmt.Sprintf(" … [line cut: %d bytes in all]", whole)
 		}
+		if last > 0 && b.Len()+len(entry)+1 > t.opts.MaxReadBytes {
+			full = true
+			continue // this line is counted, not shown
+		}
+		if whole > t.opts.MaxLineLength {
+			cuts++
+		}
+		b.WriteString(entry)
 		b.WriteByte('\n')
+		last = total
 	}
 	switch {
 	case total == 0:
@@ -133,8 +153,14 @@ func (t *ReadFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	}
 	if offset > 1 || last < total {
 		fmt.Fprintf(&b, "\n(showing lines %d-%d of %d", offset, last, total)
+		if full {
+			fmt.Fprintf(&b, "; the page ends early because the result is capped at %d bytes", t.opts.MaxReadBytes)
+		}
 		if last < total {
 			fmt.Fprintf(&b, "; call read_file with offset=%d to read on", last+1)
+			if total-last > 5*limit {
+				b.WriteString(", or find the lines you need with search_files")
+			}
 		}
 		b.WriteString(")\n")
 	}
@@ -142,4 +168,44 @@ func (t *ReadFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 		fmt.Fprintf(&b, "(%s longer than %d bytes cut)\n", plural(cuts, "line"), t.opts.MaxLineLength)
 	}
 	return b.String(), nil
+}
+
+// countRest counts the lines left in r: its newlines, and a last line
+// without one.
+func countRest(ctx context.Context, r io.Reader) (int, error) {
+	buf := make([]byte, 256<<10)
+	n, last := 0, byte('\n')
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		k, err := r.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			last = buf[k-1]
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if last != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+// size words a number of bytes for people: "512 bytes", "3.2 MB".
+func size(n int64) string {
+	switch {
+	case n < 1000:
+		return plural(int(n), "byte")
+	case n < 1000*1000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
 }

@@ -26,15 +26,30 @@ func TestReadFile(t *testing.T) {
 	})
 	files(t, outside, map[string]string{"secret.txt": "secret\n"})
 	symlink(t, filepath.Join(outside, "secret.txt"), filepath.Join(root, "link.txt"))
+	var thirty strings.Builder
+	for i := 1; i <= 30; i++ {
+		fmt.Fprintf(&thirty, "%d\n", i)
+	}
+	files(t, root, map[string]string{"thirty.txt": thirty.String()})
+	symlink(t, filepath.Join(root, "abc.txt"), filepath.Join(root, "inlink.txt"))
 	rf := NewReadFile(ws, Options{ReadLimit: 4, MaxLineLength: 9})
+	capped := NewReadFile(ws, Options{ReadLimit: 4, MaxReadBytes: 30})
 
 	tests := []struct {
 		name    string
+		tool    *ReadFile
 		args    map[string]any
 		want    string
 		wantErr string
 	}{
 		{name: "whole", args: map[string]any{"path": "abc.txt"}, want: "     1\ta\n     2\tb\n     3\tc\n"},
+		{name: "link_inside", args: map[string]any{"path": "inlink.txt"}, want: "     1\ta\n     2\tb\n     3\tc\n"},
+		{name: "output_capped", tool: capped, args: map[string]any{"path": "ten.txt"},
+			want: "     1\tline 1\n     2\tline 2\n\n(showing lines 1-2 of 10; the page ends early because the result is capped at 30 bytes; call read_file with offset=3 to read on)\n"},
+		{name: "output_capped_shows_one_line", tool: NewReadFile(ws, Options{MaxReadBytes: 5}), args: map[string]any{"path": "ten.txt", "offset": 10},
+			want: "    10\tline 10\n\n(showing lines 10-10 of 10)\n"},
+		{name: "long_file_points_to_search", args: map[string]any{"path": "thirty.txt", "offset": 2, "limit": 2},
+			want: "     2\t2\n     3\t3\n\n(showing lines 2-3 of 30; call read_file with offset=4 to read on, or find the lines you need with search_files)\n"},
 		{name: "absolute_inside", args: map[string]any{"path": filepath.Join(root, "abc.txt"), "limit": 1},
 			want: "     1\ta\n\n(showing lines 1-1 of 3; call read_file with offset=2 to read on)\n"},
 		{name: "default_limit", args: map[string]any{"path": "ten.txt"},
@@ -55,7 +70,7 @@ func TestReadFile(t *testing.T) {
 		{name: "negative", args: map[string]any{"path": "abc.txt", "offset": -1}, wantErr: "must not be negative"},
 		{name: "missing", args: map[string]any{"path": "nope.txt"}, wantErr: "read_file: nope.txt does not exist in the workspace"},
 		{name: "directory", args: map[string]any{"path": "dir"}, wantErr: "dir is a directory, not a file: use list_files"},
-		{name: "binary", args: map[string]any{"path": "bin.dat"}, wantErr: "bin.dat is a binary file (5 bytes)"},
+		{name: "binary", args: map[string]any{"path": "bin.dat"}, wantErr: "bin.dat is a binary file (5 bytes), not text, so it is not shown; to look inside it, run a command such as `file bin.dat`"},
 		{name: "traversal", args: map[string]any{"path": "../outside/secret.txt"}, wantErr: "is outside the workspace root " + root},
 		{name: "absolute_outside", args: map[string]any{"path": filepath.Join(outside, "secret.txt")}, wantErr: "is outside the workspace root"},
 		{name: "symlink_out", args: map[string]any{"path": "link.txt"}, wantErr: "symbolic link"},
@@ -64,7 +79,11 @@ func TestReadFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := call(t, rf, tt.args)
+			tl := tt.tool
+			if tl == nil {
+				tl = rf
+			}
+			got, err := call(t, tl, tt.args)
 			checkResult(t, got, err, tt.want, tt.wantErr)
 		})
 	}
@@ -85,4 +104,24 @@ func TestReadFileHugeLine(t *testing.T) {
 	if !strings.Contains(got, "[line cut: 300000 bytes in all]") || !strings.Contains(got, "     2\tafter\n") || len(got) > 3000 {
 		t.Errorf("unexpected result (%d bytes): %.200q…", len(got), got)
 	}
+}
+
+func TestReadFileLarge(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	// 200,000 lines, the last without a newline: the page is short, the
+	// count exact.
+	var b strings.Builder
+	for i := 1; i < 200_000; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	b.WriteString("the end")
+	if err := os.WriteFile(filepath.Join(root, "big.log"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rf := NewReadFile(ws, Options{})
+	got, err := call(t, rf, map[string]any{"path": "big.log", "limit": 2})
+	want := "     1\tline 1\n     2\tline 2\n\n(showing lines 1-2 of 200000; call read_file with offset=3 to read on, or find the lines you need with search_files)\n"
+	checkResult(t, got, err, want, "")
+	got, err = call(t, rf, map[string]any{"path": "big.log", "offset": 199_999})
+	checkResult(t, got, err, "199999\tline 199999\n200000\tthe end\n\n(showing lines 199999-200000 of 200000)\n", "")
 }

@@ -48,7 +48,8 @@ func (t *SearchFiles) Spec() cadre.ToolSpec {
 	return cadre.ToolSpec{
 		Name: NameSearchFiles,
 		Description: fmt.Sprintf("Search the lines of the workspace's text files for a regular expression (Go RE2 syntax, matched line by line; "+
-			"(?i) makes it case-insensitive). Results are `file:line: text`, at most %d. Binary files, files over %d bytes and .git directories are skipped.",
+			"(?i) makes it case-insensitive). Results are `file:line: text`, at most %d. Binary files and files over %d bytes are skipped and named in the result; "+
+			".git directories are skipped and symbolic links are not followed.",
 			t.opts.MaxSearchMatches, t.opts.MaxSearchFileSize),
 		Parameters: json.RawMessage(`{
 	"type": "object",
@@ -87,12 +88,19 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 		return "", err
 	}
 	shownBase := t.ws.Rel(base)
-	if _, err := os.Stat(base); err != nil {
+	fi, err := os.Stat(base)
+	if err != nil {
 		return "", statError(NameSearchFiles, shownBase, err)
+	}
+	if !fi.IsDir() {
+		if err := regularFile(NameSearchFiles, shownBase, fi); err != nil {
+			return "", err
+		}
 	}
 
 	var b strings.Builder
-	matches, skipped := 0, 0
+	var sk skips
+	matches := 0
 	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -101,6 +109,7 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 			if p == base {
 				return err
 			}
+			sk.add(&sk.unreadable, t.ws.Rel(p))
 			if d != nil && d.IsDir() {
 				return fs.SkipDir
 			}
@@ -121,16 +130,19 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 				return nil
 			}
 		}
-		if info, err := d.Info(); err != nil || info.Size() > t.opts.MaxSearchFileSize {
-			skipped++
+		shown := t.ws.Rel(p)
+		info, err := d.Info()
+		if err != nil {
+			sk.add(&sk.unreadable, shown)
 			return nil
 		}
-		n, err := t.searchFile(p, t.ws.Rel(p), re, t.opts.MaxSearchMatches-matches, &b)
-		matches += n
-		if err != nil {
-			return err
+		if info.Size() > t.opts.MaxSearchFileSize {
+			sk.add(&sk.large, shown)
+			return nil
 		}
-		return nil
+		n, err := t.searchFile(p, shown, re, t.opts.MaxSearchMatches-matches, &b, &sk)
+		matches += n
+		return err
 	})
 	limited := errors.Is(err, errEnough)
 	if err != nil && !limited {
@@ -141,26 +153,73 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 		if a.Glob != "" {
 			msg += fmt.Sprintf(" in files matching %q", a.Glob)
 		}
-		if skipped > 0 {
-			msg += fmt.Sprintf(" (%s too large to search)", plural(skipped, "file"))
+		if r := sk.report(t.opts.MaxSearchFileSize); r != "" {
+			msg += "\n" + r
 		}
 		return msg, nil
 	}
+	report := sk.report(t.opts.MaxSearchFileSize)
+	if limited || report != "" {
+		b.WriteByte('\n')
+	}
 	if limited {
-		fmt.Fprintf(&b, "\n(stopped at %d matches; narrow the pattern, path or glob to see the rest)\n", matches)
+		fmt.Fprintf(&b, "(stopped at %d matches; narrow the pattern, path or glob to see the rest)\n", matches)
 	}
-	if skipped > 0 {
-		fmt.Fprintf(&b, "(%s over %d bytes not searched)\n", plural(skipped, "file"), t.opts.MaxSearchFileSize)
-	}
+	b.WriteString(report)
 	return b.String(), nil
+}
+
+// maxSkipNames is how many skipped files of each kind search_files names.
+const maxSkipNames = 5
+
+// skips records the files search_files did not search, by reason.
+type skips struct {
+	binary, large, unreadable skipList
+}
+
+type skipList struct {
+	n     int
+	names []string
+}
+
+func (s *skips) add(l *skipList, name string) {
+	l.n++
+	if len(l.names) < maxSkipNames {
+		l.names = append(l.names, name)
+	}
+}
+
+// report says which files were not searched and why, one line per
+// reason, or nothing.
+func (s *skips) report(maxSize int64) string {
+	var b strings.Builder
+	line := func(l skipList, what string) {
+		if l.n == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "(not searched: %s: %s", what, strings.Join(l.names, ", "))
+		if l.n > len(l.names) {
+			fmt.Fprintf(&b, " and %d more", l.n-len(l.names))
+		}
+		b.WriteString(")\n")
+	}
+	line(s.binary, plural(s.binary.n, "binary file"))
+	line(s.large, plural(s.large.n, "file")+" over "+size(maxSize))
+	line(s.unreadable, plural(s.unreadable.n, "unreadable file"))
+	return b.String()
 }
 
 // searchFile appends up to room matching lines of the file at p to b. It
 // returns errEnough when it filled the room and there may be more.
-func (t *SearchFiles) searchFile(p, shown string, re *regexp.Regexp, room int, b *strings.Builder) (int, error) {
+func (t *SearchFiles) searchFile(p, shown string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
 	data, err := os.ReadFile(p) // the caller checked the size
-	if err != nil || looksBinary(data[:min(len(data), sniffLen)]) {
-		return 0, nil // unreadable or binary: skip
+	if err != nil {
+		sk.add(&sk.unreadable, shown)
+		return 0, nil
+	}
+	if looksBinary(data[:min(len(data), sniffLen)]) {
+		sk.add(&sk.binary, shown)
+		return 0, nil
 	}
 	found := 0
 	for num := 1; len(data) > 0; num++ {

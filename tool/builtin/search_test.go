@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,16 +32,18 @@ func TestSearchFiles(t *testing.T) {
 	}{
 		{name: "glob", args: map[string]any{"pattern": `^func \w+\(`, "glob": "*.go"},
 			want: "a.go:3: func A() {}\na.go:4: func helper() {}\nsrc/c.go:2: func C() {}\n"},
-		{name: "case_insensitive", args: map[string]any{"pattern": `(?i)^func upper`}, want: "b.txt:2: FUNC upper\n"},
+		{name: "case_insensitive", args: map[string]any{"pattern": `(?i)^func upper`}, want: "b.txt:2: FUNC upper\n\n(not searched: 1 binary file: bin.dat)\n"},
 		{name: "under_path", args: map[string]any{"pattern": "func", "path": "src"}, want: "src/c.go:2: func C() {}\n"},
 		{name: "single_file", args: map[string]any{"pattern": "helper", "path": "a.go"}, want: "a.go:4: func helper() {}\n"},
 		{name: "long_line_cut", args: map[string]any{"pattern": "zzz", "glob": "long.txt"},
 			want: "long.txt:1: func " + strings.Repeat("z", 495) + " …\n"},
 		{name: "capped", tool: small, args: map[string]any{"pattern": "func"},
-			want: "a.go:3: func A() {}\na.go:4: func helper() {}\nb.txt:1: no functions here\n\n(stopped at 3 matches; narrow the pattern, path or glob to see the rest)\n(2 files over 100 bytes not searched)\n"},
-		{name: "no_match", args: map[string]any{"pattern": "nothing like this"}, want: `no matches for "nothing like this" under .`},
+			want: "a.go:3: func A() {}\na.go:4: func helper() {}\nb.txt:1: no functions here\n\n(stopped at 3 matches; narrow the pattern, path or glob to see the rest)\n" +
+				"(not searched: 1 binary file: bin.dat)\n(not searched: 2 files over 100 bytes: big/big.txt, long.txt)\n"},
+		{name: "no_match", args: map[string]any{"pattern": "nothing like this"}, want: "no matches for \"nothing like this\" under .\n(not searched: 1 binary file: bin.dat)\n"},
 		{name: "no_match_glob", args: map[string]any{"pattern": "x", "glob": "*.rs"}, want: `no matches for "x" under . in files matching "*.rs"`},
-		{name: "skips_binary_git_and_links", args: map[string]any{"pattern": "binary|in git|Secret"}, want: `no matches for "binary|in git|Secret" under .`},
+		{name: "skips_binary_git_and_links", args: map[string]any{"pattern": "binary|in git|Secret"}, want: "no matches for \"binary|in git|Secret\" under .\n(not searched: 1 binary file: bin.dat)\n"},
+		{name: "binary_file_as_path", args: map[string]any{"pattern": "func", "path": "bin.dat"}, want: "no matches for \"func\" under bin.dat\n(not searched: 1 binary file: bin.dat)\n"},
 		{name: "bad_regexp", args: map[string]any{"pattern": "func("}, wantErr: `invalid regular expression "func(": error parsing regexp: missing closing )`},
 		{name: "empty_pattern", args: map[string]any{"pattern": ""}, wantErr: "the pattern is empty"},
 		{name: "bad_glob", args: map[string]any{"pattern": "x", "glob": "{a"}, wantErr: "unmatched {"},
@@ -59,4 +62,21 @@ func TestSearchFiles(t *testing.T) {
 			checkResult(t, got, err, tt.want, tt.wantErr)
 		})
 	}
+}
+
+func TestSearchFilesNamesSkippedFiles(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	fs := map[string]string{"match.txt": "needle\n"}
+	for i := range 8 {
+		fs[fmt.Sprintf("img%d.png", i)] = "\x89PNG\x00needle"
+	}
+	for i := range 2 {
+		fs[fmt.Sprintf("huge%d.log", i)] = strings.Repeat("needle\n", 100)
+	}
+	files(t, root, fs)
+	got, err := call(t, NewSearchFiles(ws, Options{MaxSearchFileSize: 500}), map[string]any{"pattern": "needle"})
+	want := "match.txt:1: needle\n\n" +
+		"(not searched: 8 binary files: img0.png, img1.png, img2.png, img3.png, img4.png and 3 more)\n" +
+		"(not searched: 2 files over 500 bytes: huge0.log, huge1.log)\n"
+	checkResult(t, got, err, want, "")
 }

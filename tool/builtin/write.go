@@ -1,23 +1,29 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
 )
 
 // WriteFile is the write_file tool: it creates or replaces a file. It is a
-// mutating tool.
+// mutating tool. A file that ends its lines with \r\n keeps doing so when
+// the new content uses \n, and a replaced file keeps its mode.
 type WriteFile struct {
-	ws tool.Workspace
+	ws    tool.Workspace
+	locks *pathLocks
 }
 
 var (
@@ -25,9 +31,11 @@ var (
 	_ tool.Summarizer = (*WriteFile)(nil)
 )
 
-// NewWriteFile returns the write_file tool confined to ws.
+// NewWriteFile returns the write_file tool confined to ws. Its calls that
+// change the same file run one after the other; New makes write_file and
+// edit_file share that order.
 func NewWriteFile(ws tool.Workspace, _ Options) *WriteFile {
-	return &WriteFile{ws: ws}
+	return &WriteFile{ws: ws, locks: new(pathLocks)}
 }
 
 type writeArgs struct {
@@ -62,7 +70,7 @@ func (t *WriteFile) Summary(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &a) != nil {
 		return NameWriteFile + " " + string(raw)
 	}
-	return fmt.Sprintf("write %s (%d bytes, %s)", a.Path, len(a.Content), plural(countLines(a.Content), "line"))
+	return fmt.Sprintf("write %s (%s, %s)", a.Path, plural(len(a.Content), "byte"), plural(countLines(a.Content), "line"))
 }
 
 // Call implements cadre.Tool.
@@ -76,26 +84,68 @@ func (t *WriteFile) Call(ctx context.Context, raw json.RawMessage) (string, erro
 		return "", err
 	}
 	shown := t.ws.Rel(real)
-	verb := "replaced"
+	unlock := t.locks.lock(real)
+	defer unlock()
+	content, verb, note := a.Content, "replaced", ""
 	switch fi, err := os.Stat(real); {
 	case err == nil && fi.IsDir():
 		return "", fmt.Errorf("write_file: %s is a directory: give the path of a file", shown)
+	case err == nil:
+		if err := regularFile(NameWriteFile, shown, fi); err != nil {
+			return "", err
+		}
+		crlf, err := fileUsesCRLF(real)
+		if err != nil {
+			return "", fileError(NameWriteFile, "read", shown, err)
+		}
+		if crlf && strings.Contains(content, "\n") && !strings.Contains(content, "\r\n") {
+			content = toCRLF(content)
+			note = `; its \r\n line endings were kept`
+		}
 	case errors.Is(err, fs.ErrNotExist):
 		verb = "created"
 		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-			return "", fmt.Errorf("write_file: create the directories of %s: %w", shown, err)
+			return "", fileError(NameWriteFile, "create the directories of", shown, err)
 		}
-	case err != nil:
-		return "", fmt.Errorf("write_file: %s: %w", shown, err)
+	default:
+		return "", statError(NameWriteFile, shown, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
 	// WriteFile keeps the mode of a file that exists.
-	if err := os.WriteFile(real, []byte(a.Content), 0o644); err != nil {
-		return "", fmt.Errorf("write_file: write %s: %w", shown, err)
+	if err := os.WriteFile(real, []byte(content), 0o644); err != nil {
+		return "", fileError(NameWriteFile, "write", shown, err)
 	}
-	return fmt.Sprintf("%s %s (%d bytes, %s)", verb, shown, len(a.Content), plural(countLines(a.Content), "line")), nil
+	return fmt.Sprintf("%s %s (%s, %s%s)", verb, shown, plural(len(content), "byte"), plural(countLines(content), "line"), note), nil
+}
+
+// fileUsesCRLF reports whether the start of the file at p ends its lines
+// with \r\n only.
+func fileUsesCRLF(p string) (bool, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return false, err
+	}
+	return usesCRLF(head[:n]), nil
+}
+
+// usesCRLF reports whether text has lines and ends every one of them with
+// \r\n.
+func usesCRLF(b []byte) bool {
+	n := bytes.Count(b, []byte("\n"))
+	return n > 0 && bytes.Count(b, []byte("\r\n")) == n
+}
+
+// toCRLF makes every line of s end with \r\n.
+func toCRLF(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
 }
 
 // countLines counts lines as an editor shows them: a final line without a
@@ -109,9 +159,12 @@ func countLines(s string) int {
 }
 
 // EditFile is the edit_file tool: it replaces one exact occurrence of a
-// string in a file. It is a mutating tool.
+// string in a file. It is a mutating tool. In a file that ends its lines
+// with \r\n, the \n of old_string and new_string stand for \r\n, since
+// read_file shows lines without their endings. The file keeps its mode.
 type EditFile struct {
-	ws tool.Workspace
+	ws    tool.Workspace
+	locks *pathLocks
 }
 
 var (
@@ -119,9 +172,11 @@ var (
 	_ tool.Summarizer = (*EditFile)(nil)
 )
 
-// NewEditFile returns the edit_file tool confined to ws.
+// NewEditFile returns the edit_file tool confined to ws. Its calls that
+// change the same file run one after the other, so that no edit is lost;
+// New makes write_file and edit_file share that order.
 func NewEditFile(ws tool.Workspace, _ Options) *EditFile {
-	return &EditFile{ws: ws}
+	return &EditFile{ws: ws, locks: new(pathLocks)}
 }
 
 type editArgs struct {
@@ -179,31 +234,166 @@ func (t *EditFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", err
 	}
 	shown := t.ws.Rel(real)
+	unlock := t.locks.lock(real)
+	defer unlock()
 	b, _, err := readText(NameEditFile, shown, real)
 	if err != nil {
 		return "", err
 	}
-	content := string(b)
-	switch n := strings.Count(content, a.OldString); n {
-	case 0:
-		hint := "read the file again and copy the text exactly, including whitespace and indentation"
-		if strings.Contains(content, "\r\n") && !strings.Contains(a.OldString, "\r\n") && strings.Contains(a.OldString, "\n") {
-			hint = "the file has Windows line endings (\\r\\n); copy them in old_string too"
+	content, old, repl := string(b), a.OldString, a.NewString
+	if usesCRLF(b) {
+		old, repl = toCRLF(old), toCRLF(repl)
+	}
+	n := strings.Count(content, old)
+	if n == 0 && strings.Contains(content, "\r\n") && strings.Contains(old, "\n") {
+		// Mixed line endings: try the \r\n spelling of old_string too.
+		if alt := toCRLF(old); alt != old && strings.Count(content, alt) > 0 {
+			old, repl = alt, toCRLF(repl)
+			n = strings.Count(content, old)
 		}
-		return "", fmt.Errorf("edit_file: old_string was not found in %s: %s", shown, hint)
+	}
+	switch n {
+	case 0:
+		return "", fmt.Errorf("edit_file: old_string was not found in %s: %s", shown, notFoundHint(content, old))
 	case 1:
 	default:
-		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s, and must occur exactly once: include more of the surrounding lines to single out the place to change", n, shown)
+		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s (at %s) and must occur exactly once: "+
+			"include more of the surrounding lines in old_string to single out the place to change", n, shown, lineList(content, old, n))
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("edit_file: %w", err)
 	}
-	at := strings.Index(content, a.OldString)
+	at := strings.Index(content, old)
 	line := strings.Count(content[:at], "\n") + 1
-	content = content[:at] + a.NewString + content[at+len(a.OldString):]
+	content = content[:at] + repl + content[at+len(old):]
+	// WriteFile keeps the file's mode.
 	if err := os.WriteFile(real, []byte(content), 0o644); err != nil {
-		return "", fmt.Errorf("edit_file: write %s: %w", shown, err)
+		return "", fileError(NameEditFile, "write", shown, err)
 	}
 	return fmt.Sprintf("edited %s: replaced %s at line %d with %s", shown,
 		plural(countLines(a.OldString), "line"), line, plural(countLines(a.NewString), "line")), nil
+}
+
+// maxListedLines is how many places edit_file names when old_string
+// occurs several times.
+const maxListedLines = 10
+
+// lineList names the lines where the n occurrences of old start in
+// content: "lines 2 and 4", "lines 1, 5, 9 and 3 more places".
+func lineList(content, old string, n int) string {
+	var lines []string
+	line, pos := 1, 0
+	for len(lines) < min(n, maxListedLines) {
+		i := strings.Index(content[pos:], old)
+		if i < 0 {
+			break
+		}
+		line += strings.Count(content[pos:pos+i], "\n")
+		lines = append(lines, fmt.Sprint(line))
+		line += strings.Count(old, "\n")
+		pos += i + len(old)
+	}
+	if n > len(lines) {
+		return "lines " + strings.Join(lines, ", ") + fmt.Sprintf(" and %d more places", n-len(lines))
+	}
+	if len(lines) == 1 {
+		return "line " + lines[0]
+	}
+	return "lines " + strings.Join(lines[:len(lines)-1], ", ") + " and " + lines[len(lines)-1]
+}
+
+// lineNumberPrefix matches the number and tab read_file puts before each
+// line.
+var lineNumberPrefix = regexp.MustCompile(`(?m)^ *[0-9]+\t`)
+
+// notFoundHint says what may be wrong with an old_string that is not in
+// content, and what to do.
+func notFoundHint(content, old string) string {
+	if lines := strings.Split(strings.TrimSuffix(old, "\n"), "\n"); len(lineNumberPrefix.FindAllStringIndex(old, -1)) == len(lines) {
+		stripped := lineNumberPrefix.ReplaceAllString(old, "")
+		if strings.Contains(content, stripped) {
+			return `old_string starts its lines with the line numbers read_file shows (such as "    12\t"); leave them out and give only the file's text`
+		}
+	}
+	if at := matchIgnoringSpace(content, old); at > 0 {
+		return fmt.Sprintf("the text at line %d matches only if spaces, tabs and indentation are ignored: copy them exactly as read_file shows them", at)
+	}
+	first := strings.TrimSpace(strings.SplitN(strings.TrimLeft(old, "\r\n"), "\n", 2)[0])
+	if first != "" && strings.Contains(old, "\n") {
+		if i := strings.Index(content, first); i >= 0 {
+			return fmt.Sprintf("its first line occurs at line %d but what follows differs: read the file from there again and copy the text exactly",
+				strings.Count(content[:i], "\n")+1)
+		}
+	}
+	return "read the file again and copy the text exactly, including whitespace and indentation"
+}
+
+// matchIgnoringSpace returns the line where the lines of old occur in
+// content when the space at both ends of every line is ignored, or 0.
+func matchIgnoringSpace(content, old string) int {
+	want := strings.Split(strings.Trim(old, "\r\n"), "\n")
+	for i := range want {
+		want[i] = strings.Join(strings.Fields(want[i]), " ")
+	}
+	if len(want) == 1 && want[0] == "" {
+		return 0
+	}
+	have := strings.Split(content, "\n")
+	for i := 0; i+len(want) <= len(have); i++ {
+		ok := true
+		for j, w := range want {
+			if !equalFields(have[i+j], w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// equalFields reports whether line, with its runs of blank space made
+// single spaces and its ends trimmed, is want.
+func equalFields(line, want string) bool {
+	return strings.Join(strings.Fields(line), " ") == want
+}
+
+// pathLocks serialises the changes to one file: edit_file reads, changes
+// and writes back, and two such calls at once must not lose either
+// change. Entries live only while a change is running or waiting.
+type pathLocks struct {
+	mu sync.Mutex
+	m  map[string]*pathLock
+}
+
+type pathLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters, guarded by pathLocks.mu
+}
+
+// lock waits for the right to change the file at p and returns the
+// function that gives it up.
+func (l *pathLocks) lock(p string) (unlock func()) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[string]*pathLock)
+	}
+	pl := l.m[p]
+	if pl == nil {
+		pl = new(pathLock)
+		l.m[p] = pl
+	}
+	pl.refs++
+	l.mu.Unlock()
+	pl.mu.Lock()
+	return func() {
+		pl.mu.Unlock()
+		l.mu.Lock()
+		if pl.refs--; pl.refs == 0 {
+			delete(l.m, p)
+		}
+		l.mu.Unlock()
+	}
 }

@@ -1,11 +1,13 @@
 package builtin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cadre-ai/cadre/tool"
@@ -13,7 +15,8 @@ import (
 
 func TestWriteFile(t *testing.T) {
 	ws, root, outside := newWorkspace(t)
-	files(t, root, map[string]string{"old.txt": "old\n", "dir/x": ""})
+	files(t, root, map[string]string{"old.txt": "old\n", "dir/x": "", "crlf.txt": "a\r\nb\r\n", "crlf2.txt": "a\r\nb\r\n"})
+	symlink(t, filepath.Join(root, "dir"), filepath.Join(root, "inlink"))
 	if err := os.Chmod(filepath.Join(root, "old.txt"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +37,14 @@ func TestWriteFile(t *testing.T) {
 			want: "replaced old.txt (4 bytes, 1 line)", file: "old.txt", content: "new\n"},
 		{name: "empty_content", args: map[string]any{"path": "empty.txt", "content": ""},
 			want: "created empty.txt (0 bytes, 0 lines)", file: "empty.txt", content: ""},
+		{name: "crlf_kept", args: map[string]any{"path": "crlf.txt", "content": "x\ny\n"},
+			want: `replaced crlf.txt (6 bytes, 2 lines; its \r\n line endings were kept)`, file: "crlf.txt", content: "x\r\ny\r\n"},
+		{name: "crlf_given", args: map[string]any{"path": "crlf2.txt", "content": "x\r\ny\n"},
+			want: "replaced crlf2.txt (5 bytes, 2 lines)", file: "crlf2.txt", content: "x\r\ny\n"},
+		{name: "new_file_as_given", args: map[string]any{"path": "new.txt", "content": "x\ny\n"},
+			want: "created new.txt (4 bytes, 2 lines)", file: "new.txt", content: "x\ny\n"},
+		{name: "through_link_inside", args: map[string]any{"path": "inlink/via.txt", "content": "v"},
+			want: "created dir/via.txt (1 byte, 1 line)", file: "dir/via.txt", content: "v"},
 		{name: "directory", args: map[string]any{"path": "dir", "content": "x"}, wantErr: "dir is a directory"},
 		{name: "traversal", args: map[string]any{"path": "../outside/evil.txt", "content": "x"}, wantErr: "outside the workspace root"},
 		{name: "absolute_outside", args: map[string]any{"path": filepath.Join(outside, "evil.txt"), "content": "x"}, wantErr: "outside the workspace root"},
@@ -86,11 +97,29 @@ func TestEditFile(t *testing.T) {
 		{name: "delete", file: original, args: map[string]any{"path": "f.txt", "old_string": "one\n", "new_string": ""},
 			want: "edited f.txt: replaced 1 line at line 1 with 0 lines", after: "two\nthree\ntwo\n"},
 		{name: "several", file: original, args: map[string]any{"path": "f.txt", "old_string": "two", "new_string": "2"},
-			wantErr: "old_string occurs 2 times in f.txt, and must occur exactly once"},
+			wantErr: "edit_file: old_string occurs 2 times in f.txt (at lines 2 and 4) and must occur exactly once: include more of the surrounding lines in old_string"},
+		{name: "several_multiline", file: "a\nb\na\nb\n", args: map[string]any{"path": "f.txt", "old_string": "a\nb\n", "new_string": "c\n"},
+			wantErr: "occurs 2 times in f.txt (at lines 1 and 3)"},
+		{name: "many", file: strings.Repeat("x\n", 12), args: map[string]any{"path": "f.txt", "old_string": "x", "new_string": "y"},
+			wantErr: "occurs 12 times in f.txt (at lines 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more places)"},
 		{name: "none", file: original, args: map[string]any{"path": "f.txt", "old_string": "four", "new_string": "4"},
-			wantErr: "old_string was not found in f.txt: read the file again"},
-		{name: "crlf_hint", file: "one\r\ntwo\r\n", args: map[string]any{"path": "f.txt", "old_string": "one\ntwo", "new_string": "x"},
-			wantErr: "Windows line endings"},
+			wantErr: "old_string was not found in f.txt: read the file again and copy the text exactly, including whitespace and indentation"},
+		{name: "none_line_numbers", file: original, args: map[string]any{"path": "f.txt", "old_string": "     2\ttwo\n     3\tthree", "new_string": "x"},
+			wantErr: "old_string starts its lines with the line numbers read_file shows"},
+		{name: "none_whitespace", file: "func f() {\n\treturn 1\n}\n", args: map[string]any{"path": "f.txt", "old_string": "func f() {\n    return  1\n}", "new_string": "x"},
+			wantErr: "the text at line 1 matches only if spaces, tabs and indentation are ignored"},
+		{name: "none_first_line", file: original, args: map[string]any{"path": "f.txt", "old_string": "three\nfour", "new_string": "x"},
+			wantErr: "its first line occurs at line 3 but what follows differs"},
+		{name: "crlf", file: "one\r\ntwo\r\nthree\r\n", args: map[string]any{"path": "f.txt", "old_string": "one\ntwo\n", "new_string": "1\n2\n3\n"},
+			want: "edited f.txt: replaced 2 lines at line 1 with 3 lines", after: "1\r\n2\r\n3\r\nthree\r\n"},
+		{name: "crlf_new_lines", file: "one\r\ntwo\r\nthree\r\n", args: map[string]any{"path": "f.txt", "old_string": "two", "new_string": "two\nand a half"},
+			want: "edited f.txt: replaced 1 line at line 2 with 2 lines", after: "one\r\ntwo\r\nand a half\r\nthree\r\n"},
+		{name: "crlf_written_by_model", file: "one\r\ntwo\r\n", args: map[string]any{"path": "f.txt", "old_string": "one\r\n", "new_string": "1\r\n"},
+			want: "edited f.txt: replaced 1 line at line 1 with 1 line", after: "1\r\ntwo\r\n"},
+		{name: "mixed_endings", file: "a\r\nb\nc\r\n", args: map[string]any{"path": "f.txt", "old_string": "a\nb", "new_string": "x\ny"},
+			want: "edited f.txt: replaced 2 lines at line 1 with 2 lines", after: "x\r\ny\nc\r\n"},
+		{name: "lf_stays_lf", file: original, args: map[string]any{"path": "f.txt", "old_string": "one\n", "new_string": "1\n1.5\n"},
+			want: "edited f.txt: replaced 1 line at line 1 with 2 lines", after: "1\n1.5\ntwo\nthree\ntwo\n"},
 		{name: "empty_old", file: original, args: map[string]any{"path": "f.txt", "old_string": "", "new_string": "x"}, wantErr: "old_string is empty"},
 		{name: "same", file: original, args: map[string]any{"path": "f.txt", "old_string": "one", "new_string": "one"}, wantErr: "the same"},
 		{name: "missing_file", args: map[string]any{"path": "nope.txt", "old_string": "a", "new_string": "b"}, wantErr: "nope.txt does not exist"},
@@ -121,5 +150,44 @@ func TestEditFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != "a\n" {
 		t.Errorf("a file outside was changed: %q", b)
+	}
+}
+
+// TestWriteAndEditKeepMode checks that changing a file keeps its
+// permissions, such as a script's executable bit.
+func TestWriteAndEditKeepMode(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	tests := []struct {
+		name string
+		tool interface {
+			Call(context.Context, json.RawMessage) (string, error)
+		}
+		args map[string]any
+	}{
+		{name: "write", tool: NewWriteFile(ws, Options{}), args: map[string]any{"path": "run.sh", "content": "#!/bin/sh\necho new\n"}},
+		{name: "edit", tool: NewEditFile(ws, Options{}), args: map[string]any{"path": "run.sh", "old_string": "old", "new_string": "new"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(root, "run.sh")
+			files(t, root, map[string]string{"run.sh": "#!/bin/sh\necho old\n"})
+			if err := os.Chmod(p, 0o751); err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := json.Marshal(tt.args)
+			if _, err := tt.tool.Call(context.Background(), raw); err != nil {
+				t.Fatal(err)
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o751 {
+				t.Errorf("mode %v, want it kept at 0751", fi.Mode().Perm())
+			}
+			if b, _ := os.ReadFile(p); string(b) != "#!/bin/sh\necho new\n" {
+				t.Errorf("content %q", b)
+			}
+		})
 	}
 }
