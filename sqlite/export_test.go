@@ -1,8 +1,42 @@
 package sqlite
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
-// OpenWith opens a store with settings other than Open's, for benchmarks.
-func OpenWith(ctx context.Context, path string, writers int, synchronous string) (*Store, error) {
-	return open(ctx, path, options{writers: writers, synchronous: synchronous})
+// OpenWith opens a store with settings other than Open's, for benchmarks:
+// grouped false gives every write a transaction of its own.
+func OpenWith(ctx context.Context, path string, grouped bool, synchronous string) (*Store, error) {
+	return open(ctx, path, options{grouped: grouped, synchronous: synchronous})
+}
+
+// Groups is the number of transactions the store has committed.
+func (s *Store) Groups() int64 { return s.c.groups.Load() }
+
+// Queued is the number of writes waiting for the committer.
+func (s *Store) Queued() int {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return len(s.c.pending)
+}
+
+// Hold occupies the committer with a write that does nothing until release
+// is called, so that a test can queue writes behind it. Hold returns once
+// the committer is inside that write; release waits for it to commit.
+func (s *Store) Hold() (release func() error) {
+	inside, free := make(chan struct{}), make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.write(context.Background(), "hold", func(context.Context, *sql.Tx) error {
+			close(inside)
+			<-free
+			return nil
+		})
+	}()
+	<-inside
+	return func() error {
+		close(free)
+		return <-errc
+	}
 }

@@ -9,11 +9,15 @@
 // recorded in the schema_version table; Open refuses, with a *SchemaError,
 // a database written by a newer build.
 //
-// Concurrency: a Store is safe for concurrent use. All writes go through
-// one connection, so goroutines of one process queue in Go rather than
-// retrying on SQLITE_BUSY; reads use a pool of read-only connections and
-// are not blocked by writes. Other processes may open the same file; their
-// writes wait for each other up to BusyTimeout.
+// Concurrency: a Store is safe for concurrent use. All writes of a Store go
+// through one goroutine and one connection, which group-commits them:
+// writes that arrive while a transaction is being written to disk are
+// applied together in the next one, each in a savepoint of its own, so
+// that concurrent writers share one sync to disk while a write that fails
+// still fails alone. A write returns once it is durable. Reads use a pool
+// of read-only connections and are not blocked by writes. Other processes
+// may open the same file; their writes wait for each other up to
+// BusyTimeout.
 //
 // Errors: a missing run is reported with an error wrapping
 // cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
@@ -33,6 +37,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -49,21 +54,25 @@ const BusyTimeout = 10 * time.Second
 
 // Store is a cadre.Store in a SQLite database. Create one with Open.
 type Store struct {
-	path string  // as given to Open, for messages
-	w    *sql.DB // one connection: every write
-	r    *sql.DB // read-only connections
+	path string     // as given to Open, for messages
+	w    *sql.DB    // one connection: every write, made by c
+	r    *sql.DB    // read-only connections
+	c    *committer // group-commits writes
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open opens the database at path, creating it and its parent directory
 // when they do not exist, and brings its schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return open(ctx, path, options{writers: 1, synchronous: "FULL"})
+	return open(ctx, path, options{grouped: true, synchronous: "FULL"})
 }
 
 // options are the settings Open fixes; benchmarks compare the
 // alternatives.
 type options struct {
-	writers     int    // connections that write; more than one contend on SQLite's lock
+	grouped     bool   // group commit; false gives each write its own transaction
 	synchronous string // PRAGMA synchronous
 }
 
@@ -89,9 +98,9 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(o.writers)
-	w.SetMaxIdleConns(o.writers)
-	s := &Store{path: path, w: w}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	s := &Store{path: path, w: w, c: newCommitter(o.grouped)}
 	if err := s.migrate(ctx); err != nil {
 		_ = w.Close()
 		if _, ok := errors.AsType[*SchemaError](err); ok {
@@ -114,6 +123,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	go s.run()
 	return s, nil
 }
 
@@ -123,9 +133,14 @@ func dsn(abs string, q url.Values) string {
 	return u.String()
 }
 
-// Close closes the database.
+// Close waits for the writes under way, then closes the database. Writes
+// after Close fail with ErrClosed. Calling Close again does nothing.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.closeOnce.Do(func() {
+		s.c.close()
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+	})
+	return s.closeErr
 }
 
 // code returns the SQLite result code of err, or 0.
@@ -147,16 +162,18 @@ func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Task, string(r.Status), r.Model, started, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
-		r.Answer, r.Error, r.Agents, blob(r.Config))
-	if code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-		return fmt.Errorf("sqlite: create run %q: a run with this ID exists already: use UpdateRun to change it", r.ID)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
-	}
-	return nil
+	args := []any{r.ID, r.Task, string(r.Status), r.Model, started, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, blob(r.Config)}
+	return s.write(ctx, "create run "+strconv.Quote(r.ID), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+		if code(err) == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			return fmt.Errorf("sqlite: create run %q: a run with this ID exists already: use UpdateRun to change it", r.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+		}
+		return nil
+	})
 }
 
 // UpdateRun replaces a run's record. A zero Started and a nil Config keep
@@ -173,19 +190,21 @@ func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
 	if !r.Started.IsZero() {
 		keepStarted = started
 	}
-	res, err := s.w.ExecContext(ctx, `UPDATE runs SET task = ?, status = ?, model = ?, started = COALESCE(?, started), ended = ?,
-		tokens_in = ?, tokens_out = ?, answer = ?, error = ?, agents = ?, config = COALESCE(?, config) WHERE id = ?`,
-		r.Task, string(r.Status), r.Model, keepStarted, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
-		r.Answer, r.Error, r.Agents, blob(r.Config), r.ID)
-	if err != nil {
-		return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
-	} else if n == 0 {
-		return fmt.Errorf("sqlite: update run %q: %w", r.ID, cadre.ErrNotFound)
-	}
-	return nil
+	args := []any{r.Task, string(r.Status), r.Model, keepStarted, ended, r.Usage.InputTokens, r.Usage.OutputTokens,
+		r.Answer, r.Error, r.Agents, blob(r.Config), r.ID}
+	return s.write(ctx, "update run "+strconv.Quote(r.ID), func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET task = ?, status = ?, model = ?, started = COALESCE(?, started), ended = ?,
+		tokens_in = ?, tokens_out = ?, answer = ?, error = ?, agents = ?, config = COALESCE(?, config) WHERE id = ?`, args...)
+		if err != nil {
+			return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("sqlite: update run %q: %w", r.ID, err)
+		} else if n == 0 {
+			return fmt.Errorf("sqlite: update run %q: %w", r.ID, cadre.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // GetRun returns a run's record.
@@ -262,23 +281,25 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+	args := []any{a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
+		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error}
+	return s.write(ctx, fmt.Sprintf("put agent %s of run %q", a.ID, a.Run), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
 			tokens_in, tokens_out, started, ended, result, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
 			definition = excluded.definition, model = excluded.model, task = excluded.task,
 			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
 			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
-			result = excluded.result, error = excluded.error`,
-		a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
-		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error)
-	if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
-		return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
-	}
-	return nil
+			result = excluded.result, error = excluded.error`, args...)
+		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+			return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
+		}
+		return nil
+	})
 }
 
 // ListAgents returns a run's agents ordered by Started, then by ID.
@@ -333,7 +354,7 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 }
 
 // Append adds journal entries in one transaction: all of them or none.
-func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) (err error) {
+func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -343,41 +364,32 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) (err e
 		if err := checkEntry(e, i, len(entries)); err != nil {
 			return err
 		}
+		var err error
 		if when[i], err = formatTime(e.Time); err != nil {
 			return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
 		}
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: append journal: %w", err)
-	}
-	defer func() {
+	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`)
 		if err != nil {
-			_ = tx.Rollback()
+			return fmt.Errorf("sqlite: append journal: %w", err)
 		}
-	}()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("sqlite: append journal: %w", err)
-	}
-	defer stmt.Close()
-	for i := range entries {
-		e := &entries[i]
-		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
-		switch code(err) {
-		case 0:
-		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-			return fmt.Errorf("sqlite: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
-		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-			return fmt.Errorf("sqlite: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
-		default:
-			return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
+		defer stmt.Close()
+		for i := range entries {
+			e := &entries[i]
+			_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
+			switch code(err) {
+			case 0:
+			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+				return fmt.Errorf("sqlite: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
+			case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+				return fmt.Errorf("sqlite: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
+			default:
+				return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
+			}
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: append journal: commit: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkEntry(e *cadre.JournalEntry, i, n int) error {
@@ -427,7 +439,7 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 // AppendEvents stores events in one transaction, all or none of them, and
 // sets their Seq: per run, one more than the run's last event. Seq values
 // already set are ignored; after a failure they are left as they were.
-func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err error) {
+func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -455,43 +467,37 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err err
 		}
 		count[ev.Run]++
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: append events: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	next := make(map[string]int64, len(order)) // the next Seq of each run
-	for _, run := range order {
-		var last int64
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`, count[run], run).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: append events to run %q: %w", run, err)
-		}
-		next[run] = last - count[run] + 1
-	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("sqlite: append events: %w", err)
-	}
-	defer stmt.Close()
 	seqs := make([]int64, len(events))
-	for i := range events {
-		ev := &events[i]
-		seqs[i] = next[ev.Run]
-		next[ev.Run]++
-		if _, err := stmt.ExecContext(ctx, ev.Run, seqs[i], string(ev.Type), when[i], string(ev.Agent), withSeq(payloads[i], seqs[i])); err != nil {
-			return fmt.Errorf("sqlite: append event %d of %d (%s) to run %q: %w", i+1, len(events), ev.Type, ev.Run, err)
+	err := s.write(ctx, "append events", func(ctx context.Context, tx *sql.Tx) error {
+		next := make(map[string]int64, len(order)) // the next Seq of each run
+		for _, run := range order {
+			var last int64
+			err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`, count[run], run).Scan(&last)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: append events to run %q: %w", run, err)
+			}
+			next[run] = last - count[run] + 1
 		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: append events: commit: %w", err)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: append events: %w", err)
+		}
+		defer stmt.Close()
+		for i := range events {
+			ev := &events[i]
+			seqs[i] = next[ev.Run]
+			next[ev.Run]++
+			if _, err := stmt.ExecContext(ctx, ev.Run, seqs[i], string(ev.Type), when[i], string(ev.Agent), withSeq(payloads[i], seqs[i])); err != nil {
+				return fmt.Errorf("sqlite: append event %d of %d (%s) to run %q: %w", i+1, len(events), ev.Type, ev.Run, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for i := range events {
 		events[i].Seq = seqs[i]

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,4 +250,152 @@ func raw(t *testing.T, path string) *sql.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// waitQueued waits until n writes are queued behind a held committer.
+func waitQueued(s *sqlite.Store, n int) {
+	for s.Queued() < n {
+		runtime.Gosched()
+	}
+}
+
+// TestGroupCommit queues writes while the committer is busy and checks
+// that they share one transaction, and that the one that fails fails
+// alone.
+func TestGroupCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Time: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+
+	release := s.Hold()
+	before := s.Groups()
+	const agents = 6
+	errs := make([]error, agents+3)
+	var wg sync.WaitGroup
+	for i := range agents {
+		wg.Go(func() {
+			agent := cadre.RootID.Child("worker", i+1)
+			errs[i] = s.Append(ctx, []cadre.JournalEntry{
+				{Run: "r1", Agent: agent, Seq: 1, Kind: "start", Time: time.Now()},
+				{Run: "r1", Agent: agent, Seq: 2, Kind: "model_result", Time: time.Now()},
+			})
+		})
+	}
+	// A batch holding an existing entry, one for a missing run, and events.
+	wg.Go(func() {
+		errs[agents] = s.Append(ctx, []cadre.JournalEntry{
+			{Run: "r1", Agent: "root", Seq: 2, Kind: "model_result", Time: time.Now()},
+			{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Time: time.Now()},
+		})
+	})
+	wg.Go(func() {
+		errs[agents+1] = s.Append(ctx, []cadre.JournalEntry{{Run: "nope", Agent: "root", Seq: 1, Kind: "start", Time: time.Now()}})
+	})
+	evs := []cadre.Event{{Type: cadre.EventSay, Run: "r1"}, {Type: cadre.EventSay, Run: "r1"}}
+	wg.Go(func() { errs[agents+2] = s.AppendEvents(ctx, evs) })
+	waitQueued(s, agents+3)
+	if err := release(); err != nil {
+		t.Fatalf("the held write: %v", err)
+	}
+	wg.Wait()
+
+	if got := s.Groups() - before; got != 2 {
+		t.Errorf("%d transactions committed, want 2: the held write's, and one for the %d writes queued behind it", got, agents+3)
+	}
+	for i := range agents {
+		if errs[i] != nil {
+			t.Errorf("Append of worker %d failed although another write of its group failed: %v", i+1, errs[i])
+		}
+	}
+	if errs[agents] == nil || !strings.Contains(errs[agents].Error(), "seq 1 exists already") {
+		t.Errorf("Append of an existing entry: got %v, want an error naming seq 1", errs[agents])
+	}
+	if !errors.Is(errs[agents+1], cadre.ErrNotFound) {
+		t.Errorf("Append for a missing run: got %v, want cadre.ErrNotFound", errs[agents+1])
+	}
+	if errs[agents+2] != nil || evs[0].Seq != 1 || evs[1].Seq != 2 {
+		t.Errorf("AppendEvents in the group: err %v, seqs %d %d, want nil, 1 2", errs[agents+2], evs[0].Seq, evs[1].Seq)
+	}
+	if j, err := s.Journal(ctx, "r1", "root"); err != nil || len(j) != 1 {
+		t.Errorf("root's journal holds %d entries (err %v), want 1: the failed batch was partly applied", len(j), err)
+	}
+	for i := range agents {
+		agent := cadre.RootID.Child("worker", i+1)
+		if j, err := s.Journal(ctx, "r1", agent); err != nil || len(j) != 2 {
+			t.Errorf("journal of %s holds %d entries (err %v), want 2", agent, len(j), err)
+		}
+	}
+}
+
+// TestWriteWithdrawn cancels a write while it waits behind another: it
+// fails with the context's error and is not written.
+func TestWriteWithdrawn(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	defer s.Close()
+	if err := s.CreateRun(t.Context(), &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	release := s.Hold()
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Time: time.Now()}})
+	}()
+	waitQueued(s, 1)
+	cancel()
+	err := <-errc
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Append cancelled while queued: got %v, want context.Canceled", err)
+	}
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.Journal(t.Context(), "r1", "root"); err != nil || len(j) != 0 {
+		t.Errorf("the withdrawn entry was written: journal %v, err %v", j, err)
+	}
+}
+
+// TestClose checks that Close waits for queued writes, that writes after
+// it fail with ErrClosed, and that a second Close is harmless.
+func TestClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	s := open(t, path)
+	ctx := t.Context()
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	release := s.Hold()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Time: time.Now()}})
+	}()
+	waitQueued(s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("a write queued before Close failed: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r2", Started: time.Now()}); !errors.Is(err, sqlite.ErrClosed) {
+		t.Errorf("CreateRun after Close: got %v, want sqlite.ErrClosed", err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	if j, err := s.Journal(ctx, "r1", "root"); err != nil || len(j) != 1 {
+		t.Errorf("after reopening, the entry written during Close is missing: %v, %v", j, err)
+	}
 }

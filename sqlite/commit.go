@@ -1,0 +1,200 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrClosed is returned by the write methods of a Store that has been
+// closed.
+var ErrClosed = errors.New("sqlite: the store is closed")
+
+// A write is one caller's change. Its fn runs inside a transaction the
+// committer may share with other writes; it must not keep tx.
+type write struct {
+	op   string // what the write does, for messages: "append journal"
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	done chan error // receives the outcome once; buffered
+}
+
+// committer group-commits writes. Every write of a Store goes through one
+// goroutine, which takes all writes queued while it was busy and applies
+// them in one transaction, each in a savepoint of its own: a write that
+// fails is rolled back alone, and the others commit together, paying for
+// one sync to disk instead of one each.
+type committer struct {
+	grouped bool // false: one transaction per write, for benchmarks
+
+	mu      sync.Mutex
+	pending []*write
+	closed  bool
+
+	wake   chan struct{} // capacity 1: the committer has work
+	quit   chan struct{} // closed by Close
+	exited chan struct{} // closed when the committer has returned
+
+	groups atomic.Int64 // transactions committed
+}
+
+func newCommitter(grouped bool) *committer {
+	return &committer{grouped: grouped, wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// write queues fn and waits until it has been committed or has failed.
+// When ctx ends first, the write is withdrawn if it has not started and the
+// context's error returned; once started it is waited for, so that nil
+// always means committed and an error always means nothing was written.
+func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	c := s.c
+	w := &write{op: op, fn: fn, done: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s after Close", ErrClosed, op)
+	}
+	c.pending = append(c.pending, w)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		if c.withdraw(w) {
+			return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
+		}
+		return <-w.done
+	}
+}
+
+// withdraw removes w from the queue and reports whether it was still there.
+func (c *committer) withdraw(w *write) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, p := range c.pending {
+		if p == w {
+			c.pending = append(c.pending[:i], c.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// run is the committer's goroutine. Close stops it after the writes queued
+// before Close are done.
+func (s *Store) run() {
+	c := s.c
+	defer close(c.exited)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.quit:
+			s.drain()
+			return
+		}
+		s.drain()
+	}
+}
+
+// drain commits groups until the queue is empty.
+func (s *Store) drain() {
+	c := s.c
+	for {
+		c.mu.Lock()
+		n := len(c.pending)
+		if n > 1 && !c.grouped {
+			n = 1
+		}
+		group := c.pending[:n:n]
+		c.pending = c.pending[n:]
+		c.mu.Unlock()
+		if len(group) == 0 {
+			return
+		}
+		s.commit(group)
+	}
+}
+
+// commit applies a group of writes in one transaction and tells each
+// writer how it went. The statements run under a context that is never
+// cancelled: SQLite rolls back a whole transaction when a statement in it
+// is interrupted, which would take the other writers' work with it.
+func (s *Store) commit(group []*write) {
+	ctx := context.Background()
+	errs := make([]error, len(group))
+	finish := func() {
+		for i, w := range group {
+			w.done <- errs[i]
+		}
+	}
+	failAll := func(format string, err error) {
+		for i, w := range group {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("sqlite: %s: "+format, w.op, err)
+			}
+		}
+		finish()
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		failAll("begin a transaction: %w", err)
+		return
+	}
+	if len(group) == 1 {
+		// Alone: no savepoint needed.
+		if errs[0] = group[0].fn(ctx, tx); errs[0] != nil {
+			_ = tx.Rollback()
+			finish()
+			return
+		}
+	} else {
+		for i, w := range group {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT w`); err != nil {
+				_ = tx.Rollback()
+				failAll("begin a savepoint: %w", err)
+				return
+			}
+			if errs[i] = w.fn(ctx, tx); errs[i] != nil {
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO w`); err != nil {
+					// SQLite ended the transaction itself (a full disk,
+					// say): nothing in it was kept.
+					_ = tx.Rollback()
+					failAll("the transaction it shared with other writes failed: %w", errs[i])
+					return
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE w`); err != nil {
+				_ = tx.Rollback()
+				failAll("release a savepoint: %w", err)
+				return
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		failAll("commit: %w", err)
+		return
+	}
+	s.c.groups.Add(1)
+	finish()
+}
+
+// close stops the committer after the queued writes are done.
+func (c *committer) close() {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		close(c.quit)
+	}
+	<-c.exited
+}
