@@ -69,7 +69,9 @@ func TestConfinement(t *testing.T) {
 		NameListFiles:   func(p string) map[string]any { return map[string]any{"path": p} },
 		NameSearchFiles: func(p string) map[string]any { return map[string]any{"path": p, "pattern": "SECRET"} },
 		NameWriteFile:   func(p string) map[string]any { return map[string]any{"path": p, "content": "pwned\n"} },
-		NameEditFile:    func(p string) map[string]any { return map[string]any{"path": p, "old_string": "SECRET", "new_string": "pwned"} },
+		NameEditFile: func(p string) map[string]any {
+			return map[string]any{"path": p, "old_string": "SECRET", "new_string": "pwned"}
+		},
 	}
 	for _, name := range slices.Sorted(maps.Keys(args)) {
 		t.Run(name, func(t *testing.T) {
