@@ -74,36 +74,40 @@ func toolList(tools []string) string {
 }
 
 // Capabilities is the <agent_capabilities> section that teaches an agent
-// the <spawn_agents> text protocol: parallel and sequential examples, the
-// name="…" attribute with the user-facing definitions it may name (one line
-// each), the context="…" attribute, quoting rules, and guidelines that
-// state the depth limit. depth is the agent's own depth (the root is 0) and
-// maxDepth the deepest level a subagent may run at. It returns "" when
-// depth >= maxDepth: the agent may not spawn.
+// the <spawn_agents> text protocol: a parallel and a sequential example;
+// the name="…" attribute with the user-facing definitions it may name (one
+// line each, left out when there are none); the context="…" attribute with
+// an example; quoting rules; and guidelines that say when to spawn, that
+// only the first block of a reply runs, that results come back for
+// synthesis, and the depth limit with the agent's own level. depth is the
+// agent's own depth (the root is 0) and maxDepth the deepest level a
+// subagent may run at. It returns "" when depth >= maxDepth: the agent may
+// not spawn.
 func Capabilities(defs []*cadre.Definition, depth, maxDepth int) string {
 	if depth >= maxDepth {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString(`<agent_capabilities>
-You can split a complex task among subagents. To do so, end your reply with a spawn block.
+You can decompose complex tasks by spawning sub-agents. To do this, include a spawn block in your response:
 
-To run tasks at the same time:
+For parallel execution (tasks run simultaneously):
 <spawn_agents mode="parallel">
-  <agent task="First self-contained sub-task" />
-  <agent task="Second self-contained sub-task" />
+  <agent task="Description of sub-task 1" />
+  <agent task="Description of sub-task 2" />
 </spawn_agents>
 
-To run tasks one after another, each step receiving the previous step's result:
+For sequential execution (each task sees the previous result):
 <spawn_agents mode="sequential">
-  <agent task="First step" />
-  <agent task="Second step, building on the first" />
+  <agent task="First step description" />
+  <agent task="Second step description" />
 </spawn_agents>
 
 Optional attributes of <agent>:
 `)
-	if list := userFacing(defs); len(list) > 0 {
-		b.WriteString(`- name="…" runs one of these subagents instead of a general one:` + "\n")
+	list := userFacing(defs)
+	if len(list) > 0 {
+		b.WriteString(`- name="…" runs one of these subagents, with its own instructions, instead of a general sub-agent:` + "\n")
 		for _, d := range list {
 			if line := firstLine(d.Description); line != "" {
 				fmt.Fprintf(&b, "  - %s: %s\n", d.Name, line)
@@ -112,16 +116,24 @@ Optional attributes of <agent>:
 			}
 		}
 	}
-	fmt.Fprintf(&b, `- context="…" gives background for that task only (the workspace, the user's goal, facts you already know); the subagent reads it before the task.
+	b.WriteString(`- context="…" gives background for that task only (the workspace, the user's goal, facts you already know); the sub-agent reads it before its task.` + "\n")
+	name := ""
+	if len(list) > 0 {
+		name = fmt.Sprintf(`name=%q `, list[0].Name)
+	}
+	fmt.Fprintf(&b, `For example: <agent %stask="Find where request timeouts are configured" context="The user wants to move from 30s to 10s timeouts." />
 Attribute values may use double or single quotes. Inside a value write \" or &quot; for a double quote, \' or &apos; for a single quote, and &amp; for &.
 
 Guidelines:
-- Spawn subagents only when the task clearly gains from being split up; do simple work yourself.
-- Make each task specific and self-contained: a subagent does not see this conversation.
-- Only the first spawn block of a reply runs. You may write a short note before it; write nothing after it.
-- When the subagents finish you receive their results; then write one coherent answer from them.
-- Subagents can spawn their own subagents, up to %d levels deep. You are at level %d.
-</agent_capabilities>`, maxDepth, depth)
+- Only spawn sub-agents when the task genuinely benefits from decomposition
+- Each task description should be specific and self-contained
+- Sub-agents do not see this conversation: put what a task needs in its task and context
+- Sub-agents inherit your personality and respond in character
+- You may include text before the spawn block to explain your approach
+- Only the first spawn block of a response is used; write nothing after it
+- After sub-agents complete, you will receive their results and should synthesize a cohesive response
+- Sub-agents can spawn their own sub-agents up to %d levels deep; you are at level %d
+</agent_capabilities>`, name, maxDepth, depth)
 	return b.String()
 }
 

@@ -2,7 +2,9 @@ package prompt_test
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
 )
 
@@ -28,4 +30,43 @@ func ExampleOnboardedTask() {
 	// A: main
 	//
 	// Fix the build.
+}
+
+func ExampleSynthesis() {
+	fmt.Println(prompt.Synthesis("Compare the two databases.", []prompt.Result{
+		{Task: "Benchmark A & B", Status: prompt.StatusCompleted, Output: "A is 2x faster."},
+		{Task: "Check licences", Status: prompt.StatusFailed, Output: "timeout after 30s"},
+	}))
+	// Output:
+	// <sub_agent_results>
+	// <result task="Benchmark A &amp; B" status="completed">
+	// A is 2x faster.
+	// </result>
+	// <result task="Check licences" status="failed">
+	// Error: timeout after 30s
+	// </result>
+	// </sub_agent_results>
+	//
+	// The original request:
+	// <original_request>
+	// Compare the two databases.
+	// </original_request>
+	//
+	// Based on these sub-agent results, write one coherent response to the original request that integrates all findings. Where a sub-agent failed or was cancelled, say what is missing and fill the gap yourself if you can. Do not mention the sub-agents unless it helps the reader.
+}
+
+func ExampleDiscovery() {
+	block := prompt.Discovery([]*cadre.Definition{
+		{Name: "summarizer", Description: "Summarize documents concisely.", Tools: []string{"read_file"}, TimeoutSeconds: 60},
+		{Name: "indexer", Description: "Rebuilds the index.", Visibility: cadre.VisibilityInternal},
+	})
+	head, _, _ := strings.Cut(block, "## How to delegate")
+	fmt.Print(head)
+	// Output:
+	// [available-subagents — use spawn_agent to delegate]
+	//
+	// ## summarizer
+	// Summarize documents concisely.
+	// Tools: read_file
+	// Timeout: 60s
 }

@@ -1,10 +1,12 @@
 package prompt
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/textproto"
 )
 
 // TestFixedTexts pins texts specified word for word elsewhere.
@@ -147,6 +149,106 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
+// TestCapabilitiesSeedLines checks that the section keeps the lines of the
+// <agent_capabilities> text the spawn protocol was specified with, the
+// depth limit filled in.
+func TestCapabilitiesSeedLines(t *testing.T) {
+	got := Capabilities(catalog(), 0, 3)
+	for _, line := range []string{
+		"<agent_capabilities>",
+		"You can decompose complex tasks by spawning sub-agents. To do this, include a spawn block in your response:",
+		"For parallel execution (tasks run simultaneously):",
+		`<spawn_agents mode="parallel">`,
+		`  <agent task="Description of sub-task 1" />`,
+		`  <agent task="Description of sub-task 2" />`,
+		"</spawn_agents>",
+		"For sequential execution (each task sees the previous result):",
+		`<spawn_agents mode="sequential">`,
+		`  <agent task="First step description" />`,
+		`  <agent task="Second step description" />`,
+		"Guidelines:",
+		"- Only spawn sub-agents when the task genuinely benefits from decomposition",
+		"- Each task description should be specific and self-contained",
+		"- Sub-agents inherit your personality and respond in character",
+		"- You may include text before the spawn block to explain your approach",
+		"- After sub-agents complete, you will receive their results and should synthesize a cohesive response",
+		"- Sub-agents can spawn their own sub-agents up to 3 levels deep; you are at level 0",
+		"</agent_capabilities>",
+	} {
+		if !slices.Contains(strings.Split(got, "\n"), line) {
+			t.Errorf("section lacks the line %q", line)
+		}
+	}
+	if !strings.HasPrefix(got, "<agent_capabilities>\n") || !strings.HasSuffix(got, "\n</agent_capabilities>") {
+		t.Errorf("section is not wrapped in <agent_capabilities> lines:\n%s", got)
+	}
+}
+
+// TestCapabilitiesExamplesParse checks that every spawn block and <agent>
+// example the section shows is read by textproto.ParseSpawn as the section
+// says it will be.
+func TestCapabilitiesExamplesParse(t *testing.T) {
+	got := Capabilities(catalog(), 0, 3)
+	var blocks []*textproto.SpawnBlock
+	for rest := got; ; {
+		i := strings.Index(rest, "<spawn_agents ")
+		if i < 0 {
+			break
+		}
+		b, ok := textproto.ParseSpawn(rest[i:])
+		if !ok {
+			t.Fatalf("example block does not parse:\n%s", rest[i:])
+		}
+		blocks = append(blocks, b)
+		rest = rest[i+len("<spawn_agents "):]
+	}
+	if len(blocks) != 2 || blocks[0].Mode != textproto.Parallel || blocks[1].Mode != textproto.Sequential {
+		t.Fatalf("want a parallel and a sequential example, got %+v", blocks)
+	}
+	for _, b := range blocks {
+		if len(b.Tasks) != 2 {
+			t.Errorf("%s example has %d tasks, want 2", b.Mode, len(b.Tasks))
+		}
+	}
+
+	const prefix = "For example: "
+	i := strings.Index(got, prefix)
+	if i < 0 {
+		t.Fatal("no <agent> example with name and context")
+	}
+	line, _, _ := strings.Cut(got[i+len(prefix):], "\n")
+	b, ok := textproto.ParseSpawn("<spawn_agents>" + line + "</spawn_agents>")
+	if !ok || len(b.Tasks) != 1 {
+		t.Fatalf("example %q does not parse as one agent", line)
+	}
+	if task := b.Tasks[0]; task.Name != "code-analyst" || task.Task == "" || task.Context == "" {
+		t.Errorf("example %q parses as %+v, want a name, a task and a context", line, task)
+	}
+	if strings.Contains(Capabilities(nil, 0, 3), "For example: <agent name=") {
+		t.Error("example names a definition although there is none")
+	}
+}
+
+func TestSubAgentInstructions(t *testing.T) {
+	tests := []struct {
+		name   string
+		report cadre.ReportMode
+		want   string
+	}{
+		{"reply_default", "", "<sub_agent_instructions>\nYou are executing a focused sub-task. Respond with your result directly. Be thorough but stay focused on the task.\nYour final reply is sent to your parent agent as it is; the parent sees nothing else of your work.\n</sub_agent_instructions>"},
+		{"tool", cadre.ReportTool, "<sub_agent_instructions>\nYou are executing a focused sub-task. Be thorough but stay focused on the task.\n" + reportTool + "\n</sub_agent_instructions>"},
+		{"tag", cadre.ReportTag, "<sub_agent_instructions>\nYou are executing a focused sub-task. Be thorough but stay focused on the task.\n" + reportTag + "\n</sub_agent_instructions>"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SubAgent(SubAgentParams{Task: " T \n", Report: tt.report})
+			if want := "<task>\nT\n</task>\n\n" + tt.want; got != want {
+				t.Errorf("SubAgent = %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
 func TestSubAgentCapabilitiesOnlyBelowLimit(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -279,6 +381,8 @@ func TestSynthesis(t *testing.T) {
 		{Task: "d", Status: StatusCancelled, Output: "stopped"},
 		{Task: "e", Status: StatusCompleted, Output: ""},
 		{Task: "f", Output: "no status"},
+		{Task: "g", Status: StatusFailed, Output: " \n"},
+		{Task: "h", Status: "timed-out", Output: "after 30s"},
 	}
 	got := Synthesis("What is the state of X?", results)
 	for _, want := range []string{
@@ -288,6 +392,8 @@ func TestSynthesis(t *testing.T) {
 		"<result task=\"d\" status=\"cancelled\">\nError: stopped\n</result>",
 		"<result task=\"e\" status=\"completed\">\n(no output)\n</result>",
 		"<result task=\"f\" status=\"completed\">\nno status\n</result>",
+		"<result task=\"g\" status=\"failed\">\n(no output)\n</result>",
+		"<result task=\"h\" status=\"timed-out\">\nError: after 30s\n</result>\n</sub_agent_results>\n\n",
 		"<original_request>\nWhat is the state of X?\n</original_request>",
 		"write one coherent response to the original request",
 	} {

@@ -41,11 +41,12 @@ type Result struct {
 //
 //	…instruction to synthesize…
 //
-// Results appear in the given order. Task and status are XML-escaped;
-// outputs are trimmed and otherwise kept as written. The output of a result
-// that did not complete starts with "Error: " (added when missing); an empty
-// output reads "(no output)". The request section is left out when request
-// is blank.
+// Results appear in the given order, one per task. Task and status are
+// XML-escaped; outputs are trimmed and otherwise kept as written. The
+// output of a result that did not complete (any status but
+// StatusCompleted) starts with "Error: " (added when missing); an empty
+// output reads "(no output)" whatever the status. The request, trimmed, is
+// the user's original request; its section is left out when it is blank.
 func Synthesis(request string, results []Result) string {
 	var b strings.Builder
 	b.WriteString("<sub_agent_results>\n")

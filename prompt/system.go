@@ -17,9 +17,13 @@ const rootBase = `You are an agent working in a workspace with tools. Work on th
 - Ask the user only when you cannot find the answer yourself and a wrong guess would waste the work.
 - When you finish, reply with the result: what you did, what you found, and what is still open. Be concise.`
 
-// subAgentInstructions is the <sub_agent_instructions> section of SubAgent.
-const subAgentInstructions = `You are working on one focused sub-task for a parent agent, which sees nothing of your work but your result.
-Stay on the task, be thorough, and do not ask the user questions.`
+// Sentences of the <sub_agent_instructions> section of SubAgent.
+const (
+	subAgentFocus  = "You are executing a focused sub-task."
+	subAgentDirect = "Respond with your result directly."
+	subAgentStay   = "Be thorough but stay focused on the task."
+	subAgentReply  = "Your final reply is sent to your parent agent as it is; the parent sees nothing else of your work."
+)
 
 // SubAgentParams are the inputs of SubAgent.
 type SubAgentParams struct {
@@ -40,23 +44,34 @@ type SubAgentParams struct {
 
 // SubAgent is the system prompt of a subagent started without a definition,
 // typically from a <spawn_agents> block: <soul> and <identity> sections when
-// given, the <task>, <sub_agent_instructions> saying how to report, and the
-// <agent_capabilities> section while Depth < MaxDepth.
+// given (the subagent stays in character), the <task> (trimmed), the
+// <sub_agent_instructions> section, and the <agent_capabilities> section
+// while Depth < MaxDepth. There is no user context or memory: a subagent
+// starts fresh.
+//
+// With the default report mode the instructions read
+//
+//	You are executing a focused sub-task. Respond with your result directly. Be thorough but stay focused on the task.
+//	Your final reply is sent to your parent agent as it is; the parent sees nothing else of your work.
+//
+// With ReportTool or ReportTag, "Respond with your result directly." gives
+// way to a second line asking for send_agent_message or a <response> block,
+// as in Child.
 func SubAgent(p SubAgentParams) string {
-	var report string
+	var instructions string
 	switch p.Report {
 	case cadre.ReportTool:
-		report = reportTool
+		instructions = subAgentFocus + " " + subAgentStay + "\n" + reportTool
 	case cadre.ReportTag:
-		report = reportTag
+		instructions = subAgentFocus + " " + subAgentStay + "\n" + reportTag
 	default:
-		report = reportReply
+		instructions = subAgentFocus + " " + subAgentDirect + " " + subAgentStay + "\n" + subAgentReply
 	}
 	return join(
 		wrap("soul", p.Soul),
 		wrap("identity", p.Identity),
-		"<task>\n"+strings.TrimSpace(p.Task)+"\n</task>",
-		"<sub_agent_instructions>\n"+subAgentInstructions+"\n"+report+"\n</sub_agent_instructions>",
+		wrap("task", p.Task),
+		"<sub_agent_instructions>\n"+instructions+"\n</sub_agent_instructions>",
 		Capabilities(p.Defs, p.Depth, p.MaxDepth),
 	)
 }
