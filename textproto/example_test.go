@@ -32,3 +32,24 @@ func ExampleParseSpawn() {
 	// "" "Gather the raw data" ""
 	// "code-analyst" "Find \"hot\" paths" "Go 1.26"
 }
+
+func ExampleTagExtractAll() {
+	reply := "Thinking… <say>Looking at the logs.</say> more thinking <Say>\n  Found it.\n</say>"
+	fmt.Printf("%q\n", textproto.TagExtractAll(reply, "say"))
+	// Output:
+	// ["Looking at the logs." "Found it."]
+}
+
+func ExampleTextBeforeSpawn() {
+	fmt.Printf("%q\n", textproto.TextBeforeSpawn("I'll split this.\n<spawn_agents><agent task=\"a\"/></spawn_agents>"))
+	fmt.Printf("%q\n", textproto.TextBeforeSpawn("  No block here.  "))
+	// Output:
+	// "I'll split this."
+	// "No block here."
+}
+
+func ExampleEscapeXML() {
+	fmt.Println(textproto.EscapeXML(`Compare "A" & <B>`))
+	// Output:
+	// Compare &quot;A&quot; &amp; &lt;B&gt;
+}
