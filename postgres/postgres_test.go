@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,19 +19,62 @@ import (
 	"github.com/cadre-ai/cadre/storetest"
 )
 
-// serverDSN returns the test server's connection string, or skips the
-// test when there is none (and fails it in CI, which must run it).
+// serverDSN returns the test server's connection string. Without one it
+// skips the test, unless CADRE_REQUIRE_POSTGRES=1 (or CI=true) says the
+// PostgreSQL tests must run: then it fails it.
 func serverDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv("CADRE_TEST_POSTGRES")
 	if dsn == "" {
 		const how = "CADRE_TEST_POSTGRES is not set: to run the PostgreSQL tests, `source .ci/postgres.sh` (it starts a throwaway server and sets it) or set it to a postgres:// URL of a database the tests may create schemas in"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(how + "; CI must not skip these tests")
+		if required() {
+			t.Fatal(how + "; CADRE_REQUIRE_POSTGRES=1 (or CI=true) says these tests must not be skipped")
 		}
 		t.Skip(how)
 	}
 	return dsn
+}
+
+func required() bool {
+	return os.Getenv("CADRE_REQUIRE_POSTGRES") == "1" || os.Getenv("CI") == "true"
+}
+
+// TestRequiredServer fails when the PostgreSQL tests must run and cannot,
+// so that a missing server is reported once by name, whatever -run selects.
+func TestRequiredServer(t *testing.T) {
+	if !required() {
+		t.Skip("CADRE_REQUIRE_POSTGRES is not 1: the PostgreSQL tests may be skipped here")
+	}
+	serverDSN(t)
+}
+
+// TestRequireFailsWithoutServer runs this test binary with
+// CADRE_REQUIRE_POSTGRES=1 and no server, and checks that the tests fail
+// rather than skip.
+func TestRequireFailsWithoutServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the test binary again")
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^(TestRequiredServer|TestConformance)$", "-test.v")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CADRE_TEST_POSTGRES=") && !strings.HasPrefix(kv, "CADRE_REQUIRE_POSTGRES=") && !strings.HasPrefix(kv, "CI=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "CADRE_REQUIRE_POSTGRES=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("with CADRE_REQUIRE_POSTGRES=1 and no CADRE_TEST_POSTGRES the tests passed:\n%s", out)
+	}
+	for _, name := range []string{"TestRequiredServer", "TestConformance"} {
+		if !strings.Contains(string(out), "--- FAIL: "+name+" ") {
+			t.Errorf("%s did not fail with CADRE_REQUIRE_POSTGRES=1 and no server:\n%s", name, out)
+		}
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Errorf("a test skipped with CADRE_REQUIRE_POSTGRES=1:\n%s", out)
+	}
 }
 
 // schemaDSN creates a schema of its own for the test, dropped at its end,

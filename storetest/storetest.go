@@ -33,7 +33,15 @@
 //   - times round-trip to the millisecond or better, zero stays zero;
 //   - a 1 MiB payload round-trips byte for byte;
 //   - records are copies: changing what was passed in or handed back does
-//     not change the store.
+//     not change the store;
+//   - concurrent use: many goroutines may write different runs, and the
+//     same run, at once; a reader polling Events(run, last seen) while
+//     others append sees every event exactly once, in Seq order (an event
+//     is never visible before those with lower Seqs); a batch that fails
+//     does not make another caller's batch fail.
+//
+// Bench and BenchAppend measure the cost of journaling the same way for
+// every store, with entries shaped like the loop's inputs (Journal).
 package storetest
 
 import (
@@ -107,6 +115,9 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 		}},
 		{"Concurrent", []subtest{
 			{"AppendsToSeveralRuns", s.concurrentAppends},
+			{"WholeRuns", s.concurrentRuns},
+			{"FollowersSeeEveryEvent", s.concurrentFollow},
+			{"FailuresStayInTheirBatch", s.concurrentFailures},
 		}},
 		{"Times", []subtest{
 			{"RoundTrip", s.timesRoundTrip},
@@ -1057,5 +1068,256 @@ func (suite) largePayloads(t *testing.T, s cadre.Store) {
 	}
 	if evs := readEvents(t, s, "r1", 0); len(evs) != 1 || evs[0].Data["content"] != big {
 		t.Errorf("a 1 MiB event did not round-trip")
+	}
+}
+
+// concurrentRuns has many goroutines each carry a whole run, as several
+// engines sharing one store would: create it, record two agents, journal
+// and emit events in turns, and finish it.
+func (suite) concurrentRuns(t *testing.T, s cadre.Store) {
+	const (
+		runs  = 12
+		turns = 10
+	)
+	child := cadre.RootID.Child("critic", 1)
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for r := range runs {
+		wg.Go(func() {
+			ctx := context.Background()
+			id := fmt.Sprintf("run-%02d", r)
+			fail := func(what string, err error) { errs <- fmt.Errorf("%s %s: %w", what, id, err) }
+			if err := s.CreateRun(ctx, sampleRun(id, at(time.Duration(r)*time.Second))); err != nil {
+				fail("CreateRun", err)
+				return
+			}
+			for _, a := range []cadre.AgentID{cadre.RootID, child} {
+				if err := s.PutAgent(ctx, sampleAgent(id, a, at(0))); err != nil {
+					fail("PutAgent", err)
+					return
+				}
+			}
+			for i := range turns {
+				seq := int64(i + 1)
+				if err := s.Append(ctx, []cadre.JournalEntry{entry(id, cadre.RootID, seq), entry(id, child, seq)}); err != nil {
+					fail("Append", err)
+					return
+				}
+				if err := s.AppendEvents(ctx, []cadre.Event{ev(id, cadre.EventModelResponse, cadre.RootID, time.Duration(seq)), ev(id, cadre.EventToolCalled, child, time.Duration(seq))}); err != nil {
+					fail("AppendEvents", err)
+					return
+				}
+			}
+			done := sampleRun(id, at(time.Duration(r)*time.Second))
+			done.Status, done.Ended, done.Agents, done.Answer = cadre.StatusDone, at(time.Hour), 2, "answer of "+id
+			if err := s.UpdateRun(ctx, done); err != nil {
+				fail("UpdateRun", err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	all, err := s.ListRuns(t.Context(), 0)
+	if err != nil {
+		t.Fatalf("ListRuns: %v", err)
+	}
+	if len(all) != runs {
+		t.Errorf("ListRuns returned %d runs, want %d", len(all), runs)
+	}
+	for r := range runs {
+		id := fmt.Sprintf("run-%02d", r)
+		got := mustGet(t, s, id)
+		if got.Status != cadre.StatusDone || got.Answer != "answer of "+id {
+			t.Errorf("run %s is %s with answer %q, want done with its own answer", id, got.Status, got.Answer)
+		}
+		if n := len(listAgents(t, s, id)); n != 2 {
+			t.Errorf("run %s has %d agents, want 2", id, n)
+		}
+		for _, a := range []cadre.AgentID{cadre.RootID, child} {
+			want := make([]cadre.JournalEntry, turns)
+			for i := range want {
+				want[i] = entry(id, a, int64(i+1))
+			}
+			if d := diff(want, readJournal(t, s, id, a)); d != "" {
+				t.Errorf("Journal(%s, %s) (-want +got):\n%s", id, a, d)
+			}
+		}
+		evs := readEvents(t, s, id, 0)
+		for i, e := range evs {
+			if e.Seq != int64(i+1) || e.Run != id {
+				t.Errorf("Events(%s)[%d] is seq %d of run %q, want seq %d of %s", id, i, e.Seq, e.Run, i+1, id)
+				break
+			}
+		}
+		if len(evs) != 2*turns {
+			t.Errorf("Events(%s) has %d events, want %d", id, len(evs), 2*turns)
+		}
+	}
+}
+
+// concurrentFollow has readers follow a run's events, as cadre runs show
+// --follow does from another process, while writers append to it: each
+// reader asks for the events after the last it saw, and must see every
+// Seq once, in order. A store that lets a later Seq become visible before
+// an earlier one would make a reader skip the earlier for good.
+func (suite) concurrentFollow(t *testing.T, s cadre.Store) {
+	const (
+		writers = 4
+		batches = 15
+		readers = 3
+	)
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	var (
+		wg, rg sync.WaitGroup
+		done   = make(chan struct{})
+		errs   = make(chan error, writers+readers)
+	)
+	for w := range writers {
+		agent := cadre.RootID.Child("worker", w+1)
+		wg.Go(func() {
+			for b := range batches {
+				batch := make([]cadre.Event, 1+(w+b)%3)
+				for i := range batch {
+					batch[i] = ev("r1", cadre.EventSay, agent, time.Duration(b))
+				}
+				if err := s.AppendEvents(context.Background(), batch); err != nil {
+					errs <- fmt.Errorf("AppendEvents: %w", err)
+					return
+				}
+				if err := s.PutAgent(context.Background(), sampleAgent("r1", agent, at(0))); err != nil {
+					errs <- fmt.Errorf("PutAgent: %w", err)
+					return
+				}
+			}
+		})
+	}
+	total := int64(0)
+	for w := range writers {
+		for b := range batches {
+			total += int64(1 + (w+b)%3)
+		}
+	}
+	seen := make([]int64, readers)
+	for r := range readers {
+		rg.Go(func() {
+			ctx := context.Background()
+			for {
+				// Whatever was committed before done was closed is visible
+				// to a read that starts after it.
+				var finished bool
+				select {
+				case <-done:
+					finished = true
+				default:
+				}
+				evs, err := s.Events(ctx, "r1", seen[r])
+				if err != nil {
+					errs <- fmt.Errorf("Events: %w", err)
+					return
+				}
+				for _, e := range evs {
+					if e.Seq != seen[r]+1 {
+						errs <- fmt.Errorf("a follower that had seen up to seq %d was next given seq %d", seen[r], e.Seq)
+						return
+					}
+					seen[r] = e.Seq
+				}
+				if _, err := s.ListAgents(ctx, "r1"); err != nil {
+					errs <- fmt.Errorf("ListAgents: %w", err)
+					return
+				}
+				if finished && len(evs) == 0 {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	rg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for r, n := range seen {
+		if n != total && !t.Failed() {
+			t.Errorf("follower %d saw %d events, want %d", r+1, n, total)
+		}
+	}
+}
+
+// concurrentFailures has batches that must fail (an existing entry, a
+// missing run) appended at the same time as good ones: only the bad ones
+// fail, and nothing of theirs is kept.
+func (suite) concurrentFailures(t *testing.T, s cadre.Store) {
+	const (
+		good    = 6
+		bad     = 3
+		batches = 10
+	)
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	if err := s.Append(t.Context(), []cadre.JournalEntry{entry("r1", "root", 1)}); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, (good+bad)*batches)
+	for g := range good {
+		agent := cadre.RootID.Child("worker", g+1)
+		wg.Go(func() {
+			for b := range batches {
+				seq := int64(2*b + 1)
+				if err := s.Append(context.Background(), []cadre.JournalEntry{entry("r1", agent, seq), entry("r1", agent, seq+1)}); err != nil {
+					errs <- fmt.Errorf("a good batch of %s failed: %w", agent, err)
+				}
+				if err := s.AppendEvents(context.Background(), []cadre.Event{ev("r1", cadre.EventSay, agent, 0)}); err != nil {
+					errs <- fmt.Errorf("a good event of %s failed: %w", agent, err)
+				}
+			}
+		})
+	}
+	for k := range bad {
+		wg.Go(func() {
+			for b := range batches {
+				// A new entry for root, then one that exists.
+				dup := []cadre.JournalEntry{entry("r1", "root", int64(100+k*batches+b)), entry("r1", "root", 1)}
+				if err := s.Append(context.Background(), dup); err == nil {
+					errs <- errors.New("a batch holding an existing entry succeeded")
+				}
+				missing := []cadre.Event{ev("r1", cadre.EventSay, "root", 0), ev("nope", cadre.EventSay, "root", 0)}
+				if err := s.AppendEvents(context.Background(), missing); !errors.Is(err, cadre.ErrNotFound) {
+					errs <- fmt.Errorf("a batch of events for a missing run: got %v, want cadre.ErrNotFound", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if d := cmp.Diff([]int64{1}, seqs(readJournal(t, s, "r1", "root"))); d != "" {
+		t.Errorf("root's journal holds entries of failed batches (-want +got):\n%s", d)
+	}
+	for g := range good {
+		agent := cadre.RootID.Child("worker", g+1)
+		if n := len(readJournal(t, s, "r1", agent)); n != 2*batches {
+			t.Errorf("Journal(%s) has %d entries, want %d", agent, n, 2*batches)
+		}
+	}
+	evs := readEvents(t, s, "r1", 0)
+	if len(evs) != good*batches {
+		t.Errorf("Events(r1) has %d events, want %d: the failed batches' events were kept or good ones lost", len(evs), good*batches)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) || e.Agent == cadre.RootID {
+			t.Errorf("Events(r1)[%d] is seq %d of %s, want seq %d of a worker", i, e.Seq, e.Agent, i+1)
+			break
+		}
 	}
 }

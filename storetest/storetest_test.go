@@ -58,6 +58,18 @@ func (b broken) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	return b.Store.Append(ctx, entries)
 }
 
+func (b broken) AppendEvents(ctx context.Context, events []cadre.Event) error {
+	if b.bug == "PartialEvents" {
+		for i := range events {
+			if err := b.Store.AppendEvents(ctx, events[i:i+1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return b.Store.AppendEvents(ctx, events)
+}
+
 func (b broken) Events(ctx context.Context, run string, after int64) ([]cadre.Event, error) {
 	evs, err := b.Store.Events(ctx, run, after)
 	if b.bug == "SeqGaps" {
@@ -90,7 +102,8 @@ func TestSuiteCatches(t *testing.T) {
 		{"PlainNotFound", []string{"Runs/GetMissing", "Runs/UpdateMissing"}},
 		{"OldestFirst", []string{"Runs/ListNewestFirst/all", "Times/RoundTrip"}},
 		{"PartialBatch", []string{"Journal/DuplicateRejectsBatch", "Journal/DuplicateWithinBatch", "Journal/MissingRun"}},
-		{"SeqGaps", []string{"Events/SeqAssigned", "Events/After", "Concurrent/AppendsToSeveralRuns"}},
+		{"SeqGaps", []string{"Events/SeqAssigned", "Events/After", "Concurrent/AppendsToSeveralRuns", "Concurrent/WholeRuns", "Concurrent/FollowersSeeEveryEvent"}},
+		{"PartialEvents", []string{"Concurrent/FailuresStayInTheirBatch", "Events/MissingRunRejectsBatch"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.v")
