@@ -191,3 +191,27 @@ func TestWriteAndEditKeepMode(t *testing.T) {
 		})
 	}
 }
+
+func TestPathLocks(t *testing.T) {
+	var l pathLocks
+	unlockA := l.lock("a")
+	unlockB := l.lock("b") // another path does not wait for a
+	got := make(chan string, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		unlock := l.lock("a") // waits for the first holder of a
+		got <- "second"
+		unlock()
+	}()
+	got <- "first"
+	unlockA()
+	<-done
+	unlockB()
+	if first, second := <-got, <-got; first != "first" || second != "second" {
+		t.Errorf("order %s, %s; want first, second", first, second)
+	}
+	if len(l.m) != 0 {
+		t.Errorf("%d entries left after every lock was given up", len(l.m))
+	}
+}
