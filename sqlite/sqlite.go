@@ -21,7 +21,8 @@
 //
 // Errors: a missing run is reported with an error wrapping
 // cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
-// exists is an error, and the batch holding it is not applied. Strings and
+// exists is an error, and the batch holding it is not applied. Writes
+// after Close fail with ErrClosed. Strings and
 // payloads are stored byte for byte; times are kept to the nanosecond and
 // come back in UTC, and must lie within the years 0 to 9999.
 package sqlite
