@@ -38,6 +38,10 @@ const (
 	EventSay              EventType = "say"
 	EventOnboardQuestion  EventType = "onboarding_question"
 	EventOnboardAnswer    EventType = "onboarding_answer"
+	EventQuestion         EventType = "agent_question"
+	EventAnswer           EventType = "agent_answer"
+	EventAgentCreated     EventType = "agent_created"
+	EventRunResumed       EventType = "run_resumed"
 	EventWarning          EventType = "warning"
 )
 

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,34 +28,32 @@ type agent struct {
 	modelName  string
 	model      cadre.Model
 	tools      []cadre.Tool // read by children's spawns: never changed after creation
-	delegate   bool
-	protocol   cadre.Protocol
+	cfg        loop.Config  // read by children's spawns: never changed after creation
 	timeout    time.Duration
 
 	st    *loop.State
 	box   *mailbox
-	first loop.Input
-	seq   int64
+	first *loop.Start // the Start to step first, for a new agent
+	seq   int64       // the last journaled entry's Seq
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	work   sync.WaitGroup
 
 	modelCancel context.CancelCauseFunc
-	busy        int          // model and tool calls in flight
-	started     bool         // got its first concurrency slot
-	activity    atomic.Int64 // unix nanos of the last sign of life
+	busy        int                    // model and tool calls in flight
+	started     bool                   // made its first model call
+	kids        map[cadre.AgentID]bool // children that have not ended
+	activity    atomic.Int64           // unix nanos of the last sign of life
 }
 
-func (r *Run) newAgent(id cadre.AgentID, parent *agent, definition string, def *cadre.Definition, modelName string, m cadre.Model, tools []cadre.Tool, delegate bool) *agent {
+func (r *Run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool) *agent {
 	ctx, cancel := context.WithCancel(r.ctx)
 	a := &agent{
-		run: r, id: id, parent: parent, depth: id.Depth(), definition: definition, def: def,
-		modelName: modelName, model: m, tools: tools, delegate: delegate, protocol: r.e.cfg.Protocol,
-		st: loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel,
-	}
-	if def != nil {
-		a.timeout = def.Timeout()
+		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
+		modelName: cfg.Model, model: m, tools: tools, cfg: cfg,
+		timeout: time.Duration(cfg.TimeoutSeconds) * time.Second,
+		st:      loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
 	}
 	return a
 }
@@ -69,13 +68,20 @@ func (a *agent) emit(t cadre.EventType, data map[string]any) {
 
 func (a *agent) touch() { a.activity.Store(time.Now().UnixNano()) }
 
-// main is the agent's owner goroutine.
-func (a *agent) main() {
+// main is the agent's owner goroutine. A new agent steps its Start; a
+// resumed one carries out the actions its replay left pending.
+func (a *agent) main(pending []loop.Action) {
 	defer a.run.wg.Done()
-	a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName})
 	a.touch()
 	var fin *loop.Finish
-	fin = a.handle([]loop.Input{a.first})
+	if a.first != nil {
+		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName})
+		fin = a.step([]loop.Input{*a.first})
+		a.first = nil
+	} else {
+		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName, "resumed": true})
+		fin = a.doAll(pending)
+	}
 	var timer *time.Timer
 	for fin == nil {
 		var timeout <-chan time.Time
@@ -90,10 +96,10 @@ func (a *agent) main() {
 		}
 		select {
 		case <-a.box.notify:
-			fin = a.handle(a.box.take())
+			fin = a.step(a.box.take())
 		case <-timeout:
 			if time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
-				fin = a.handle([]loop.Input{loop.Timeout{Seconds: int(a.timeout / time.Second)}})
+				fin = a.step([]loop.Input{loop.Timeout{Seconds: int(a.timeout / time.Second)}})
 			}
 		}
 	}
@@ -101,13 +107,37 @@ func (a *agent) main() {
 		timer.Stop()
 	}
 	a.cancel()
+	a.endChildren(fin)
 	a.work.Wait()
 	a.run.ended(a, *fin)
 }
 
-// handle journals inputs, steps them, and carries out the actions. It
+// endChildren cancels the children still alive when the agent finishes and
+// waits until they have ended, so that no agent outlives its parent.
+func (a *agent) endChildren(fin *loop.Finish) {
+	if len(a.kids) == 0 {
+		return
+	}
+	reason := fmt.Sprintf("its parent %s ended", a.id)
+	if fin.Cancelled {
+		reason = fin.Result
+	}
+	for id := range a.kids {
+		a.run.cancelTree(id, reason)
+	}
+	for len(a.kids) > 0 {
+		<-a.box.notify
+		for _, in := range a.box.take() {
+			if ce, ok := in.(loop.ChildEnded); ok {
+				delete(a.kids, ce.Child)
+			}
+		}
+	}
+}
+
+// step journals inputs, steps them, and carries out the actions. It
 // returns the Finish action once the agent is done.
-func (a *agent) handle(ins []loop.Input) *loop.Finish {
+func (a *agent) step(ins []loop.Input) *loop.Finish {
 	if len(ins) == 0 {
 		return nil
 	}
@@ -118,6 +148,7 @@ func (a *agent) handle(ins []loop.Input) *loop.Finish {
 		a.run.e.cfg.Logger.Error("journal", "agent", a.id, "err", err)
 		ins = []loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}}
 	}
+	var fin *loop.Finish
 	for _, in := range ins {
 		switch in := in.(type) {
 		case loop.ModelResult:
@@ -125,18 +156,33 @@ func (a *agent) handle(ins []loop.Input) *loop.Finish {
 			a.modelCancel = nil
 		case loop.ToolResults:
 			a.busy -= len(in.Results)
+		case loop.ChildEnded:
+			delete(a.kids, in.Child)
 		}
-		for _, act := range a.st.Step(in) {
-			if fin := a.do(act); fin != nil {
-				return fin
-			}
+		if fin == nil {
+			fin = a.doAll(a.st.Step(in))
+		}
+	}
+	if fin != nil {
+		return fin
+	}
+	if a.busy == 0 && a.st.Started() {
+		a.run.setStatus(a, cadre.StatusWaiting)
+	}
+	return nil
+}
+
+func (a *agent) doAll(acts []loop.Action) *loop.Finish {
+	for _, act := range acts {
+		if fin := a.do(act); fin != nil {
+			return fin
 		}
 	}
 	return nil
 }
 
 func (a *agent) journal(ins []loop.Input) error {
-	if a.run.jour == nil || a.run.e.cfg.Store == nil {
+	if a.run.e.cfg.Store == nil {
 		return nil
 	}
 	entries := make([]cadre.JournalEntry, len(ins))
@@ -155,12 +201,26 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 	case loop.CallTools:
 		a.callTools(act)
 	case loop.Spawn:
+		// Each child is acknowledged before it is launched, so the parent
+		// steps Spawned before anything the child sends.
 		for _, spec := range act.Children {
-			err := a.run.spawn(a, spec)
+			child, err := a.run.spawn(a, spec)
+			if err == "" {
+				a.kids[spec.ID] = true
+			}
 			a.box.put(loop.Spawned{Ref: spec.Ref, Child: spec.ID, Err: err})
+			if child != nil {
+				a.run.launch(child, nil)
+			}
 		}
 	case loop.Deliver:
 		a.run.deliver(a, act)
+	case loop.Ask:
+		a.ask(act)
+	case loop.Reply:
+		a.run.reply(a, act)
+	case loop.CreateAgent:
+		a.createAgent(act)
 	case loop.CancelChild:
 		a.run.cancelTree(act.Child, "cancelled by its parent "+string(a.id))
 	case loop.Interrupt:
@@ -177,15 +237,15 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 	return nil
 }
 
-// acquire takes a concurrency slot, marking the agent queued while it waits
-// for its first one.
-func (a *agent) acquire(ctx context.Context) bool {
+// acquire takes a concurrency slot. An agent that has not made its first
+// call yet is queued while it waits for one.
+func (a *agent) acquire(ctx context.Context, first bool) bool {
 	select {
 	case a.run.sem <- struct{}{}:
 		return true
 	default:
 	}
-	if !a.started {
+	if first {
 		a.run.setStatus(a, cadre.StatusQueued)
 		a.emit(cadre.EventAgentQueued, map[string]any{"max_concurrent": cap(a.run.sem)})
 	}
@@ -203,33 +263,30 @@ func (a *agent) callModel(act loop.CallModel) {
 	a.busy++
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.modelCancel = cancel
-	queued := !a.started
+	first := !a.started
+	a.started = true
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
 		defer cancel(nil)
-		a.box.put(a.model1(ctx, act, queued))
+		a.box.put(a.model1(ctx, act, first))
 	}()
-	a.started = true
 }
 
 // model1 makes one model call and returns its input for the loop.
-func (a *agent) model1(ctx context.Context, act loop.CallModel, queued bool) loop.ModelResult {
-	if !a.acquire(ctx) {
+func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop.ModelResult {
+	if !a.acquire(ctx, first) {
 		return a.modelAborted(ctx)
 	}
 	defer a.release()
-	if queued || a.run.statusOf(a.id) != cadre.StatusRunning {
-		a.run.setStatus(a, cadre.StatusRunning)
-	}
+	a.run.setStatus(a, cadre.StatusRunning)
 	if !a.run.allow(a) {
 		return loop.ModelResult{BudgetExhausted: true}
 	}
+	a.touch()
 	req := act.Request
-	var streamed strings.Builder
 	resp, err := cadre.Collect(a.model.Stream(ctx, &req), func(text string) {
 		a.touch()
-		streamed.WriteString(text)
 		a.emit(cadre.EventModelDelta, map[string]any{"text": text})
 	})
 	if err != nil {
@@ -263,6 +320,11 @@ func (a *agent) modelAborted(ctx context.Context) loop.ModelResult {
 	return loop.ModelResult{Err: "the call was aborted: " + cause.Error()}
 }
 
+// interruptedCall is the result of a call that changes something and was
+// in flight when the run stopped: it is not repeated blindly.
+const interruptedCall = "Error: this call was in progress when cadre stopped, so it may or may not have taken effect. " +
+	"Check its effect before calling it again."
+
 func (a *agent) callTools(act loop.CallTools) {
 	a.busy += len(act.Calls)
 	byName := make(map[string]cadre.Tool, len(a.tools))
@@ -272,8 +334,8 @@ func (a *agent) callTools(act loop.CallTools) {
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
-		if !a.acquire(a.ctx) {
-			var res []loop.ToolResult
+		if !a.acquire(a.ctx, false) {
+			res := make([]loop.ToolResult, 0, len(act.Calls))
 			for _, c := range act.Calls {
 				res = append(res, loop.ToolResult{CallID: c.ID, Content: "Error: the tool call was aborted: the agent is stopping.", IsError: true})
 			}
@@ -281,13 +343,23 @@ func (a *agent) callTools(act loop.CallTools) {
 			return
 		}
 		defer a.release()
+		a.run.setStatus(a, cadre.StatusRunning)
 		var wg sync.WaitGroup
 		for _, c := range act.Calls {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.emit(cadre.EventToolCalled, map[string]any{"call_id": c.ID, "tool": c.Name, "arguments": c.Arguments})
-				out, isErr := a.run.e.cfg.Runner.RunTool(a.ctx, a.id, byName[c.Name], c)
+				t := byName[c.Name]
+				var (
+					out   string
+					isErr bool
+				)
+				if act.Resumed && cadre.Mutates(t) {
+					out, isErr = interruptedCall, true
+				} else {
+					a.emit(cadre.EventToolCalled, map[string]any{"call_id": c.ID, "tool": c.Name, "arguments": c.Arguments})
+					out, isErr = a.run.e.cfg.Runner.RunTool(a.ctx, a.id, t, c)
+				}
 				a.touch()
 				a.emit(cadre.EventToolResult, map[string]any{"call_id": c.ID, "tool": c.Name, "is_error": isErr, "content": clip(out, 2000)})
 				a.box.put(loop.ToolResults{Results: []loop.ToolResult{{CallID: c.ID, Content: out, IsError: isErr}}})
@@ -297,18 +369,90 @@ func (a *agent) callTools(act loop.CallTools) {
 	}()
 }
 
+// ask puts the agent's question to its caller: the parent's mailbox, or
+// the user for the root.
+func (a *agent) ask(act loop.Ask) {
+	if act.Onboarding {
+		a.emit(cadre.EventOnboardQuestion, map[string]any{"question": act.Question})
+	} else {
+		a.emit(cadre.EventQuestion, map[string]any{"question": act.Question})
+	}
+	if a.parent != nil {
+		a.parent.box.put(loop.ChildQuestion{Child: a.id, Question: act.Question})
+		return
+	}
+	askUser := a.run.e.cfg.AskUser
+	if askUser == nil {
+		a.box.put(loop.Answer{Err: "there is no one to ask: the run has no terminal for questions."})
+		return
+	}
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		text, err := askUser(a.ctx, a.id, act.Question)
+		if err != nil {
+			a.box.put(loop.Answer{Err: err.Error()})
+			return
+		}
+		a.emit(cadre.EventAnswer, map[string]any{"question": act.Question, "answer": text, "from": "user"})
+		a.box.put(loop.Answer{Text: text})
+	}()
+}
+
+// reply delivers a parent's answer to its child's question.
+func (r *Run) reply(from *agent, act loop.Reply) {
+	r.mu.Lock()
+	target := r.agents[act.To]
+	r.mu.Unlock()
+	if target == nil {
+		return // the child has ended; its question no longer matters
+	}
+	target.box.put(loop.Answer{Text: act.Text})
+}
+
+// createAgent approves, saves and registers a definition an agent wrote.
+func (a *agent) createAgent(act loop.CreateAgent) {
+	r := a.run
+	create := r.e.cfg.CreateAgent
+	a.work.Add(1)
+	go func() {
+		defer a.work.Done()
+		def := act.Definition
+		if r.definition(def.Name) != nil {
+			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: fmt.Sprintf("an agent named %q already exists in this run", def.Name)})
+			return
+		}
+		if create == nil {
+			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: "this run does not allow creating agents"})
+			return
+		}
+		file, err := create(a.ctx, a.id, &def)
+		if err != nil {
+			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: err.Error()})
+			return
+		}
+		def.File = file
+		r.mu.Lock()
+		if _, dup := r.defs[def.Name]; dup {
+			r.mu.Unlock()
+			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: fmt.Sprintf("an agent named %q already exists in this run", def.Name)})
+			return
+		}
+		r.defs[def.Name] = &def
+		r.mu.Unlock()
+		a.box.put(loop.AgentCreated{Ref: act.Ref, Definition: &def, File: file})
+	}()
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return strings.TrimSpace(s[:cut]) + "…"
 }
 
-func (r *Run) statusOf(id cadre.AgentID) cadre.Status {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if in := r.infos[id]; in != nil {
-		return in.Status
-	}
-	return ""
-}
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

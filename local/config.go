@@ -24,7 +24,8 @@ type Config struct {
 	// Runner runs tool calls. Nil runs the tool directly after checking the
 	// arguments are a JSON object.
 	Runner ToolRunner
-	// Store journals inputs and keeps records and events. Nil keeps nothing.
+	// Store journals inputs and keeps records and events. Nil keeps nothing
+	// (and the run cannot be resumed).
 	Store  cadre.Store
 	Limits cadre.Limits
 	// Protocol is the root's protocol, already resolved to tools or text.
@@ -36,9 +37,20 @@ type Config struct {
 	// Soul and Identity are the personality files given to every agent;
 	// Guidance (AGENTS.md) is part of the root's prompt.
 	Soul, Identity, Guidance string
-	// RootDefinition, when set, is the root's definition (its prompt and
-	// tool list) instead of the generic root prompt.
+	// RootDefinition, when set, is the root's definition (its prompt, tool
+	// list and askCaller) instead of the generic root prompt.
 	RootDefinition *cadre.Definition
+	// AskUser answers the root agent's ask_caller questions (a root with
+	// askCaller). Nil means there is no one to ask: the question fails
+	// with a message telling the agent to go on with what it knows.
+	AskUser func(ctx context.Context, agent cadre.AgentID, question string) (string, error)
+	// CreateAgent approves and saves a definition an agent writes with
+	// agent_create, returning where it was written. Nil refuses every
+	// creation with a message saying the run does not allow it.
+	CreateAgent func(ctx context.Context, agent cadre.AgentID, def *cadre.Definition) (file string, err error)
+	// Settings is kept in the run's record as it is (the caller's own
+	// description of the run's configuration, used to resume it).
+	Settings json.RawMessage
 	// Handlers receive every event, in order, from one goroutine.
 	Handlers []func(cadre.Event)
 	Logger   *slog.Logger
@@ -83,7 +95,7 @@ func (directRunner) RunTool(ctx context.Context, _ cadre.AgentID, t cadre.Tool, 
 		}
 	}()
 	args := strings.TrimSpace(call.Arguments)
-	if args == "" {
+	if args == "" || args == "null" {
 		args = "{}"
 	}
 	var obj map[string]any

@@ -139,6 +139,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 	checkNoLeaks(t)
 	var runRef atomic.Pointer[Run]
 	started := make(chan struct{}, 10)
+	registered := make(chan struct{})
 	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
@@ -164,6 +165,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 				return text("other done"), nil
 			}
 			<-started
+			<-registered
 			// The leaf is running: cancel the middle agent.
 			if err := runRef.Load().CancelAgent("root/middle.1", "test"); err != nil {
 				return nil, err
@@ -179,6 +181,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 		t.Fatal(err)
 	}
 	runRef.Store(r)
+	close(registered)
 	res, err := r.Wait()
 	if err != nil {
 		t.Fatal(err)

@@ -17,30 +17,41 @@ type CallModel struct {
 // inputs.
 type CallTools struct {
 	Calls []cadre.ToolCall
+	// Resumed marks calls that were in flight when the run stopped and are
+	// asked for again after a replay: the engine must not repeat a call
+	// that changes something (cadre.Mutates) without asking the model.
+	Resumed bool
 }
 
 // ChildSpec describes one child to start.
 type ChildSpec struct {
 	// Ref identifies the request in the answering Spawned input: the tool
 	// call ID, or "spawn.N" for text-protocol tasks.
-	Ref string
-	ID  cadre.AgentID
+	Ref string        `json:"ref"`
+	ID  cadre.AgentID `json:"id"`
 	// Definition names the child's definition; empty for a text-protocol
 	// child without one (it gets the generic sub-agent prompt).
-	Definition string
+	Definition string `json:"definition,omitempty"`
 	// Name is the display name given by the model, if any.
-	Name    string
-	Task    string
-	Context string
+	Name    string `json:"name,omitempty"`
+	Task    string `json:"task"`
+	Context string `json:"context,omitempty"`
 	// Messages are extra user messages placed before the task message
 	// (the previous result of a sequential step).
-	Messages   []cadre.Message
-	Background bool
+	Messages []cadre.Message `json:"messages,omitempty"`
+	// First, when set, is the child's first user message instead of the
+	// one built from Task and Context (an onboarded call, or the
+	// onboarding conversation itself).
+	First      string `json:"first,omitempty"`
+	Background bool   `json:"background,omitempty"`
 	// Mode is how the child was asked for: "sync", "background",
-	// "parallel" or "sequential".
-	Mode string
+	// "parallel", "sequential" or "onboard".
+	Mode string `json:"mode"`
+	// Onboarding starts the child in ModeOnboarding.
+	Onboarding bool `json:"onboarding,omitempty"`
 	// Index and Total place a text-protocol task within its block.
-	Index, Total int
+	Index int `json:"index,omitempty"`
+	Total int `json:"total,omitempty"`
 }
 
 // Spawn asks for children. The engine answers each spec with Spawned, and
@@ -58,8 +69,34 @@ type Deliver struct {
 	Report    bool
 	Failed    bool
 	Cancelled bool
-	Steering  bool
-	FollowUp  bool
+	// Incomplete marks a report made before the work was finished (the
+	// token budget ran out, or an onboarding agent reached its turn limit).
+	Incomplete bool
+	Steering   bool
+	FollowUp   bool
+}
+
+// Ask puts the agent's question to its caller: its parent (as a
+// ChildQuestion input) or, for the root, the user. The engine answers with
+// Answer.
+type Ask struct {
+	Question string
+	// Onboarding marks a question asked in ModeOnboarding.
+	Onboarding bool
+}
+
+// Reply sends the answer to a child's question.
+type Reply struct {
+	To   cadre.AgentID
+	Text string
+}
+
+// CreateAgent asks the engine to create a definition at run time: approve
+// it, write it where it can be reviewed, and register it for the run. The
+// engine answers with AgentCreated.
+type CreateAgent struct {
+	Ref        string
+	Definition cadre.Definition
 }
 
 // CancelChild asks to cancel a child and all its descendants.
@@ -79,7 +116,7 @@ type Emit struct {
 }
 
 // Wait says the agent's turn is over but it is not done: it waits for its
-// children or its inbox.
+// children, its inbox or an answer.
 type Wait struct{}
 
 // Finish ends the agent. Result is its final text.
@@ -98,6 +135,9 @@ func (CallModel) action()   {}
 func (CallTools) action()   {}
 func (Spawn) action()       {}
 func (Deliver) action()     {}
+func (Ask) action()         {}
+func (Reply) action()       {}
+func (CreateAgent) action() {}
 func (CancelChild) action() {}
 func (Interrupt) action()   {}
 func (Emit) action()        {}

@@ -8,6 +8,17 @@ import (
 	"github.com/cadre-ai/cadre/textproto"
 )
 
+// block is a <spawn_agents> block being executed.
+type block struct {
+	mode    textproto.SpawnMode
+	tasks   []textproto.SpawnTask
+	results []prompt.Result
+	done    []bool
+	retried []bool
+	next    int // sequential: index of the next task to start
+	last    string
+}
+
 // startBlock executes a <spawn_agents> block found in the reply that just
 // ended, if any. It reports false when there is none.
 func (s *State) startBlock() ([]Action, bool) {
@@ -62,21 +73,16 @@ func (s *State) startBlock() ([]Action, bool) {
 // blockSpec creates the child for task i of the running block.
 func (s *State) blockSpec(i int, previous string) ChildSpec {
 	t := s.blk.tasks[i]
-	def := t.Name
-	idName := def
-	if idName == "" {
-		idName = "sub"
-	}
-	id := s.childID(idName)
-	s.addChild(id, def, "", t.Task, "", i)
 	spec := ChildSpec{
-		Ref: fmt.Sprintf("spawn.%d", s.spawns), ID: id, Definition: def, Task: t.Task, Context: t.Context,
+		Ref: fmt.Sprintf("spawn.%d", s.spawns+1), Definition: t.Name, Task: t.Task, Context: t.Context,
 		Index: i + 1, Total: len(s.blk.tasks), Mode: string(s.blk.mode),
 	}
 	if previous != "" {
 		spec.Messages = []cadre.Message{{Role: cadre.RoleUser, Content: prompt.PreviousResult(previous)}}
 	}
-	return spec
+	c := s.addChild(spec, "")
+	c.blockTask = i
+	return c.spec
 }
 
 // blockReport records a block child's outcome, starts the next sequential

@@ -1,6 +1,21 @@
 package loop
 
-import "github.com/cadre-ai/cadre"
+import (
+	"encoding/json"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// Mode is what an agent was started for.
+type Mode string
+
+// Modes. An onboarding agent only asks its caller questions (ask_caller)
+// and reports "ready" by ending its turn without asking; its caller gives
+// it the task later, in a fresh agent.
+const (
+	ModeWork       Mode = ""
+	ModeOnboarding Mode = "onboarding"
+)
 
 // Config is what an agent is, fixed when it starts. It travels in the Start
 // input so a replay rebuilds the same agent.
@@ -10,7 +25,10 @@ type Config struct {
 	Depth      int           `json:"depth"`
 	MaxDepth   int           `json:"max_depth"`
 	Definition string        `json:"definition"`
-	System     string        `json:"system"`
+	// Model is the name of the agent's model, for the engine; the loop
+	// does not use it.
+	Model  string `json:"model,omitempty"`
+	System string `json:"system"`
 	// Tools are the ordinary tools the agent may call, after its allowlist
 	// was applied. Subagent tools are added by the loop.
 	Tools []cadre.ToolSpec `json:"tools,omitempty"`
@@ -22,21 +40,43 @@ type Config struct {
 	Report   cadre.ReportMode `json:"report,omitempty"`
 	Protocol cadre.Protocol   `json:"protocol,omitempty"`
 	MaxTurns int              `json:"max_turns"`
+	// TimeoutSeconds is the agent's inactivity limit, for the engine; 0
+	// means none.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// Say shows only <say> blocks of the agent's replies to the user.
 	Say         bool     `json:"say,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
+
+	// Mode is ModeOnboarding for an agent started by agent_onboard.
+	Mode Mode `json:"mode,omitempty"`
+	// AskCaller keeps the ask_caller tool while the agent works.
+	AskCaller bool `json:"ask_caller,omitempty"`
+	// MaxQuestions bounds ask_caller calls (cadre.DefaultMaxQuestions
+	// when 0).
+	MaxQuestions int `json:"max_questions,omitempty"`
+	// OutputSchema is a JSON Schema the agent's report must match; a
+	// mismatch is sent back to the agent once.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // A CatalogEntry is a definition as the loop needs to know it.
 type CatalogEntry struct {
 	Name     string `json:"name"`
 	Internal bool   `json:"internal,omitempty"`
-	// OnboardingRequired agents must be onboarded before they are called.
+	// OnboardingRequired agents must be onboarded before they are called;
+	// NoOnboarding agents cannot be onboarded.
 	OnboardingRequired bool `json:"onboarding_required,omitempty"`
+	NoOnboarding       bool `json:"no_onboarding,omitempty"`
+	// AskCaller agents may ask their caller questions while they work.
+	AskCaller bool `json:"ask_caller,omitempty"`
+	// MaxQuestions is the definition's question limit (0: the default).
+	MaxQuestions int `json:"max_questions,omitempty"`
 }
 
 func (c *Config) isChild() bool { return c.Parent != "" }
+
+func (c *Config) onboarding() bool { return c.Mode == ModeOnboarding }
 
 func (c *Config) textProtocol() bool { return c.Protocol == cadre.ProtocolText }
 
@@ -47,6 +87,16 @@ func (c *Config) maxTurns() int {
 	return c.MaxTurns
 }
 
+func (c *Config) maxQuestions() int {
+	if c.MaxQuestions <= 0 {
+		return cadre.DefaultMaxQuestions
+	}
+	return c.MaxQuestions
+}
+
+// canAsk reports whether the agent has the ask_caller tool.
+func (c *Config) canAsk() bool { return c.onboarding() || c.AskCaller }
+
 func (c *Config) entry(name string) (CatalogEntry, bool) {
 	for _, e := range c.Catalog {
 		if e.Name == name {
@@ -54,6 +104,17 @@ func (c *Config) entry(name string) (CatalogEntry, bool) {
 		}
 	}
 	return CatalogEntry{}, false
+}
+
+// anyAskCaller reports whether some definition the agent may spawn asks
+// its caller questions while it works.
+func (c *Config) anyAskCaller() bool {
+	for _, e := range c.Catalog {
+		if e.AskCaller && !e.Internal {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) spawnable() []string {

@@ -61,12 +61,38 @@ type ChildReport struct {
 	Failed bool          `json:"failed,omitempty"`
 	// Cancelled marks the failure of a cancelled child.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// Incomplete marks a report made before the work was finished.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // ChildEnded says a child has stopped for good.
 type ChildEnded struct {
 	Child  cadre.AgentID `json:"child"`
 	Status cadre.Status  `json:"status"`
+	// Error is why a child that failed or was cancelled stopped.
+	Error string `json:"error,omitempty"`
+}
+
+// ChildQuestion is a question a child put to this agent with ask_caller.
+type ChildQuestion struct {
+	Child    cadre.AgentID `json:"child"`
+	Question string        `json:"question"`
+}
+
+// Answer answers the agent's pending ask_caller question. Err says why no
+// answer could be had (for the root: no terminal to ask on).
+type Answer struct {
+	Text string `json:"text"`
+	Err  string `json:"err,omitempty"`
+}
+
+// AgentCreated answers a CreateAgent action: the definition was written and
+// registered (File says where), or Err says why not.
+type AgentCreated struct {
+	Ref        string            `json:"ref"`
+	Definition *cadre.Definition `json:"definition,omitempty"`
+	File       string            `json:"file,omitempty"`
+	Err        string            `json:"err,omitempty"`
 }
 
 // InboxMessage is a message from another agent (or from the runtime, with
@@ -90,12 +116,15 @@ type Cancel struct {
 }
 
 // Kind implementations.
-func (Start) Kind() string        { return "start" }
-func (ModelResult) Kind() string  { return "model_result" }
-func (ToolResults) Kind() string  { return "tool_results" }
-func (Spawned) Kind() string      { return "spawned" }
-func (ChildReport) Kind() string  { return "child_report" }
-func (ChildEnded) Kind() string   { return "child_ended" }
-func (InboxMessage) Kind() string { return "inbox_message" }
-func (Timeout) Kind() string      { return "timeout" }
-func (Cancel) Kind() string       { return "cancel" }
+func (Start) Kind() string         { return "start" }
+func (ModelResult) Kind() string   { return "model_result" }
+func (ToolResults) Kind() string   { return "tool_results" }
+func (Spawned) Kind() string       { return "spawned" }
+func (ChildReport) Kind() string   { return "child_report" }
+func (ChildEnded) Kind() string    { return "child_ended" }
+func (ChildQuestion) Kind() string { return "child_question" }
+func (Answer) Kind() string        { return "answer" }
+func (AgentCreated) Kind() string  { return "agent_created" }
+func (InboxMessage) Kind() string  { return "inbox_message" }
+func (Timeout) Kind() string       { return "timeout" }
+func (Cancel) Kind() string        { return "cancel" }

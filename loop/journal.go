@@ -5,52 +5,45 @@ import (
 	"fmt"
 )
 
+// decoders turn a journaled input back into its type, by Kind.
+func decodeAs[T Input](data []byte) (Input, error) {
+	var v T
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
 // Decode turns a journaled input back into an Input.
 func Decode(kind string, data []byte) (Input, error) {
-	var (
-		in  Input
-		err error
-	)
+	var dec func([]byte) (Input, error)
 	switch kind {
 	case Start{}.Kind():
-		var v Start
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[Start]
 	case ModelResult{}.Kind():
-		var v ModelResult
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[ModelResult]
 	case ToolResults{}.Kind():
-		var v ToolResults
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[ToolResults]
 	case Spawned{}.Kind():
-		var v Spawned
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[Spawned]
 	case ChildReport{}.Kind():
-		var v ChildReport
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[ChildReport]
 	case ChildEnded{}.Kind():
-		var v ChildEnded
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[ChildEnded]
+	case ChildQuestion{}.Kind():
+		dec = decodeAs[ChildQuestion]
+	case Answer{}.Kind():
+		dec = decodeAs[Answer]
+	case AgentCreated{}.Kind():
+		dec = decodeAs[AgentCreated]
 	case InboxMessage{}.Kind():
-		var v InboxMessage
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[InboxMessage]
 	case Timeout{}.Kind():
-		var v Timeout
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[Timeout]
 	case Cancel{}.Kind():
-		var v Cancel
-		err = json.Unmarshal(data, &v)
-		in = v
+		dec = decodeAs[Cancel]
 	default:
-		return nil, fmt.Errorf("loop: unknown journal entry kind %q (written by a newer cadre?)", kind)
+		return nil, fmt.Errorf("loop: unknown journal entry kind %q (was the run written by a newer cadre?)", kind)
 	}
+	in, err := dec(data)
 	if err != nil {
 		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 	}

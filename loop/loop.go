@@ -1,9 +1,7 @@
 package loop
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
@@ -16,7 +14,7 @@ type phase int
 const (
 	phaseNew      phase = iota
 	phaseModel          // a CallModel is in flight
-	phaseTools          // tool results or synchronous children are awaited
+	phaseTools          // tool results, children, answers are awaited for the calls of one reply
 	phaseChildren       // a <spawn_agents> block is running
 	phaseWaiting        // the turn ended; waiting for children or messages
 	phaseDone
@@ -31,28 +29,23 @@ type slot struct {
 
 // child is what a parent knows of one of its children.
 type child struct {
-	id         cadre.AgentID
-	definition string
-	name       string
-	task       string
-	status     cadre.Status
-	reported   bool
-	ended      bool
-	// syncCall is the spawn_agent call waiting for the report, if any.
-	syncCall string
+	spec     ChildSpec
+	status   cadre.Status
+	acked    bool // Spawned was received
+	reported bool
+	ended    bool
+	// waiter is the tool call waiting for the child's report, question or
+	// readiness (spawn_agent, call_agent, agent_call, wait_agent,
+	// agent_onboard, agent_onboard_reply), if any.
+	waiter string
 	// blockTask is the index of the <spawn_agents> task it runs, or -1.
 	blockTask int
-}
-
-// block is a <spawn_agents> block being executed.
-type block struct {
-	mode    textproto.SpawnMode
-	tasks   []textproto.SpawnTask
-	results []prompt.Result
-	done    []bool
-	retried []bool
-	next    int // sequential: index of the next task to start
-	last    string
+	// handle is the onboarding handle the child serves, if any.
+	handle string
+	// question is the child's pending question; lastQ and lastA the last
+	// one answered, kept to send the answer again after a replay.
+	question     string
+	lastQ, lastA string
 }
 
 // State is one agent's state machine. The zero value is not usable: create
@@ -63,11 +56,19 @@ type State struct {
 	phase    phase
 	messages []cadre.Message
 	turns    int
+	usage    cadre.Usage
 	final    bool // the no-tools final call was asked for
 	nudged   bool
-	reported bool
 	lastText string
 	refused  bool // a text-protocol spawn past the depth limit was refused once
+
+	reported      bool
+	report        *Deliver // the one report, kept to deliver again after a replay
+	schemaRetried bool
+
+	asked    int    // ask_caller questions asked
+	askCall  string // the ask_caller call waiting for an answer
+	question string
 
 	slots []slot
 	open  int
@@ -77,19 +78,25 @@ type State struct {
 
 	children map[cadre.AgentID]*child
 	order    []cadre.AgentID
-	refs     map[string]int // spawn ref -> slot index (background acks)
 	counters map[string]int
 	spawns   int
 
+	handles  map[string]*handle
+	hOrder   []string
+	creating map[string]cadre.Definition // agent_create calls awaiting AgentCreated, by call ID
+
 	blk *block
+
+	finished *Finish
 }
 
 // New returns a State ready for its Start input.
 func New() *State {
 	return &State{
 		children: map[cadre.AgentID]*child{},
-		refs:     map[string]int{},
 		counters: map[string]int{},
+		handles:  map[string]*handle{},
+		creating: map[string]cadre.Definition{},
 	}
 }
 
@@ -99,12 +106,21 @@ func (s *State) ID() cadre.AgentID { return s.cfg.ID }
 // Config returns the agent's configuration once started.
 func (s *State) Config() Config { return s.cfg }
 
+// Task is what the agent was asked to do.
+func (s *State) Task() string { return s.task }
+
 // Messages returns the agent's conversation so far. The slice must not be
 // modified.
 func (s *State) Messages() []cadre.Message { return s.messages }
 
 // Turns is the number of model calls made.
 func (s *State) Turns() int { return s.turns }
+
+// Usage is the sum of the agent's model calls.
+func (s *State) Usage() cadre.Usage { return s.usage }
+
+// Started reports whether the agent got its Start input.
+func (s *State) Started() bool { return s.phase != phaseNew }
 
 // Done reports whether the agent has finished.
 func (s *State) Done() bool { return s.phase == phaseDone }
@@ -116,13 +132,37 @@ func (s *State) Waiting() bool { return s.phase == phaseWaiting }
 // Reported reports whether the agent has delivered its report.
 func (s *State) Reported() bool { return s.reported }
 
-// Pending returns what the engine must redo after a replay: the model call
-// in flight, or the tool calls without results. Spawned children and
-// messages are the engine's to resume; they are not repeated here.
+// Report returns the agent's report to its parent once it was made, so an
+// engine can deliver it again after a replay (the parent ignores repeats).
+func (s *State) Report() (Deliver, bool) {
+	if s.report == nil {
+		return Deliver{}, false
+	}
+	return *s.report, true
+}
+
+// Pending returns what the engine must redo after a replay: children that
+// were asked for but never acknowledged, the model call in flight, the tool
+// calls without results (marked Resumed), the question without an answer,
+// the agent creation without an outcome. Children that did start are the
+// engine's to resume.
 func (s *State) Pending() []Action {
+	if s.phase == phaseDone || s.phase == phaseNew {
+		return nil
+	}
+	var acts []Action
+	var spawn Spawn
+	for _, id := range s.order {
+		if c := s.children[id]; !c.acked && !c.ended {
+			spawn.Children = append(spawn.Children, c.spec)
+		}
+	}
+	if len(spawn.Children) > 0 {
+		acts = append(acts, spawn)
+	}
 	switch s.phase {
 	case phaseModel:
-		return []Action{s.modelCall()}
+		acts = append(acts, s.modelCall())
 	case phaseTools:
 		var calls []cadre.ToolCall
 		for _, sl := range s.slots {
@@ -131,10 +171,18 @@ func (s *State) Pending() []Action {
 			}
 		}
 		if len(calls) > 0 {
-			return []Action{CallTools{Calls: calls}}
+			acts = append(acts, CallTools{Calls: calls, Resumed: true})
+		}
+		if s.askCall != "" {
+			acts = append(acts, Ask{Question: s.question, Onboarding: s.cfg.onboarding()})
+		}
+		for _, sl := range s.slots {
+			if def, ok := s.creating[sl.call.ID]; ok && !sl.filled {
+				acts = append(acts, CreateAgent{Ref: sl.call.ID, Definition: def})
+			}
 		}
 	}
-	return nil
+	return acts
 }
 
 // LiveChildren returns the children that have not ended, in spawn order.
@@ -148,11 +196,41 @@ func (s *State) LiveChildren() []cadre.AgentID {
 	return ids
 }
 
+// Children returns every child the agent asked for, in spawn order.
+func (s *State) Children() []ChildSpec {
+	out := make([]ChildSpec, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.children[id].spec)
+	}
+	return out
+}
+
+// Finished returns how the agent ended, once it has.
+func (s *State) Finished() (Finish, bool) {
+	if s.finished == nil {
+		return Finish{}, false
+	}
+	return *s.finished, true
+}
+
 // Step feeds one input and returns what the engine must do next.
 func (s *State) Step(in Input) []Action {
 	if s.phase == phaseDone {
 		return nil
 	}
+	if _, ok := in.(Start); !ok && s.phase == phaseNew {
+		return nil
+	}
+	acts := s.step(in)
+	for _, a := range acts {
+		if f, ok := a.(Finish); ok {
+			s.finished = &f
+		}
+	}
+	return acts
+}
+
+func (s *State) step(in Input) []Action {
 	switch in := in.(type) {
 	case Start:
 		return s.start(in)
@@ -166,6 +244,12 @@ func (s *State) Step(in Input) []Action {
 		return s.childReport(in)
 	case ChildEnded:
 		return s.childEnded(in)
+	case ChildQuestion:
+		return s.childQuestion(in)
+	case Answer:
+		return s.answer(in)
+	case AgentCreated:
+		return s.agentCreated(in)
 	case InboxMessage:
 		return s.inbox(in)
 	case Timeout:
@@ -181,12 +265,14 @@ func (s *State) start(in Start) []Action {
 		return nil
 	}
 	s.cfg = in.Config
+	s.cfg.Catalog = append([]CatalogEntry(nil), in.Config.Catalog...)
 	s.task = in.Task
 	s.messages = append([]cadre.Message(nil), in.Messages...)
 	return []Action{s.modelCall()}
 }
 
-// modelCall counts a turn and builds the request from the conversation.
+// modelCall builds the request from the conversation. The turn is counted
+// when its result arrives.
 func (s *State) modelCall() CallModel {
 	s.phase = phaseModel
 	req := cadre.Request{
@@ -203,14 +289,34 @@ func (s *State) modelCall() CallModel {
 	return CallModel{Request: req, Final: s.final}
 }
 
+// toolSpecs are the tools offered to the model: the ordinary ones (none
+// while onboarding), then the subagent tools.
 func (s *State) toolSpecs() []cadre.ToolSpec {
-	specs := append([]cadre.ToolSpec(nil), s.cfg.Tools...)
-	return append(specs, SubagentToolSpecs(s.cfg.Delegate)...)
+	var specs []cadre.ToolSpec
+	if !s.cfg.onboarding() {
+		specs = append(specs, s.cfg.Tools...)
+	}
+	for _, name := range s.cfg.subagentTools() {
+		specs = append(specs, subagentSpecs[name])
+	}
+	return specs
 }
 
 func (s *State) hasTool(name string) bool {
+	if s.cfg.onboarding() {
+		return false
+	}
 	for _, t := range s.cfg.Tools {
 		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *State) offers(name string) bool {
+	for _, n := range s.cfg.subagentTools() {
+		if n == name {
 			return true
 		}
 	}
@@ -245,6 +351,7 @@ func (s *State) modelResult(in ModelResult) []Action {
 	if in.Response == nil {
 		return s.fail("model call failed: no response")
 	}
+	s.usage = s.usage.Add(in.Response.Usage)
 	msg := in.Response.Message
 	msg.Role = cadre.RoleAssistant
 	if s.final {
@@ -285,10 +392,16 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		spawn    Spawn
 	)
 	for i, c := range calls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d_%d", s.turns, i+1)
+			s.messages[len(s.messages)-1].ToolCalls[i].ID = c.ID
+		}
 		s.slots[i].call = c
 		switch {
-		case IsSubagentTool(c.Name):
+		case IsSubagentTool(c.Name) && s.offers(c.Name):
 			acts = append(acts, s.subagentCall(i, c, &spawn)...)
+		case IsSubagentTool(c.Name) && delegationTools[c.Name] && !s.cfg.Delegate && !s.cfg.onboarding():
+			acts = append(acts, s.refuseDepth(i, c.Name)...)
 		case s.hasTool(c.Name):
 			ordinary = append(ordinary, c)
 		default:
@@ -308,7 +421,7 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 }
 
 func (s *State) fill(i int, content string, isError bool) {
-	if s.slots[i].filled {
+	if i < 0 || i >= len(s.slots) || s.slots[i].filled {
 		return
 	}
 	s.slots[i].filled = true
@@ -317,6 +430,9 @@ func (s *State) fill(i int, content string, isError bool) {
 }
 
 func (s *State) slotByCall(id string) int {
+	if id == "" {
+		return -1
+	}
 	for i, sl := range s.slots {
 		if sl.call.ID == id {
 			return i
@@ -325,12 +441,29 @@ func (s *State) slotByCall(id string) int {
 	return -1
 }
 
+// fillCall fills the slot of a call of the current reply, if it is still
+// open, and goes on once every slot is filled.
+func (s *State) fillCall(id, content string, isError bool) []Action {
+	if s.phase != phaseTools {
+		return nil
+	}
+	i := s.slotByCall(id)
+	if i < 0 || s.slots[i].filled {
+		return nil
+	}
+	s.fill(i, content, isError)
+	if s.open == 0 {
+		return s.afterTools()
+	}
+	return nil
+}
+
 func (s *State) toolResults(in ToolResults) []Action {
 	if s.phase != phaseTools {
 		return nil
 	}
 	for _, r := range in.Results {
-		if i := s.slotByCall(r.CallID); i >= 0 {
+		if i := s.slotByCall(r.CallID); i >= 0 && !IsSubagentTool(s.slots[i].call.Name) {
 			s.fill(i, r.Content, r.IsError)
 		}
 	}
@@ -366,7 +499,7 @@ func (s *State) flushQueue() {
 // endTurn runs when a reply has no tool calls: report, nudge, wait or finish.
 func (s *State) endTurn() []Action {
 	s.phase = phaseWaiting
-	if s.cfg.textProtocol() {
+	if s.cfg.textProtocol() && !s.cfg.onboarding() {
 		if acts, ok := s.startBlock(); ok {
 			return acts
 		}
@@ -374,17 +507,28 @@ func (s *State) endTurn() []Action {
 	var acts []Action
 	if s.cfg.isChild() && !s.reported {
 		switch {
+		case s.cfg.onboarding():
+			// Ending the turn without a question means ready.
+			acts = append(acts, s.deliverReport(strings.TrimSpace(s.lastText), cadre.StatusDone, s.final)...)
 		case s.cfg.textProtocol():
-			acts = append(acts, s.report(s.resultText(), cadre.StatusDone)...)
+			a, retry := s.checkedReport(s.resultText(), prompt.NudgeTag)
+			if retry {
+				return a
+			}
+			acts = append(acts, a...)
 		case s.cfg.Report == cadre.ReportTag:
 			if content, ok := textproto.TagExtract(s.lastText, "response"); ok && s.lastIsReply() {
-				acts = append(acts, s.report(content, cadre.StatusDone)...)
+				a, retry := s.checkedReport(content, prompt.NudgeTag)
+				if retry {
+					return a
+				}
+				acts = append(acts, a...)
 			} else if s.live() > 0 {
 				return append(acts, Wait{})
 			} else if !s.nudged {
 				return s.nudge(prompt.NudgeTag)
 			} else {
-				acts = append(acts, s.report(prompt.NoResponseError, cadre.StatusFailed)...)
+				acts = append(acts, s.deliverReport(prompt.NoResponseError, cadre.StatusFailed, false)...)
 				if len(s.queue) == 0 {
 					s.phase = phaseDone
 					return append(acts, Finish{Result: prompt.NoResponseError, Failed: true})
@@ -397,7 +541,11 @@ func (s *State) endTurn() []Action {
 			if !s.nudged {
 				return s.nudge(prompt.NudgeTool)
 			}
-			acts = append(acts, s.report(s.resultText(), cadre.StatusDone)...)
+			a, retry := s.checkedReport(s.resultText(), prompt.NudgeTool)
+			if retry {
+				return a
+			}
+			acts = append(acts, a...)
 		}
 	}
 	if len(s.queue) > 0 {
@@ -432,13 +580,33 @@ func (s *State) nudge(text string) []Action {
 	return []Action{Emit{Type: cadre.EventAgentNudged, Data: map[string]any{"text": text}}, s.modelCall()}
 }
 
-// report delivers the agent's one report to its parent.
-func (s *State) report(text string, status cadre.Status) []Action {
+// checkedReport delivers text as the report once it matches the output
+// schema. The first mismatch is sent back to the agent (retry is true and
+// the actions ask the model again); a second one is delivered as it is,
+// with a warning.
+func (s *State) checkedReport(text, how string) (acts []Action, retry bool) {
+	text, err := s.checkSchema(text)
+	if err != nil {
+		if !s.schemaRetried {
+			s.schemaRetried = true
+			s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: schemaRetryText(err, how)})
+			return []Action{Emit{Type: cadre.EventWarning, Data: map[string]any{"message": "the report does not match the output schema; asked once more: " + err.Error()}}, s.modelCall()}, true
+		}
+		acts = append(acts, Emit{Type: cadre.EventWarning, Data: map[string]any{"message": "the report still does not match the output schema and is delivered as it is: " + err.Error()}})
+	}
+	return append(acts, s.deliverReport(text, cadre.StatusDone, false)...), false
+}
+
+// deliverReport makes the agent's one report to its parent.
+func (s *State) deliverReport(text string, status cadre.Status, incomplete bool) []Action {
 	if s.reported || !s.cfg.isChild() {
 		return nil
 	}
 	s.reported = true
-	return []Action{Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone, Cancelled: status == cadre.StatusCancelled}}
+	d := Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone,
+		Cancelled: status == cadre.StatusCancelled, Incomplete: incomplete}
+	s.report = &d
+	return []Action{d}
 }
 
 func (s *State) live() int {
@@ -453,7 +621,7 @@ func (s *State) live() int {
 
 func (s *State) fail(reason string) []Action {
 	s.phase = phaseDone
-	acts := s.report("Error: "+reason, cadre.StatusFailed)
+	acts := s.deliverReport("Error: "+reason, cadre.StatusFailed, false)
 	return append(acts, Finish{Result: reason, Failed: true})
 }
 
@@ -463,7 +631,7 @@ func (s *State) cancel(in Cancel) []Action {
 	if in.Reason != "" {
 		reason += ": " + in.Reason
 	}
-	acts := s.report("Error: "+reason, cadre.StatusCancelled)
+	acts := s.deliverReport("Error: "+reason, cadre.StatusCancelled, false)
 	return append(acts, Finish{Result: reason, Cancelled: true})
 }
 
@@ -473,19 +641,19 @@ func (s *State) stopForBudget() []Action {
 	if text == "" {
 		text = "(stopped before producing a result: the run's token budget is spent)"
 	}
-	acts := s.report(text, cadre.StatusDone)
+	acts := s.deliverReport(text, cadre.StatusDone, true)
 	return append(acts, Finish{Result: text, BudgetExhausted: true})
 }
 
 func (s *State) inbox(in InboxMessage) []Action {
-	text := in.Text
+	var text string
 	switch {
 	case in.From == "":
-		text = prompt.SystemMessage("cadre", text)
+		text = prompt.SystemMessage("cadre", in.Text)
 	case in.FollowUp:
-		text = prompt.FollowUpMessage(string(in.From), text)
+		text = prompt.FollowUpMessage(string(in.From), in.Text)
 	default:
-		text = prompt.SystemMessage(string(in.From), text)
+		text = prompt.SystemMessage(string(in.From), in.Text)
 	}
 	return s.receive(cadre.Message{Role: cadre.RoleUser, Content: text}, in.Steering)
 }
@@ -504,251 +672,4 @@ func (s *State) receive(m cadre.Message, steering bool) []Action {
 		}
 	}
 	return nil
-}
-
-func (s *State) childReport(in ChildReport) []Action {
-	c, ok := s.children[in.Child]
-	if !ok || c.reported {
-		return nil // unknown, or a repeat: a report is accepted once
-	}
-	c.reported = true
-	status := cadre.StatusDone
-	if in.Failed {
-		status = cadre.StatusFailed
-		if in.Cancelled {
-			status = cadre.StatusCancelled
-		}
-	}
-	acts := []Action{Emit{Type: cadre.EventAgentReported, Data: map[string]any{
-		"child": string(in.Child), "failed": in.Failed, "text": in.Text,
-	}}}
-	if c.blockTask >= 0 && s.blk != nil {
-		return append(acts, s.blockReport(c, in.Text, status)...)
-	}
-	if c.syncCall != "" && s.phase == phaseTools {
-		if i := s.slotByCall(c.syncCall); i >= 0 {
-			s.fill(i, in.Text, in.Failed)
-			if s.open == 0 {
-				acts = append(acts, s.afterTools()...)
-			}
-			return acts
-		}
-	}
-	text := in.Text
-	if in.Failed && !strings.HasPrefix(text, "Error:") {
-		text = "Error: " + text
-	}
-	return append(acts, s.receive(cadre.Message{Role: cadre.RoleUser, Content: prompt.SystemMessage(string(in.Child), text)}, false)...)
-}
-
-func (s *State) childEnded(in ChildEnded) []Action {
-	c, ok := s.children[in.Child]
-	if !ok || c.ended {
-		return nil
-	}
-	c.ended = true
-	c.status = in.Status
-	if s.phase == phaseWaiting && s.live() == 0 && len(s.queue) == 0 {
-		return s.endTurn()
-	}
-	return nil
-}
-
-// subagentCall handles one call of a subagent tool. Results that are known
-// at once fill the slot; spawns add to spawn.
-func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
-	var args struct {
-		Agent    string `json:"agent"`
-		Task     string `json:"task"`
-		Context  string `json:"context"`
-		Prompt   string `json:"prompt"`
-		Name     string `json:"name"`
-		Text     string `json:"text"`
-		AgentID  string `json:"agentId"`
-		Steering bool   `json:"steering"`
-	}
-	raw := strings.TrimSpace(c.Arguments)
-	if raw == "" {
-		raw = "{}"
-	}
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%v). Call it again with a JSON object.", c.Name, err), true)
-		return nil
-	}
-	if delegationTools[c.Name] && !s.cfg.Delegate {
-		return s.refuseDepth(i, c.Name)
-	}
-	switch c.Name {
-	case ToolSpawnAgent:
-		if strings.TrimSpace(args.Agent) == "" || strings.TrimSpace(args.Task) == "" {
-			s.fill(i, "Error: spawn_agent needs both `agent` (a subagent name) and `task`. Available agents: "+s.available()+".", true)
-			return nil
-		}
-		if msg := s.checkDefinition(args.Agent, true); msg != "" {
-			s.fill(i, msg, true)
-			return nil
-		}
-		id := s.childID(args.Agent)
-		s.addChild(id, args.Agent, "", args.Task, c.ID, -1)
-		spawn.Children = append(spawn.Children, ChildSpec{Ref: c.ID, ID: id, Definition: args.Agent, Task: args.Task, Context: args.Context, Mode: "sync"})
-	case ToolStartBackground:
-		def := strings.TrimSpace(args.Agent)
-		if def == "" {
-			def = DefaultBackgroundAgent
-		}
-		if strings.TrimSpace(args.Prompt) == "" {
-			s.fill(i, "Error: start_background_agent needs `prompt`: the task for the background agent.", true)
-			return nil
-		}
-		if msg := s.checkDefinition(def, false); msg != "" {
-			s.fill(i, msg, true)
-			return nil
-		}
-		id := s.childID(def)
-		s.addChild(id, def, args.Name, args.Prompt, "", -1)
-		s.refs[c.ID] = i
-		spawn.Children = append(spawn.Children, ChildSpec{Ref: c.ID, ID: id, Definition: def, Name: args.Name, Task: args.Prompt, Background: true, Mode: "background"})
-	case ToolSendAgentMessage:
-		return s.send(i, args.Text, cadre.AgentID(args.AgentID), args.Steering)
-	case ToolListAgents:
-		s.fill(i, s.listChildren(), false)
-	case ToolCancelAgent:
-		id := cadre.AgentID(args.AgentID)
-		ch, ok := s.children[id]
-		if !ok {
-			s.fill(i, fmt.Sprintf("Error: %q is not one of your subagents; you can only cancel agents you started. Use list_agents to see them.", args.AgentID), true)
-			return nil
-		}
-		if ch.ended {
-			s.fill(i, fmt.Sprintf("Agent %s has already ended (%s).", id, ch.status), false)
-			return nil
-		}
-		s.fill(i, fmt.Sprintf("Cancellation of %s and everything it started was requested.", id), false)
-		return []Action{CancelChild{Child: id}}
-	}
-	return nil
-}
-
-func (s *State) refuseDepth(i int, tool string) []Action {
-	s.fill(i, fmt.Sprintf("Error: depth limit reached: this agent is at depth %d and the run allows at most %d levels below the root, so it cannot start subagents. Do the work yourself with your own tools.", s.cfg.Depth, s.cfg.MaxDepth), true)
-	return []Action{Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
-		"tool": tool, "attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth,
-	}}}
-}
-
-// checkDefinition returns an error text for a definition the agent may not
-// use, or "".
-func (s *State) checkDefinition(name string, sync bool) string {
-	e, ok := s.cfg.entry(name)
-	switch {
-	case !ok:
-		return fmt.Sprintf("Error: there is no subagent named %q. Available agents: %s.", name, s.available())
-	case e.Internal:
-		return fmt.Sprintf("Error: %q is an internal agent and cannot be spawned by a model. Available agents: %s.", name, s.available())
-	case sync && e.OnboardingRequired:
-		return fmt.Sprintf("Error: %q requires onboarding before it is called: start with agent_onboard(agent=%q, context=…), answer its questions with agent_onboard_reply, then call_agent with the handle.", name, name)
-	}
-	return ""
-}
-
-func (s *State) available() string {
-	names := s.cfg.spawnable()
-	if len(names) == 0 {
-		return "(none)"
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
-
-func (s *State) childID(definition string) cadre.AgentID {
-	s.counters[definition]++
-	return s.cfg.ID.Child(definition, s.counters[definition])
-}
-
-func (s *State) addChild(id cadre.AgentID, definition, name, task, syncCall string, blockTask int) {
-	s.children[id] = &child{id: id, definition: definition, name: name, task: task, status: cadre.StatusRunning, syncCall: syncCall, blockTask: blockTask}
-	s.order = append(s.order, id)
-	s.spawns++
-}
-
-func (s *State) spawned(in Spawned) []Action {
-	c, ok := s.children[in.Child]
-	if !ok {
-		return nil
-	}
-	if in.Err != "" {
-		c.ended, c.reported, c.status = true, true, cadre.StatusFailed
-		if c.blockTask >= 0 && s.blk != nil {
-			return s.blockReport(c, "Error: "+in.Err, cadre.StatusFailed)
-		}
-		if i := s.slotByCall(in.Ref); i >= 0 && s.phase == phaseTools {
-			s.fill(i, "Error: "+in.Err, true)
-			if s.open == 0 {
-				return s.afterTools()
-			}
-		}
-		return nil
-	}
-	if i, ok := s.refs[in.Ref]; ok && s.phase == phaseTools && i < len(s.slots) && s.slots[i].call.ID == in.Ref {
-		delete(s.refs, in.Ref)
-		name := c.name
-		if name == "" {
-			name = c.definition
-		}
-		s.fill(i, fmt.Sprintf("Background agent started (%s): %s.", name, c.id), false)
-		if s.open == 0 {
-			return s.afterTools()
-		}
-	}
-	return nil
-}
-
-func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Action {
-	if strings.TrimSpace(text) == "" {
-		s.fill(i, "Error: send_agent_message needs `text`.", true)
-		return nil
-	}
-	if to == "" {
-		if !s.cfg.isChild() {
-			s.fill(i, "Error: you have no parent agent; give `agentId` to say who receives the message.", true)
-			return nil
-		}
-		to = s.cfg.Parent
-	}
-	if to == s.cfg.ID {
-		s.fill(i, "Error: you cannot send a message to yourself.", true)
-		return nil
-	}
-	event := Emit{Type: cadre.EventMessageSent, Data: map[string]any{"to": string(to), "text": text}}
-	if to == s.cfg.Parent && s.cfg.isChild() {
-		if !s.reported {
-			s.reported = true
-			s.fill(i, "Your results were delivered to your parent agent.", false)
-			return []Action{event, Deliver{To: to, Text: text, Report: true}}
-		}
-		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once).", false)
-		return []Action{event, Deliver{To: to, Text: text, FollowUp: true, Steering: steering}}
-	}
-	s.fill(i, fmt.Sprintf("Message sent to %s.", to), false)
-	return []Action{event, Deliver{To: to, Text: text, Steering: steering}}
-}
-
-func (s *State) listChildren() string {
-	if len(s.order) == 0 {
-		return "You have not started any subagents."
-	}
-	var b strings.Builder
-	for _, id := range s.order {
-		c := s.children[id]
-		task := c.task
-		if r := []rune(task); len(r) > 100 {
-			task = string(r[:100]) + "…"
-		}
-		status := c.status
-		if !c.ended && c.reported {
-			status = "reported"
-		}
-		fmt.Fprintf(&b, "- %s (%s): %s — %s\n", id, c.definition, status, strings.ReplaceAll(task, "\n", " "))
-	}
-	return strings.TrimRight(b.String(), "\n")
 }

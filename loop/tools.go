@@ -13,85 +13,203 @@ const (
 	ToolSendAgentMessage = "send_agent_message"
 	ToolListAgents       = "list_agents"
 	ToolCancelAgent      = "cancel_agent"
+	ToolWaitAgent        = "wait_agent"
+	ToolAnswerAgent      = "answer_agent"
+	ToolAskCaller        = "ask_caller"
+	ToolOnboard          = "agent_onboard"
+	ToolOnboardReply     = "agent_onboard_reply"
+	ToolCallAgent        = "call_agent"
+	ToolFork             = "agent_fork"
+	ToolCreateAgent      = "agent_create"
+	ToolAgentCall        = "agent_call"
 )
 
 // DefaultBackgroundAgent is the definition start_background_agent uses when
 // the model names none: a general-purpose child with its parent's tools.
 const DefaultBackgroundAgent = "general-purpose"
 
+// MaxForks is the most handles one agent_fork call may create.
+const MaxForks = 50
+
 // delegationTools may only be used below the depth limit.
 var delegationTools = map[string]bool{
-	ToolSpawnAgent:      true,
-	ToolStartBackground: true,
+	ToolSpawnAgent: true, ToolStartBackground: true, ToolOnboard: true, ToolOnboardReply: true,
+	ToolCallAgent: true, ToolFork: true, ToolCreateAgent: true, ToolAgentCall: true,
+	ToolWaitAgent: true, ToolAnswerAgent: true, ToolListAgents: true, ToolCancelAgent: true,
 }
 
 // IsSubagentTool reports whether the loop handles the named tool itself.
 func IsSubagentTool(name string) bool {
-	switch name {
-	case ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent:
-		return true
+	return delegationTools[name] || name == ToolSendAgentMessage || name == ToolAskCaller
+}
+
+// SubagentToolNames lists every tool the loop handles, in a stable order.
+func SubagentToolNames() []string {
+	return []string{
+		ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent,
+		ToolWaitAgent, ToolAnswerAgent, ToolAskCaller, ToolOnboard, ToolOnboardReply, ToolCallAgent,
+		ToolFork, ToolCreateAgent, ToolAgentCall,
 	}
-	return false
 }
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
 
-// SubagentToolSpecs returns the specs of the subagent tools, in a stable
-// order. With delegate false, only the messaging tools are returned.
-func SubagentToolSpecs(delegate bool) []cadre.ToolSpec {
-	var specs []cadre.ToolSpec
-	if delegate {
-		specs = append(specs,
-			cadre.ToolSpec{
-				Name: ToolSpawnAgent,
-				Description: "Delegate a task to a subagent and wait for its report, which comes back as this tool's result. " +
-					"Several spawn_agent calls in one reply run concurrently. Use `context` for facts the subagent needs " +
-					"(workspace details, the user's broader goal) so it does not have to rediscover them.",
-				Parameters: schema(`{"type":"object","properties":{` +
-					`"agent":{"type":"string","description":"Name of the subagent definition to run."},` +
-					`"task":{"type":"string","description":"What the subagent must do, self-contained."},` +
-					`"context":{"type":"string","description":"Optional background for this call, placed before the task."}},` +
-					`"required":["agent","task"]}`),
-			},
-			cadre.ToolSpec{
-				Name: ToolStartBackground,
-				Description: "Start a subagent in the background and continue at once. Its report arrives later as a " +
-					"<system_message> from its agent id. Returns the new agent's id.",
-				Parameters: schema(`{"type":"object","properties":{` +
-					`"prompt":{"type":"string","description":"The task for the background agent."},` +
-					`"name":{"type":"string","description":"Optional short name to recognise it by."},` +
-					`"agent":{"type":"string","description":"Optional subagent definition; default general-purpose."}},` +
-					`"required":["prompt"]}`),
-			},
-		)
+var subagentSpecs = map[string]cadre.ToolSpec{
+	ToolSpawnAgent: {
+		Name: ToolSpawnAgent,
+		Description: "Delegate a task to a subagent and wait for its report, which comes back as this tool's result. " +
+			"Several spawn_agent calls in one reply run concurrently. Use `context` for facts the subagent needs " +
+			"(workspace details, the user's broader goal) so it does not have to rediscover them.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agent":{"type":"string","description":"Name of the subagent definition to run."},` +
+			`"task":{"type":"string","description":"What the subagent must do, self-contained."},` +
+			`"context":{"type":"string","description":"Optional background for this call, placed before the task."}},` +
+			`"required":["agent","task"]}`),
+	},
+	ToolStartBackground: {
+		Name: ToolStartBackground,
+		Description: "Start a subagent in the background and continue at once. Its report arrives later as a " +
+			"<system_message> from its agent id. Returns the new agent's id.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"prompt":{"type":"string","description":"The task for the background agent."},` +
+			`"name":{"type":"string","description":"Optional short name to recognise it by."},` +
+			`"agent":{"type":"string","description":"Optional subagent definition; default general-purpose."}},` +
+			`"required":["prompt"]}`),
+	},
+	ToolSendAgentMessage: {
+		Name: ToolSendAgentMessage,
+		Description: "Send a message to another agent. Without agentId it goes to your parent agent: " +
+			"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"text":{"type":"string","description":"The message."},` +
+			`"agentId":{"type":"string","description":"Receiver's agent id; defaults to your parent."},` +
+			`"steering":{"type":"boolean","description":"Interrupt the receiver's current turn."}},` +
+			`"required":["text"]}`),
+	},
+	ToolListAgents: {
+		Name:        ToolListAgents,
+		Description: "List the subagents you started, with their ids, definitions, statuses and tasks, and your onboarding handles.",
+		Parameters:  schema(`{"type":"object","properties":{}}`),
+	},
+	ToolCancelAgent: {
+		Name:        ToolCancelAgent,
+		Description: "Cancel one of your subagents and everything it started.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agentId":{"type":"string","description":"Id of your subagent to cancel."}},` +
+			`"required":["agentId"]}`),
+	},
+	ToolWaitAgent: {
+		Name: ToolWaitAgent,
+		Description: "Wait for the report of one of your subagents (a background agent, or one that asked you a question) " +
+			"and get it as this tool's result.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agentId":{"type":"string","description":"Id of your subagent."}},` +
+			`"required":["agentId"]}`),
+	},
+	ToolAnswerAgent: {
+		Name: ToolAnswerAgent,
+		Description: "Answer the question one of your subagents asked you. It resumes its work; " +
+			"use wait_agent to wait for its report.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agentId":{"type":"string","description":"Id of the subagent that asked."},` +
+			`"answer":{"type":"string","description":"Your answer."}},` +
+			`"required":["agentId","answer"]}`),
+	},
+	ToolAskCaller: {
+		Name: ToolAskCaller,
+		Description: "Ask the agent (or person) that gave you your task one question and wait for the answer. " +
+			"Ask only what you cannot find out yourself and what changes how you do the work.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"question":{"type":"string","description":"One clear question."}},` +
+			`"required":["question"]}`),
+	},
+	ToolOnboard: {
+		Name: ToolOnboard,
+		Description: "Start onboarding a subagent before giving it a task: it reads your context and may ask you questions. " +
+			`Returns {"handle","agent","question"} when it asks (answer with agent_onboard_reply) or {"handle","agent","ready":true}. ` +
+			"Then run the task with call_agent(handle=…, input=…).",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agent":{"type":"string","description":"Name of the subagent definition."},` +
+			`"context":{"type":"string","description":"What the work is about, so the subagent can ask the right questions."}},` +
+			`"required":["agent","context"]}`),
+	},
+	ToolOnboardReply: {
+		Name:        ToolOnboardReply,
+		Description: "Answer the pending onboarding question of a handle. Returns the next question or ready, as agent_onboard does.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"handle":{"type":"string","description":"The handle from agent_onboard."},` +
+			`"answer":{"type":"string","description":"Your answer to its question."}},` +
+			`"required":["handle","answer"]}`),
+	},
+	ToolCallAgent: {
+		Name: ToolCallAgent,
+		Description: "Run a subagent on a task and wait for its report. Give `handle` (from agent_onboard or agent_fork, " +
+			"so it starts with the onboarding questions and answers; a handle can be used for several calls) or `agent` " +
+			"(a plain call, like spawn_agent).",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"input":{"type":"string","description":"The task."},` +
+			`"agent":{"type":"string","description":"Subagent definition, when no handle is given."},` +
+			`"handle":{"type":"string","description":"A ready onboarding handle."}},` +
+			`"required":["input"]}`),
+	},
+	ToolFork: {
+		Name: ToolFork,
+		Description: "Copy a ready onboarding handle into `count` new handles that share its questions and answers, " +
+			"so one onboarding serves many similar tasks. Use each with call_agent.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"handle":{"type":"string","description":"A ready onboarding handle."},` +
+			`"count":{"type":"integer","minimum":1,"maximum":50,"description":"How many handles to make."}},` +
+			`"required":["handle","count"]}`),
+	},
+	ToolCreateAgent: {
+		Name: ToolCreateAgent,
+		Description: "Write a new subagent definition for this run (it needs the user's approval). " +
+			"It is saved under .cadre/agents/generated/ for review and reuse; call it with agent_call.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"name":{"type":"string","description":"Letters, digits, - and _ only; must not be an existing agent's name."},` +
+			`"description":{"type":"string","description":"What the agent does and when to use it."},` +
+			`"instructions":{"type":"string","description":"Its system prompt."},` +
+			`"tools":{"type":"array","items":{"type":"string"},"description":"Tools it may use (a subset of yours); default yours."},` +
+			`"model":{"type":"string","description":"Optional model; default yours."}},` +
+			`"required":["name","description","instructions"]}`),
+	},
+	ToolAgentCall: {
+		Name:        ToolAgentCall,
+		Description: "Run an agent (one you created with agent_create, or any other) on an input and wait for its report.",
+		Parameters: schema(`{"type":"object","properties":{` +
+			`"agent":{"type":"string","description":"The agent's name."},` +
+			`"input":{"type":"string","description":"The task."}},` +
+			`"required":["agent","input"]}`),
+	},
+}
+
+// SubagentToolSpec returns the spec of a subagent tool.
+func SubagentToolSpec(name string) (cadre.ToolSpec, bool) {
+	s, ok := subagentSpecs[name]
+	return s, ok
+}
+
+// subagentTools names the subagent tools an agent with cfg is offered.
+func (c *Config) subagentTools() []string {
+	if c.onboarding() {
+		return []string{ToolAskCaller}
 	}
-	specs = append(specs,
-		cadre.ToolSpec{
-			Name: ToolSendAgentMessage,
-			Description: "Send a message to another agent. Without agentId it goes to your parent agent: " +
-				"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn.",
-			Parameters: schema(`{"type":"object","properties":{` +
-				`"text":{"type":"string","description":"The message."},` +
-				`"agentId":{"type":"string","description":"Receiver's agent id; defaults to your parent."},` +
-				`"steering":{"type":"boolean","description":"Interrupt the receiver's current turn."}},` +
-				`"required":["text"]}`),
-		},
-	)
-	if delegate {
-		specs = append(specs,
-			cadre.ToolSpec{
-				Name:        ToolListAgents,
-				Description: "List the subagents you started, with their ids, definitions, statuses and tasks.",
-				Parameters:  schema(`{"type":"object","properties":{}}`),
-			},
-			cadre.ToolSpec{
-				Name:        ToolCancelAgent,
-				Description: "Cancel one of your subagents and everything it started.",
-				Parameters: schema(`{"type":"object","properties":{` +
-					`"agentId":{"type":"string","description":"Id of your subagent to cancel."}},` +
-					`"required":["agentId"]}`),
-			},
-		)
+	var names []string
+	if c.Delegate {
+		names = append(names, ToolSpawnAgent, ToolStartBackground)
 	}
-	return specs
+	if c.Delegate || c.isChild() {
+		names = append(names, ToolSendAgentMessage)
+	}
+	if c.Delegate {
+		names = append(names, ToolListAgents, ToolCancelAgent, ToolWaitAgent)
+		if c.anyAskCaller() {
+			names = append(names, ToolAnswerAgent)
+		}
+		names = append(names, ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall)
+	}
+	if c.AskCaller {
+		names = append(names, ToolAskCaller)
+	}
+	return names
 }

@@ -1,0 +1,234 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// restored is one agent rebuilt from its journal.
+type restored struct {
+	rec *cadre.AgentRecord
+	st  *loop.State
+	seq int64
+}
+
+// Resume carries on a run recorded in the engine's Store after the process
+// that ran it stopped. Every agent's state is rebuilt by replaying its
+// journal through the loop; then each one carries on where it was: a model
+// or tool call that was in flight is made again (a tool that changes
+// something is not repeated: the agent is told it was interrupted), children
+// that were asked for and never started are started, and reports and ends
+// of children that their parents had not recorded are delivered again
+// (parents accept each once). Completed model and tool calls are never
+// repeated.
+//
+// The engine must be configured as the run was (definitions, tools,
+// models, limits): the caller keeps that in Config.Settings, which Start
+// stores in the run's record.
+func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+	s := e.cfg.Store
+	if s == nil {
+		return nil, ErrNoStore
+	}
+	if e.cfg.Models == nil {
+		return nil, fmt.Errorf("local: Config.Models is nil: the engine needs a ModelSource to call models")
+	}
+	rec, err := s.GetRun(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	if rec.Status.Terminal() {
+		return nil, fmt.Errorf("resume run %s: it has already ended (%s); there is nothing to resume", id, rec.Status)
+	}
+	recs, err := s.ListAgents(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
+	}
+	r := e.newRun(id, rec.Task)
+	var all []*restored
+	for _, ar := range recs {
+		entries, err := s.Journal(ctx, id, ar.ID)
+		if err != nil {
+			r.abandon(err)
+			return nil, fmt.Errorf("resume run %s: read the journal of %s: %w", id, ar.ID, err)
+		}
+		if len(entries) == 0 {
+			continue // never started; its parent starts it again
+		}
+		inputs := make([]loop.Input, 0, len(entries))
+		for _, en := range entries {
+			in, err := loop.Decode(en.Kind, en.Data)
+			if err != nil {
+				r.abandon(err)
+				return nil, fmt.Errorf("resume run %s: agent %s, journal entry %d: %w", id, ar.ID, en.Seq, err)
+			}
+			inputs = append(inputs, in)
+			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
+				r.defs[ac.Definition.Name] = ac.Definition
+			}
+		}
+		all = append(all, &restored{rec: ar, st: loop.Replay(inputs), seq: entries[len(entries)-1].Seq})
+	}
+	// Parents before children, each level in creation order.
+	slices.SortStableFunc(all, func(a, b *restored) int {
+		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
+			return d
+		}
+		return a.rec.Started.Compare(b.rec.Started)
+	})
+	agents, err := r.restore(all)
+	if err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	root := agents[cadre.RootID]
+	if root == nil {
+		r.abandon(nil)
+		return nil, fmt.Errorf("resume run %s: its root agent never started; start the task again with cadre run", id)
+	}
+	rec.Status = cadre.StatusRunning
+	if err := s.UpdateRun(ctx, rec); err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	r.emit(cadre.Event{Type: cadre.EventRunResumed, Data: map[string]any{"task": rec.Task, "agents": len(all)}})
+	r.watch(ctx)
+	if fin, ok := root.st.Finished(); ok {
+		// The root had ended: only the run's own end was not recorded.
+		go r.finish(fin)
+		return r, nil
+	}
+	for _, x := range all {
+		a := agents[x.st.ID()]
+		if a == nil || x.st.Done() {
+			continue
+		}
+		if a.parent != nil && a.parent.st.Done() {
+			// Its parent ended while cancelling it: finish the cancellation.
+			a.box.put(loop.Cancel{Reason: fmt.Sprintf("its parent %s ended", a.parent.id)})
+			r.launch(a, nil)
+			continue
+		}
+		r.launch(a, x.st.Pending())
+	}
+	return r, nil
+}
+
+// restore rebuilds the agents of a run, registers them, and posts to each
+// live parent the reports and ends of its children that it may have missed.
+func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
+	e := r.e
+	byName := make(map[string]cadre.Tool, len(e.cfg.Tools))
+	for _, t := range e.cfg.Tools {
+		byName[t.Spec().Name] = t
+	}
+	agents := map[cadre.AgentID]*agent{}
+	for _, x := range all {
+		st := x.st
+		cfg := st.Config()
+		var parent *agent
+		if cfg.Parent != "" {
+			parent = agents[cfg.Parent]
+			if parent == nil {
+				continue // an orphan of a parent that never started
+			}
+		}
+		name := cfg.Model
+		if name == "" {
+			name = e.cfg.RootModel
+		}
+		m, err := e.cfg.Models.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("open model %q of %s: %w", name, cfg.ID, err)
+		}
+		var tools []cadre.Tool
+		for _, spec := range cfg.Tools {
+			t, ok := byName[spec.Name]
+			if !ok {
+				return nil, fmt.Errorf("agent %s uses the tool %s, which this cadre does not have", cfg.ID, spec.Name)
+			}
+			tools = append(tools, t)
+		}
+		a := r.newAgent(cfg, parent, r.defs[cfg.Definition], m, tools)
+		a.st, a.seq, a.started = st, x.seq, st.Turns() > 0
+		for _, id := range st.LiveChildren() {
+			a.kids[id] = true
+		}
+		agents[cfg.ID] = a
+
+		status := cadre.StatusWaiting
+		if fin, ok := st.Finished(); ok {
+			status = finishStatus(fin)
+		}
+		r.register(a, st.Task(), "", status)
+		r.mu.Lock()
+		in := r.infos[a.id]
+		in.Started, in.Turns, in.Usage = x.rec.Started, st.Turns(), st.Usage()
+		if fin, ok := st.Finished(); ok {
+			in.Ended = x.rec.Ended
+			if in.Ended.IsZero() {
+				in.Ended = time.Now()
+			}
+			if status == cadre.StatusDone {
+				in.Result = fin.Result
+			} else {
+				in.Error = fin.Result
+			}
+			in.Stopped = fin.BudgetExhausted
+			delete(r.agents, a.id)
+		}
+		if rep, ok := st.Report(); ok && status == cadre.StatusDone {
+			in.Result = rep.Text
+		}
+		r.usage = r.usage.Add(st.Usage())
+		if cfg.Parent != "" && cfg.Mode != loop.ModeOnboarding {
+			r.tasks[strings.ToLower(strings.TrimSpace(st.Task()))]++
+		}
+		r.mu.Unlock()
+
+		if parent == nil || parent.st.Done() {
+			continue
+		}
+		if rep, ok := st.Report(); ok {
+			parent.box.put(loop.ChildReport{Child: a.id, Text: rep.Text, Failed: rep.Failed, Cancelled: rep.Cancelled, Incomplete: rep.Incomplete})
+		}
+		if fin, ok := st.Finished(); ok {
+			ce := loop.ChildEnded{Child: a.id, Status: finishStatus(fin)}
+			if ce.Status != cadre.StatusDone {
+				ce.Error = fin.Result
+			}
+			parent.box.put(ce)
+		}
+	}
+	// Findings are derived from the reports, as the live run made them.
+	for _, x := range all {
+		a := agents[x.st.ID()]
+		if a == nil || a.def == nil || !a.def.EmitStructuredFindings {
+			continue
+		}
+		if rep, ok := x.st.Report(); ok && !rep.Failed && len([]rune(rep.Text)) >= 30 {
+			content := rep.Text
+			if rs := []rune(content); len(rs) > 1800 {
+				content = string(rs[:1800])
+			}
+			r.findings = append(r.findings, cadre.Finding{Agent: a.id, Title: "subagent:" + a.def.Name, Content: content})
+		}
+	}
+	return agents, nil
+}
+
+func finishStatus(f loop.Finish) cadre.Status {
+	switch {
+	case f.Cancelled:
+		return cadre.StatusCancelled
+	case f.Failed:
+		return cadre.StatusFailed
+	}
+	return cadre.StatusDone
+}

@@ -1,0 +1,533 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// Run is a run in progress.
+type Run struct {
+	e      *Engine
+	id     string
+	task   string
+	ctx    context.Context // hard: cancelling it aborts calls at once
+	cancel context.CancelCauseFunc
+	sem    chan struct{}
+	wg     sync.WaitGroup // agent goroutines and the run's helpers
+	events *pump
+	jour   *journal
+	done   chan struct{}
+	stop   chan struct{} // closed when the run starts finishing
+
+	mu        sync.Mutex
+	agents    map[cadre.AgentID]*agent // live agents
+	infos     map[cadre.AgentID]*AgentInfo
+	order     []cadre.AgentID
+	defs      map[string]*cadre.Definition // the engine's and those created during the run
+	created   int
+	tasks     map[string]int
+	usage     cadre.Usage
+	warned    bool
+	exhausted bool
+	findings  []cadre.Finding
+	result    *Result
+	cancelled string
+	finishing bool
+}
+
+func (e *Engine) newRun(id, task string) *Run {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := &Run{
+		e: e, id: id, task: task, ctx: ctx, cancel: cancel,
+		sem:    make(chan struct{}, e.cfg.Limits.MaxConcurrent),
+		done:   make(chan struct{}),
+		stop:   make(chan struct{}),
+		agents: map[cadre.AgentID]*agent{},
+		infos:  map[cadre.AgentID]*AgentInfo{},
+		defs:   make(map[string]*cadre.Definition, len(e.defs)),
+		tasks:  map[string]int{},
+	}
+	for k, v := range e.defs {
+		r.defs[k] = v
+	}
+	r.events = newPump(e.cfg.Store, e.cfg.Handlers, e.cfg.Logger)
+	r.jour = newJournal(e.cfg.Store)
+	return r
+}
+
+// abandon releases a run that never started.
+func (r *Run) abandon(err error) {
+	r.events.close()
+	r.jour.close()
+	r.cancel(err)
+}
+
+// failStart records a run whose root could not be created.
+func (r *Run) failStart(err error) {
+	r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": cadre.StatusFailed, "error": err.Error()}})
+	if s := r.e.cfg.Store; s != nil {
+		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: cadre.StatusFailed, Model: r.e.cfg.RootModel, Error: err.Error(),
+			Started: time.Now().UTC(), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
+		if uerr := s.UpdateRun(context.Background(), rec); uerr != nil {
+			r.e.cfg.Logger.Warn("store run record", "run", r.id, "err", uerr)
+		}
+	}
+	r.abandon(err)
+}
+
+// watch aborts the run when the caller's context ends, and applies the
+// run's time limit.
+func (r *Run) watch(ctx context.Context) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		var timeout <-chan time.Time
+		if t := r.e.cfg.Limits.Timeout; t > 0 {
+			timer := time.NewTimer(t)
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			r.cancelAll("interrupted")
+			r.cancel(context.Cause(ctx))
+		case <-timeout:
+			r.cancelAll(fmt.Sprintf("the run's time limit of %s passed", r.e.cfg.Limits.Timeout))
+		case <-r.stop:
+		}
+	}()
+}
+
+// ID is the run's ID.
+func (r *Run) ID() string { return r.id }
+
+// Done is closed when the run has ended and every goroutine has exited.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run ends and returns its result. The error is set
+// when the run did not complete (failed, cancelled, timed out).
+func (r *Run) Wait() (*Result, error) {
+	<-r.done
+	res := r.result
+	if res.Status != cadre.StatusDone {
+		return res, &RunError{Run: r.id, Status: res.Status, Reason: res.Error}
+	}
+	return res, nil
+}
+
+// Cancel stops the whole run gracefully: every agent is cancelled after its
+// descendants, and the run ends as cancelled.
+func (r *Run) Cancel(reason string) {
+	if reason == "" {
+		reason = "cancelled by the user"
+	}
+	r.cancelAll(reason)
+}
+
+// Abort stops the run at once: calls in flight are aborted.
+func (r *Run) Abort() {
+	r.cancelAll("aborted")
+	r.cancel(errors.New("aborted"))
+}
+
+// CancelAgent cancels an agent and all its descendants; each agent ends
+// after its own descendants have ended.
+func (r *Run) CancelAgent(id cadre.AgentID, reason string) error {
+	r.mu.Lock()
+	_, ok := r.agents[id]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("cancel %s: no live agent with that id in run %s", id, r.id)
+	}
+	if reason == "" {
+		reason = "cancelled by the user"
+	}
+	r.cancelTree(id, reason)
+	return nil
+}
+
+func (r *Run) cancelAll(reason string) {
+	r.mu.Lock()
+	if r.cancelled == "" {
+		r.cancelled = reason
+	}
+	r.mu.Unlock()
+	r.cancelTree(cadre.RootID, reason)
+}
+
+// cancelTree cancels id and its live descendants. The target is told
+// first, so it stops before it can react to anything its descendants do;
+// each agent then ends only after its children have ended, so descendants
+// end first and none outlives its parent.
+func (r *Run) cancelTree(id cadre.AgentID, reason string) {
+	r.mu.Lock()
+	var targets []*agent
+	for aid, a := range r.agents {
+		if aid == id || id.IsAncestorOf(aid) {
+			targets = append(targets, a)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(targets, func(a, b *agent) int {
+		if a.depth != b.depth {
+			return a.depth - b.depth
+		}
+		return strings.Compare(string(a.id), string(b.id))
+	})
+	for _, a := range targets {
+		a.box.put(loop.Cancel{Reason: reason})
+	}
+}
+
+// Tree returns a snapshot of every agent of the run, in creation order.
+func (r *Run) Tree() []AgentInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]AgentInfo, 0, len(r.order))
+	for _, id := range r.order {
+		out = append(out, *r.infos[id])
+	}
+	return out
+}
+
+// Usage is the tokens used so far by the whole tree.
+func (r *Run) Usage() cadre.Usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.usage
+}
+
+// emit publishes an event for the run.
+func (r *Run) emit(ev cadre.Event) {
+	ev.Run = r.id
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	r.events.publish(ev)
+}
+
+// userFacing returns the definitions models may see, sorted by name.
+func (r *Run) userFacing() []*cadre.Definition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*cadre.Definition
+	for _, d := range r.defs {
+		if d.UserFacing() {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(a, b *cadre.Definition) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (r *Run) definition(name string) *cadre.Definition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.defs[name]
+}
+
+func (r *Run) catalog() []loop.CatalogEntry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]loop.CatalogEntry, 0, len(r.defs))
+	for _, d := range r.defs {
+		out = append(out, loop.CatalogEntry{
+			Name: d.Name, Internal: !d.UserFacing(), OnboardingRequired: d.Onboarding == cadre.OnboardingRequired,
+			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: d.MaxQuestions,
+		})
+	}
+	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// register adds an agent to the run's tables.
+func (r *Run) register(a *agent, task, mode string, status cadre.Status) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.agents[a.id] = a
+	if _, ok := r.infos[a.id]; !ok {
+		r.order = append(r.order, a.id)
+		r.created++
+	}
+	var parent cadre.AgentID
+	if a.parent != nil {
+		parent = a.parent.id
+	}
+	r.infos[a.id] = &AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
+		Mode: mode, Task: task, Status: status, Started: time.Now()}
+}
+
+// create registers a new agent and makes its Start durable: the agent's
+// record and its first journal entry are written before anyone learns of
+// it, so a resumed run finds every agent its parents know.
+func (r *Run) create(a *agent, start loop.Start) error {
+	mode := ""
+	if a.parent != nil {
+		mode = "sync"
+	}
+	r.register(a, start.Task, mode, cadre.StatusQueued)
+	r.putAgent(a)
+	if err := a.journal([]loop.Input{start}); err != nil {
+		r.mu.Lock()
+		delete(r.agents, a.id)
+		r.mu.Unlock()
+		return fmt.Errorf("journal the start of %s: %w", a.id, err)
+	}
+	a.first = &start
+	return nil
+}
+
+// launch starts an agent's goroutine. pending are actions to carry out
+// before it reads its mailbox (after a resume).
+func (r *Run) launch(a *agent, pending []loop.Action) {
+	r.wg.Add(1)
+	go a.main(pending)
+}
+
+// putAgent writes the agent's record.
+func (r *Run) putAgent(a *agent) {
+	s := r.e.cfg.Store
+	if s == nil {
+		return
+	}
+	r.mu.Lock()
+	in := *r.infos[a.id]
+	r.mu.Unlock()
+	rec := &cadre.AgentRecord{Run: r.id, ID: in.ID, Parent: in.Parent, Depth: in.Depth, Definition: in.Definition, Model: in.Model,
+		Task: in.Task, Status: in.Status, Turns: in.Turns, Usage: in.Usage, Started: in.Started.UTC(), Result: in.Result, Error: in.Error}
+	if !in.Ended.IsZero() {
+		rec.Ended = in.Ended.UTC()
+	}
+	if err := s.PutAgent(context.Background(), rec); err != nil {
+		r.e.cfg.Logger.Warn("store agent record", "run", r.id, "agent", a.id, "err", err)
+	}
+}
+
+// setStatus changes an agent's status in the live tree; the store's record
+// follows at the agent's next state change worth keeping.
+func (r *Run) setStatus(a *agent, st cadre.Status) {
+	r.mu.Lock()
+	in := r.infos[a.id]
+	changed := in.Status != st && !in.Status.Terminal()
+	if changed {
+		in.Status = st
+	}
+	r.mu.Unlock()
+	if changed && st == cadre.StatusWaiting {
+		r.putAgent(a)
+	}
+}
+
+// deliver routes a message an agent sent.
+func (r *Run) deliver(from *agent, d loop.Deliver) {
+	if d.Report {
+		if from.parent == nil {
+			return
+		}
+		r.recordReport(from, d)
+		from.parent.box.put(loop.ChildReport{Child: from.id, Text: d.Text, Failed: d.Failed, Cancelled: d.Cancelled, Incomplete: d.Incomplete})
+		return
+	}
+	r.mu.Lock()
+	target := r.agents[d.To]
+	r.mu.Unlock()
+	if target == nil {
+		from.box.put(loop.InboxMessage{Text: fmt.Sprintf("Your message to %s was not delivered: there is no running agent with that id.", d.To)})
+		return
+	}
+	target.box.put(loop.InboxMessage{From: from.id, Text: d.Text, Steering: d.Steering, FollowUp: d.FollowUp})
+}
+
+// recordReport keeps a child's report in the tree and turns it into a
+// finding when its definition asks for that.
+func (r *Run) recordReport(from *agent, d loop.Deliver) {
+	if from.def != nil && from.def.EmitStructuredFindings && !d.Failed && len([]rune(d.Text)) >= 30 {
+		content := d.Text
+		if rs := []rune(content); len(rs) > 1800 {
+			content = string(rs[:1800])
+		}
+		f := cadre.Finding{Agent: from.id, Title: "subagent:" + from.def.Name, Content: content}
+		r.mu.Lock()
+		r.findings = append(r.findings, f)
+		r.mu.Unlock()
+		from.emit(cadre.EventFinding, map[string]any{"title": f.Title, "content": f.Content})
+	}
+	r.mu.Lock()
+	if in := r.infos[from.id]; in != nil {
+		in.Result = d.Text
+	}
+	r.mu.Unlock()
+}
+
+// ended is called by an agent's goroutine when it has finished and all its
+// children have ended.
+func (r *Run) ended(a *agent, fin loop.Finish) {
+	r.mu.Lock()
+	delete(r.agents, a.id)
+	in := r.infos[a.id]
+	in.Ended = time.Now()
+	switch {
+	case fin.Cancelled:
+		in.Status = cadre.StatusCancelled
+		in.Error = fin.Result
+	case fin.Failed:
+		in.Status = cadre.StatusFailed
+		in.Error = fin.Result
+	default:
+		in.Status = cadre.StatusDone
+		if in.Result == "" || a.parent == nil {
+			in.Result = fin.Result
+		}
+	}
+	in.Stopped = fin.BudgetExhausted
+	status := in.Status
+	r.mu.Unlock()
+	r.putAgent(a)
+	switch status {
+	case cadre.StatusCancelled:
+		a.emit(cadre.EventAgentCancelled, map[string]any{"reason": fin.Result})
+	case cadre.StatusFailed:
+		a.emit(cadre.EventAgentFailed, map[string]any{"error": fin.Result})
+	default:
+		data := map[string]any{"result": fin.Result}
+		if fin.BudgetExhausted {
+			data["budget_exhausted"] = true
+		}
+		a.emit(cadre.EventAgentCompleted, data)
+	}
+	if a.parent != nil {
+		ce := loop.ChildEnded{Child: a.id, Status: status}
+		if status != cadre.StatusDone {
+			ce.Error = fin.Result
+		}
+		a.parent.box.put(ce)
+		return
+	}
+	// The root has ended: the run is over once every goroutine has exited.
+	go r.finish(fin)
+}
+
+func (r *Run) finish(fin loop.Finish) {
+	r.mu.Lock()
+	r.finishing = true
+	r.mu.Unlock()
+	close(r.stop)
+	r.wg.Wait()
+	r.mu.Lock()
+	res := &Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted}
+	for _, id := range r.order {
+		in := r.infos[id]
+		res.Agents = append(res.Agents, *in)
+		if r.exhausted {
+			if in.Status == cadre.StatusDone && !in.Stopped {
+				res.Completed = append(res.Completed, id)
+			} else {
+				res.Incomplete = append(res.Incomplete, id)
+			}
+		}
+	}
+	cancelled := r.cancelled
+	r.mu.Unlock()
+	switch {
+	case fin.Cancelled:
+		res.Status, res.Error, res.Answer = cadre.StatusCancelled, cancelled, ""
+		if res.Error == "" {
+			res.Error = fin.Result
+		}
+	case fin.Failed:
+		res.Status, res.Error, res.Answer = cadre.StatusFailed, fin.Result, ""
+	default:
+		res.Status = cadre.StatusDone
+	}
+	r.result = res
+	if res.Status == cadre.StatusDone {
+		data := map[string]any{"answer": res.Answer, "usage": res.Usage, "agents": len(res.Agents)}
+		if res.BudgetExhausted {
+			data["budget_exhausted"] = true
+			data["completed"], data["incomplete"] = res.Completed, res.Incomplete
+		}
+		if len(res.Findings) > 0 {
+			data["findings"] = res.Findings
+		}
+		r.emit(cadre.Event{Type: cadre.EventRunCompleted, Data: data})
+	} else {
+		r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": res.Status, "error": res.Error, "usage": res.Usage}})
+	}
+	r.jour.close()
+	r.events.close()
+	if s := r.e.cfg.Store; s != nil {
+		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: res.Status, Model: r.e.cfg.RootModel, Usage: res.Usage,
+			Answer: res.Answer, Error: res.Error, Agents: len(res.Agents), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
+		if len(res.Agents) > 0 {
+			rec.Started = res.Agents[0].Started.UTC()
+		}
+		if old, err := s.GetRun(context.Background(), r.id); err == nil {
+			rec.Started = old.Started
+			if rec.Config == nil {
+				rec.Config = old.Config
+			}
+		}
+		if err := s.UpdateRun(context.Background(), rec); err != nil {
+			r.e.cfg.Logger.Warn("store run record", "run", r.id, "err", err)
+		}
+	}
+	r.cancel(errors.New("run ended"))
+	close(r.done)
+}
+
+// charge adds a model call's usage and warns once at 80% of the budget.
+func (r *Run) charge(a *agent, u cadre.Usage) {
+	budget := r.e.cfg.Limits.BudgetTokens
+	r.mu.Lock()
+	r.usage = r.usage.Add(u)
+	in := r.infos[a.id]
+	in.Usage = in.Usage.Add(u)
+	in.Turns++
+	used := r.usage.Total()
+	warn := budget > 0 && !r.warned && used*5 >= budget*4
+	if warn {
+		r.warned = true
+	}
+	r.mu.Unlock()
+	if warn {
+		a.emit(cadre.EventBudgetWarning, map[string]any{"used": used, "budget": budget, "percent": used * 100 / budget})
+	}
+}
+
+// allow reports whether the token budget allows a new model call.
+func (r *Run) allow(a *agent) bool {
+	budget := r.e.cfg.Limits.BudgetTokens
+	if budget <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	used := r.usage.Total()
+	ok := used < budget
+	first := !ok && !r.exhausted
+	if !ok {
+		r.exhausted = true
+	}
+	r.mu.Unlock()
+	if first {
+		a.emit(cadre.EventBudgetExhausted, map[string]any{"used": used, "budget": budget})
+	}
+	return ok
+}
+
+func marshalInput(in loop.Input) json.RawMessage {
+	b, err := json.Marshal(in)
+	if err != nil {
+		// Inputs are plain data; this cannot happen short of a programming error.
+		panic(fmt.Sprintf("local: marshal %s input: %v", in.Kind(), err))
+	}
+	return b
+}

@@ -1,0 +1,187 @@
+package local
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/prompt"
+)
+
+// spawn creates a child for spec, or says why it may not exist, in words
+// the parent's model can act on. The child is returned to be launched; it
+// is nil when it already exists (after a resume: it is acknowledged, not
+// created again).
+func (r *Run) spawn(parent *agent, spec loop.ChildSpec) (*agent, string) {
+	e := r.e
+	lim := e.cfg.Limits
+	r.mu.Lock()
+	_, exists := r.agents[spec.ID]
+	info, known := r.infos[spec.ID]
+	r.mu.Unlock()
+	if exists || known && info.Status.Terminal() {
+		return nil, ""
+	}
+	var def *cadre.Definition
+	if spec.Definition != "" {
+		def = r.definition(spec.Definition)
+		if def == nil {
+			return nil, fmt.Sprintf("there is no subagent named %q", spec.Definition)
+		}
+	}
+	if spec.Onboarding && def == nil {
+		return nil, "onboarding needs a subagent definition"
+	}
+	norm := strings.ToLower(strings.TrimSpace(spec.Task))
+	r.mu.Lock()
+	if r.created >= lim.MaxAgents {
+		r.mu.Unlock()
+		parent.emit(cadre.EventAgentLimit, map[string]any{"max_agents": lim.MaxAgents, "task": spec.Task})
+		return nil, fmt.Sprintf("agent limit reached: this run has already created %d agents, the most it allows (maxAgents %d). Finish the work with the agents you have, or do it yourself.", lim.MaxAgents, lim.MaxAgents)
+	}
+	if !spec.Onboarding && r.tasks[norm] >= cadre.DefaultCycleRepeats {
+		n := r.tasks[norm]
+		r.mu.Unlock()
+		parent.emit(cadre.EventCycleDetected, map[string]any{"task": spec.Task, "count": n + 1})
+		return nil, fmt.Sprintf("cycle detected: this same task was already delegated %d times in this run. Do not delegate it again; work with the results you have.", n)
+	}
+	if !spec.Onboarding {
+		r.tasks[norm]++
+	}
+	r.mu.Unlock()
+
+	a, start, msg := r.newChild(parent, spec, def)
+	if msg != "" {
+		return nil, msg
+	}
+	if err := r.create(a, start); err != nil {
+		return nil, "the subagent could not be started: " + err.Error()
+	}
+	r.mu.Lock()
+	r.infos[a.id].Mode = spec.Mode
+	r.mu.Unlock()
+	data := map[string]any{"child": string(spec.ID), "definition": a.definition, "mode": spec.Mode, "task": spec.Task, "model": a.modelName}
+	if spec.Total > 0 {
+		data["index"], data["total"] = spec.Index, spec.Total
+	}
+	if spec.Name != "" {
+		data["name"] = spec.Name
+	}
+	a.emit(cadre.EventAgentSpawned, data)
+	return a, ""
+}
+
+// newChild builds a child agent and its Start input.
+func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition) (*agent, loop.Start, string) {
+	e := r.e
+	lim := e.cfg.Limits
+	name, warning := e.cfg.Models.Choose(def, parent.modelName)
+	if warning != "" {
+		parent.emit(cadre.EventWarning, map[string]any{"message": warning, "child": string(spec.ID)})
+	}
+	m, err := e.cfg.Models.Open(name)
+	if err != nil {
+		return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
+	}
+	depth := parent.depth + 1
+	maxDepth := lim.MaxDepth
+	if def != nil && def.MaxDepth > 0 && depth+def.MaxDepth < maxDepth {
+		maxDepth = depth + def.MaxDepth
+	}
+	userFacing := r.userFacing()
+	delegate := depth < maxDepth && mayDelegate(def, parent.cfg.Delegate) && len(userFacing) > 0 && !spec.Onboarding
+	tools := filterTools(parent.tools, def)
+	protocol := parent.cfg.Protocol
+	if def != nil && (def.Protocol == cadre.ProtocolText || def.Protocol == cadre.ProtocolTools) {
+		protocol = def.Protocol
+	}
+	report := e.cfg.Report
+	if def != nil && def.Report != "" {
+		report = def.Report
+	}
+	definition := spec.Definition
+	if definition == "" {
+		definition = "sub"
+	}
+	cfg := loop.Config{
+		ID: spec.ID, Parent: parent.id, Depth: depth, MaxDepth: maxDepth, Definition: definition, Model: name,
+		Tools: specs(tools), Delegate: delegate, Catalog: r.catalog(), Report: report, Protocol: protocol,
+		MaxTurns: lim.MaxTurns,
+	}
+	var first string
+	switch {
+	case spec.Onboarding:
+		cfg.Mode = loop.ModeOnboarding
+		cfg.System = def.Prompt
+		cfg.MaxQuestions = def.MaxQuestions
+		cfg.Protocol = cadre.ProtocolTools
+		first = prompt.Onboarding(spec.Context, def.MaxQuestions)
+	case def != nil:
+		cfg.System = prompt.Child(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
+			CanDelegate: delegate, Protocol: protocol, Depth: depth, MaxDepth: maxDepth, AskCaller: def.AskCaller, Report: report})
+	default:
+		cfg.System = prompt.SubAgent(prompt.SubAgentParams{Soul: e.cfg.Soul, Identity: e.cfg.Identity, Task: spec.Task,
+			Depth: depth, MaxDepth: maxDepth, Defs: userFacing})
+	}
+	if def != nil {
+		if def.MaxTurns > 0 {
+			cfg.MaxTurns = def.MaxTurns
+		}
+		cfg.Temperature = def.Temperature
+		cfg.TimeoutSeconds = int(def.Timeout().Seconds())
+		if !spec.Onboarding {
+			cfg.AskCaller = def.AskCaller
+			cfg.MaxQuestions = def.MaxQuestions
+			cfg.OutputSchema = def.OutputSchema
+		}
+	}
+	if first == "" {
+		first = spec.First
+	}
+	if first == "" {
+		first = prompt.UserMessage(spec.Task, spec.Context)
+	}
+	msgs := append(slices.Clone(spec.Messages), cadre.Message{Role: cadre.RoleUser, Content: first})
+	a := r.newAgent(cfg, parent, def, m, tools)
+	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, ""
+}
+
+func specs(tools []cadre.Tool) []cadre.ToolSpec {
+	out := make([]cadre.ToolSpec, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t.Spec())
+	}
+	return out
+}
+
+// filterTools applies a definition's allowlist and denylist to the tools an
+// agent could have; it never adds a tool.
+func filterTools(from []cadre.Tool, def *cadre.Definition) []cadre.Tool {
+	if def == nil {
+		return from
+	}
+	var out []cadre.Tool
+	for _, t := range from {
+		name := t.Spec().Name
+		if def.Tools != nil && !slices.Contains(def.Tools, name) {
+			continue
+		}
+		if slices.Contains(def.DisallowedTools, name) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// mayDelegate reports whether a definition's allowlist lets it start
+// subagents; without a definition or an allowlist the parent's ability
+// carries over.
+func mayDelegate(def *cadre.Definition, parent bool) bool {
+	if def == nil || def.Tools == nil {
+		return parent && (def == nil || !slices.Contains(def.DisallowedTools, loop.ToolSpawnAgent))
+	}
+	return parent && (slices.Contains(def.Tools, loop.ToolSpawnAgent) || slices.Contains(def.Tools, loop.ToolStartBackground))
+}
