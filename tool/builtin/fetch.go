@@ -28,12 +28,34 @@ var _ cadre.Tool = (*WebFetch)(nil)
 // NewWebFetch returns the web_fetch tool, using opts.HTTPClient when set.
 func NewWebFetch(opts Options) *WebFetch {
 	opts = opts.withDefaults()
-	c := opts.HTTPClient
-	if c == nil {
-		c = &http.Client{}
+	c := &http.Client{}
+	if opts.HTTPClient != nil {
+		cc := *opts.HTTPClient // a copy, to add the redirect check below
+		c = &cc
+	}
+	next := c.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+			return &redirectError{to: req.URL.Redacted(), why: "which is not an http or https URL: only those are fetched"}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return &redirectError{to: req.URL.Redacted(), why: fmt.Sprintf("after %d redirects already; it seems to redirect in a loop", len(via))}
+		}
+		return nil
 	}
 	return &WebFetch{client: c, opts: opts}
 }
+
+// maxRedirects is how many redirects web_fetch follows, as net/http does.
+const maxRedirects = 10
+
+// A redirectError is a redirect web_fetch does not follow.
+type redirectError struct{ to, why string }
+
+func (e *redirectError) Error() string { return "it redirects to " + e.to + ", " + e.why }
 
 type fetchArgs struct {
 	URL string `json:"url"`
@@ -86,6 +108,10 @@ func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return "", fmt.Errorf("web_fetch: %s did not answer within %s", u.Redacted(), t.opts.FetchTimeout)
 		}
+		var re *redirectError
+		if errors.As(err, &re) {
+			return "", fmt.Errorf("web_fetch: %s was not fetched: %v", u.Redacted(), re)
+		}
 		return "", fmt.Errorf("web_fetch: GET %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
@@ -105,7 +131,8 @@ func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error
 	if ctype == "" {
 		ctype = http.DetectContentType(body)
 	}
-	media, _, _ := mime.ParseMediaType(ctype)
+	media, params, _ := mime.ParseMediaType(ctype)
+	text := decodeText(body, params["charset"])
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s\n", resp.Proto, resp.Status)
 	if final := resp.Request.URL.String(); final != u.String() {
@@ -114,9 +141,9 @@ func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error
 	fmt.Fprintf(&b, "Content-Type: %s\n\n", ctype)
 	switch {
 	case media == "text/html" || media == "application/xhtml+xml":
-		b.WriteString(htmlText(string(body)))
+		b.WriteString(htmlText(text))
 	case isText(media):
-		b.WriteString(strings.ToValidUTF8(string(body), "\uFFFD"))
+		b.WriteString(text)
 	default:
 		fmt.Fprintf(&b, "(%s of %s content, not shown)", plural(len(body), "byte"), media)
 	}
@@ -140,4 +167,31 @@ func isText(media string) bool {
 		return true
 	}
 	return strings.HasSuffix(media, "+json") || strings.HasSuffix(media, "+xml")
+}
+
+// decodeText turns a body in charset into valid UTF-8. It knows UTF-8 and
+// the Latin-1 family (ISO-8859-1, Windows-1252, ASCII); other bytes that
+// are not UTF-8 become U+FFFD.
+func decodeText(body []byte, charset string) string {
+	switch strings.ToLower(charset) {
+	case "iso-8859-1", "iso8859-1", "latin1", "l1", "windows-1252", "cp1252", "us-ascii", "ascii":
+		// The bytes 0x80-0x9f of Windows-1252, which pages labelled
+		// ISO-8859-1 use too; the five unassigned ones stay C1 controls.
+		cp1252 := [32]rune{
+			'€', 0x81, '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', 0x8d, 'Ž', 0x8f,
+			0x90, '‘', '’', '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', 0x9d, 'ž', 'Ÿ',
+		}
+		var b strings.Builder
+		b.Grow(len(body))
+		for _, c := range body {
+			switch {
+			case c >= 0x80 && c < 0xa0:
+				b.WriteRune(cp1252[c-0x80])
+			default:
+				b.WriteRune(rune(c))
+			}
+		}
+		return b.String()
+	}
+	return strings.ToValidUTF8(string(body), "\uFFFD")
 }

@@ -38,6 +38,20 @@ func fetchServer(t *testing.T) *httptest.Server {
 	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/text", http.StatusFound)
 	})
+	mux.HandleFunc("/to-file", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	})
+	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=ISO-8859-1")
+		w.Write([]byte("<p>caf\xe9 \x93quoted\x94</p>"))
+	})
+	mux.HandleFunc("/broken-utf8", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok \xff\xfe end"))
+	})
 	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done() // answers only when the client gives up
 	})
@@ -64,6 +78,11 @@ func TestWebFetch(t *testing.T) {
 		{name: "size_cap", tool: small, url: srv.URL + "/big", want: "HTTP/1.1 200 OK\nContent-Type: text/plain\n\n0123456789\n\n(the body was cut at 10 bytes)"},
 		{name: "binary", url: srv.URL + "/binary", want: "HTTP/1.1 200 OK\nContent-Type: image/png\n\n(12 bytes of image/png content, not shown)"},
 		{name: "redirect", url: srv.URL + "/moved", want: "HTTP/1.1 200 OK\nURL: " + srv.URL + "/text\nContent-Type: text/plain; charset=utf-8\n\nhello tester"},
+		{name: "latin1", url: srv.URL + "/latin1", want: "HTTP/1.1 200 OK\nContent-Type: text/html; charset=ISO-8859-1\n\ncafé “quoted”\n"},
+		{name: "invalid_utf8", url: srv.URL + "/broken-utf8", want: "HTTP/1.1 200 OK\nContent-Type: text/plain; charset=utf-8\n\nok \uFFFD end"},
+		{name: "redirect_to_file", url: srv.URL + "/to-file",
+			wantErr: "web_fetch: " + srv.URL + "/to-file was not fetched: it redirects to file:///etc/passwd, which is not an http or https URL"},
+		{name: "redirect_loop", url: srv.URL + "/loop", wantErr: "after 10 redirects already; it seems to redirect in a loop"},
 		{name: "not_found", url: srv.URL + "/missing", wantErr: "answered 404 Not Found:\nHTTP/1.1 404 Not Found\nContent-Type: text/plain; charset=utf-8\n\nno such page"},
 		{name: "time_cap", tool: quick, url: srv.URL + "/slow", wantErr: "did not answer within 200ms"},
 		{name: "file_scheme", url: "file:///etc/passwd", wantErr: "is not an http or https URL"},
@@ -96,12 +115,25 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestWebFetchUsesInjectedClient(t *testing.T) {
 	srv := fetchServer(t)
 	tr := &countingTransport{next: srv.Client().Transport}
-	wf := NewWebFetch(Options{HTTPClient: &http.Client{Transport: tr}})
-	if _, err := call(t, wf, map[string]any{"url": srv.URL + "/text"}); err != nil {
+	var redirects atomic.Int32
+	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+		redirects.Add(1)
+		return nil
+	}}
+	wf := NewWebFetch(Options{HTTPClient: client})
+	if _, err := call(t, wf, map[string]any{"url": srv.URL + "/moved"}); err != nil {
 		t.Fatal(err)
 	}
-	if tr.n.Load() != 1 {
-		t.Errorf("the injected client made %d requests, want 1", tr.n.Load())
+	if tr.n.Load() != 2 || redirects.Load() != 1 {
+		t.Errorf("the injected client made %d requests and checked %d redirects, want 2 and 1", tr.n.Load(), redirects.Load())
+	}
+	// The client is used, not changed: a refused scheme is web_fetch's own
+	// check, on a copy.
+	if _, err := call(t, wf, map[string]any{"url": srv.URL + "/to-file"}); err == nil || !strings.Contains(err.Error(), "not an http or https URL") {
+		t.Errorf("redirect to file: %v", err)
+	}
+	if err := client.CheckRedirect(nil, nil); err != nil || redirects.Load() != 2 {
+		t.Errorf("the injected client's CheckRedirect was replaced")
 	}
 }
 
