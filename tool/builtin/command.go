@@ -16,21 +16,25 @@ import (
 	"github.com/cadre-ai/cadre/tool"
 )
 
-// outputGrace is how long run_command keeps reading output after the
-// command's process group is gone, for a process that left the group but
-// still holds the output open.
-const outputGrace = 2 * time.Second
+// defaultOutputGrace is how long run_command keeps reading output after
+// the command's process group is gone, for a process that left the group
+// but still holds the output open.
+const defaultOutputGrace = 2 * time.Second
 
 // RunCommand is the run_command tool: it runs a shell command line in the
 // workspace root. It is a mutating tool.
 //
 // The command runs as Shell -c command in its own process group, with
 // standard input empty and standard output and error combined. When it
-// ends, times out or the call is cancelled, the whole group is killed:
-// nothing the command started in the background outlives the call.
+// ends, times out or the call is cancelled, the whole group is killed, so
+// what the command started in the background does not outlive the call.
+// A process that leaves the group on purpose (setsid) is out of reach: if
+// it keeps the output open, the call returns shortly after the command
+// ends and says so.
 type RunCommand struct {
-	ws   tool.Workspace
-	opts Options
+	ws    tool.Workspace
+	opts  Options
+	grace time.Duration // how long to drain output after the group is killed
 }
 
 var (
@@ -41,7 +45,7 @@ var (
 // NewRunCommand returns the run_command tool, running commands in ws's
 // root.
 func NewRunCommand(ws tool.Workspace, opts Options) *RunCommand {
-	return &RunCommand{ws: ws, opts: opts.withDefaults()}
+	return &RunCommand{ws: ws, opts: opts.withDefaults(), grace: defaultOutputGrace}
 }
 
 type commandArgs struct {
@@ -117,6 +121,10 @@ func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, err
 	} else if !strings.HasSuffix(out, "\n") {
 		out += "\n"
 	}
+	if res.abandoned {
+		note += "(a process the command started left its process group and kept the output open; " +
+			"it was not waited for, may still be running, and later output is lost)\n"
+	}
 	switch {
 	case res.cancelled:
 		return "", fmt.Errorf("run_command: the call was cancelled and the command killed (%v). Output so far:\n%s", context.Cause(ctx), out)
@@ -136,6 +144,7 @@ type runResult struct {
 	status    string
 	timedOut  bool
 	cancelled bool
+	abandoned bool // a process outside the group kept the output open
 }
 
 func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (runResult, error) {
@@ -167,16 +176,18 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 	}()
 	waitErr := cmd.Wait()
 	killGroup(cmd)
-	timer := time.NewTimer(outputGrace)
+	timer := time.NewTimer(t.grace)
+	abandoned := false
 	select {
 	case <-drained:
 	case <-timer.C:
+		abandoned = true
 	}
 	timer.Stop()
 	pr.Close()
 	<-drained
 
-	res := runResult{out: buf.String()}
+	res := runResult{out: buf.String(), abandoned: abandoned}
 	if waitErr == nil {
 		return res, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -185,4 +186,31 @@ func TestRunCommandCancel(t *testing.T) {
 	}
 	waitGone(t, shell)
 	waitGone(t, child)
+}
+
+func TestRunCommandProcessLeavingTheGroup(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	rc := NewRunCommand(ws, Options{})
+	rc.grace = 50 * time.Millisecond // the call waits this long for the output to close
+	pidFile := filepath.Join(root, "leaver.pid")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	// The leaver starts a session of its own, writes its pid once it has,
+	// and sleeps holding the output pipe; the shell waits for the pid file
+	// so that the leaver is out of the group before the shell ends.
+	const script = `setsid sh -c 'echo $$ > leaver.pid.tmp; mv leaver.pid.tmp leaver.pid; exec sleep 60' &
+while [ ! -s leaver.pid ]; do :; done
+echo done`
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid is not installed")
+	}
+	got, err := call(t, rc, map[string]any{"command": script})
+	want := "done\n\nexit code: 0\n(a process the command started left its process group and kept the output open; " +
+		"it was not waited for, may still be running, and later output is lost)\n"
+	checkResult(t, got, err, want, "")
 }
