@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -250,14 +251,27 @@ func (c *capBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns what was kept, with a note where bytes were left out.
+// Where it can do so without losing much, it cuts at line ends, so that
+// the head and the tail hold whole lines.
 func (c *capBuffer) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kept := int64(len(c.head) + len(c.tail))
-	if kept == c.total {
-		return strings.ToValidUTF8(string(c.head)+string(c.tail), "\uFFFD")
+	head, tail := c.head, c.tail
+	if int64(len(head)+len(tail)) == c.total {
+		return strings.ToValidUTF8(string(head)+string(tail), "\uFFFD")
 	}
-	return strings.ToValidUTF8(string(c.head), "\uFFFD") +
-		fmt.Sprintf("\n[… %d bytes of output left out (%d in all) …]\n", c.total-kept, c.total) +
-		strings.ToValidUTF8(string(c.tail), "\uFFFD")
+	if i := bytes.LastIndexByte(head, '\n'); i >= 0 && i+1 >= len(head)*3/4 {
+		head = head[:i+1]
+	}
+	if i := bytes.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/4 {
+		tail = tail[i+1:]
+	}
+	var b strings.Builder
+	b.WriteString(strings.ToValidUTF8(string(head), "\uFFFD"))
+	if len(head) > 0 && head[len(head)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "[… %d bytes of output left out (%d in all) …]\n", c.total-int64(len(head)+len(tail)), c.total)
+	b.WriteString(strings.ToValidUTF8(string(tail), "\uFFFD"))
+	return b.String()
 }

@@ -63,9 +63,10 @@ func TestRunCommandOutputCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// seq 1 2000 writes 8893 bytes; 50 from the head and 50 from the tail are kept.
+	// seq 1 2000 writes 8893 bytes; 50 from the head and 50 from the tail
+	// are kept, cut back to whole lines: 1-19 and 1992-2000.
 	if !strings.HasPrefix(got, "1\n2\n3\n") || !strings.HasSuffix(got, "1999\n2000\n\nexit code: 0\n") ||
-		!strings.Contains(got, "[… 8793 bytes of output left out (8893 in all) …]") || len(got) > 250 {
+		!strings.Contains(got, "\n19\n[… 8800 bytes of output left out (8893 in all) …]\n1992\n") || len(got) > 250 {
 		t.Errorf("capped output (%d bytes):\n%s", len(got), got)
 	}
 }
@@ -82,6 +83,8 @@ func TestCapBuffer(t *testing.T) {
 		{name: "one_big_write", max: 6, writes: []string{"abcdefghij"}, want: "abc\n[… 4 bytes of output left out (10 in all) …]\nhij"},
 		{name: "many_small_writes", max: 6, writes: []string{"ab", "cd", "ef", "gh", "ij"}, want: "abc\n[… 4 bytes of output left out (10 in all) …]\nhij"},
 		{name: "tail_rolls", max: 4, writes: []string{"a", "b", "c", "d", "e", "f", "g"}, want: "ab\n[… 3 bytes of output left out (7 in all) …]\nfg"},
+		{name: "whole_lines", max: 8, writes: []string{"aa\nbb\ncc\n", "dd\nee\n"}, want: "aa\n[… 9 bytes of output left out (15 in all) …]\nee\n"},
+		{name: "long_lines_cut_anyway", max: 8, writes: []string{"a\nbbbbbbbbbbbbbbbbbb\nc"}, want: "a\nbb\n[… 14 bytes of output left out (22 in all) …]\nbb\nc"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

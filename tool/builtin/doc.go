@@ -2,19 +2,40 @@
 // read_file, list_files, search_files, write_file, edit_file, run_command
 // and web_fetch.
 //
+// # Confinement
+//
 // File tools are confined to a tool.Workspace: every path a model gives is
 // resolved with Workspace.Resolve, so paths that climb out of the root,
-// absolute paths elsewhere and symbolic links leading outside are refused.
-// Paths in results are relative to the root, so a model can pass them back.
-// list_files and search_files do not follow symbolic links while walking.
-// run_command runs in the root directory; what the command itself touches is
-// not confined, which is why it, write_file and edit_file are mutating tools
-// (cadre.Mutator) that go through approval.
+// absolute paths elsewhere and symbolic links leading outside — along the
+// path or at its end, dangling or not — are refused. Links that stay
+// inside work. Paths in results are relative to the root, so a model can
+// pass them back. list_files and search_files never follow a symbolic
+// link while walking: list_files lists links to files inside the root,
+// leaves out links to directories, and only counts links that lead
+// outside or nowhere; search_files reads regular files only. Named pipes,
+// sockets and devices are never opened. run_command runs in the root
+// directory; what the command itself touches is not confined, which is why
+// it, write_file and edit_file are mutating tools (cadre.Mutator) that go
+// through approval.
 //
-// Every tool bounds its output (lines, files, matches, bytes, time) with an
-// Options field whose zero value means the documented default, and says so
-// in its result when it cut something. Failures are returned as errors
-// whose text tells the model what went wrong and what to do instead.
+// # Bounds
 //
-// The tools are safe for concurrent use and keep no state between calls.
+// Every tool bounds its output (lines, bytes, files, matches, time) with an
+// Options field whose zero value means the documented default, and says in
+// its result what it cut or skipped and how to see the rest.
+//
+// # Files
+//
+// write_file and edit_file keep a file's mode, and its \r\n line endings
+// when the model writes \n (read_file shows lines without their endings).
+// edit_file replaces text that occurs exactly once and, when it does not,
+// says where it occurs or why it may not match.
+//
+// # Concurrency and errors
+//
+// The tools are safe for concurrent use: the calls of one model reply run
+// at once. The write_file and edit_file returned by New change any one
+// file one call at a time, so that concurrent edits of a file are all
+// kept. Failures are returned as errors whose text names the tool, says
+// what went wrong and what to do instead.
 package builtin
