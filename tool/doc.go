@@ -12,7 +12,12 @@
 //   - Validate, Workspace.Resolve and Func's tools are safe for concurrent
 //     use and never panic on malformed input.
 //   - Approver serialises its prompts: at most one question is put to the
-//     user at a time, whatever the number of agents asking.
+//     user at a time, whatever the number of agents asking. The summary it
+//     is given (Summarize) shows terminal control characters as escapes.
+//     Denials tell the model what happened and how the user can allow
+//     such calls.
+//   - Decode, and so Func's tools, take integers written as 3.0 or 1e2,
+//     which the schema check accepts too.
 //   - Executor never panics and never returns a Go error: every failure —
 //     unknown tool, arguments that are not a JSON object or do not match the
 //     schema, a denied approval, a tool that fails or panics — becomes an

@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -84,7 +88,54 @@ func Decode[T any](spec cadre.ToolSpec, args json.RawMessage) (T, error) {
 		return v, fmt.Errorf("invalid arguments for %s: %w", spec.Name, err)
 	}
 	if err := json.Unmarshal(args, &v); err != nil {
-		return v, fmt.Errorf("invalid arguments for %s: %w", spec.Name, err)
+		// Validate takes 3.0 and 1e2 for integers, as JSON Schema does;
+		// encoding/json does not. Write such numbers as integers and try
+		// again.
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number") {
+			return v, fmt.Errorf("invalid arguments for %s: %w", spec.Name, err)
+		}
+		fixed, ferr := integralNumbers(args)
+		if ferr != nil {
+			return v, fmt.Errorf("invalid arguments for %s: %w", spec.Name, err)
+		}
+		var zero T
+		v = zero
+		if err := json.Unmarshal(fixed, &v); err != nil {
+			return v, fmt.Errorf("invalid arguments for %s: %w", spec.Name, err)
+		}
 	}
 	return v, nil
+}
+
+// integralNumbers rewrites the numbers of a JSON document that have an
+// integer value, such as 3.0 or 1e2, as integers.
+func integralNumbers(doc []byte) ([]byte, error) {
+	v, err := decodeJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case json.Number:
+			if _, err := v.Int64(); err == nil {
+				return v
+			}
+			if f, err := v.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+				return json.Number(strconv.FormatInt(int64(f), 10))
+			}
+			return v
+		case []any:
+			for i := range v {
+				v[i] = walk(v[i])
+			}
+		case map[string]any:
+			for k := range v {
+				v[k] = walk(v[k])
+			}
+		}
+		return v
+	}
+	return json.Marshal(walk(v))
 }

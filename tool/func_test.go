@@ -41,6 +41,9 @@ func TestFunc(t *testing.T) {
 		wantErr string
 	}{
 		{name: "ok", args: `{"name":"Ada","times":2}`, want: "hello Ada\nhello Ada\n"},
+		{name: "integer_written_as_float", args: `{"name":"Ada","times":2.0}`, want: "hello Ada\nhello Ada\n"},
+		{name: "integer_written_with_exponent", args: `{"name":"Ada","times":2e0}`, want: "hello Ada\nhello Ada\n"},
+		{name: "fraction_for_integer", args: `{"name":"Ada","times":2.5}`, wantErr: `invalid arguments for greet: argument "times": expected integer, got number`},
 		{name: "schema_mismatch", args: `{"name":1}`, wantErr: `invalid arguments for greet: argument "name": expected string, got number`},
 		{name: "missing", args: ``, wantErr: `invalid arguments for greet: missing required argument "name"`},
 		{name: "extra", args: `{"name":"x","loud":true}`, wantErr: `invalid arguments for greet: unexpected argument "loud": the tool accepts only name, times`},
