@@ -34,8 +34,13 @@
 //   - Claude Code: maxTurns; color, permissionMode, skills, effort, memory,
 //     hooks, background and mcpServers are kept in Definition.Extra.
 //   - OpenCode: mode (primary makes the agent internal), temperature, steps
-//     (the number of turns), hidden, permission, disable (the file is
-//     skipped). Without a name, an OpenCode file is named after the file.
+//     (the number of turns), hidden, disable (the file is skipped), tools as
+//     a map (a tool set to false is disallowed; with "*": false only the
+//     tools set to true remain) and permission (a tool whose permission is
+//     deny is disallowed, edit covering every tool that changes files; with
+//     "*": deny only the tools allowed or asked for remain; per-pattern
+//     permissions and ask are left to cadre's approval policy). Without a
+//     name, an OpenCode file is named after the file.
 //   - llm-do .agent files: the same shape; toolsets and compatible_models
 //     are kept in Extra.
 //   - cadre: report (tool or tag: how the agent reports to its parent),
@@ -53,8 +58,12 @@
 // are kept in Definition.ToolArgs under the cadre name (the agent names of
 // Task(…) and Agent(…) under "spawn_agent"). A name mcp__server__tool stays
 // as it is when server is one of the configured MCP servers. A name cadre
-// cannot resolve is a warning and the agent loads without it; with
-// Strict it is an error and the agent is rejected.
+// cannot resolve in a list of tools the agent may use is a warning and the
+// agent loads without it; with Strict it is an error and the agent is
+// rejected. In a list of tools it may not use, a tool of Claude Code or
+// OpenCode that cadre lacks (WebSearch, TodoWrite) is ignored, and any other
+// unknown name is a warning, since it may be a misspelling that leaves a
+// tool allowed.
 //
 // # Broken YAML
 //
@@ -74,13 +83,14 @@
 // and agents); the project's (.cadre/agents, .claude/agents,
 // .opencode/agent and .opencode/agents in every directory from the
 // repository root down to the working directory, nearer directories taking
-// precedence); then each extra directory in order. Sub-folders are scanned;
-// files not ending in .md or .agent are never read. A definition from a
-// nearer scope replaces one of the same name from a farther scope, with an
-// info line unless the replaced one is built in (cadre init copies the
-// stock agents into the project). Two files of one scope with the same
-// name: the first in path order wins and the other is rejected (an error
-// within one folder, a warning across the folders of one scope).
+// precedence); then each extra directory in order. Sub-folders are scanned,
+// through symbolic links too (each real folder once); files not ending in
+// .md or .agent are never read. A definition from a nearer scope replaces
+// one of the same name from a farther scope, with an info line, except
+// when it is an unchanged copy of a built-in agent (as cadre init writes).
+// Two files of one scope whose names are equal, ignoring case: the first in
+// path order wins and the other is rejected (an error within one folder, a
+// warning across the folders of one scope).
 //
 // # Diagnostics
 //

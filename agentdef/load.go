@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -179,7 +180,8 @@ type agentFile struct {
 }
 
 // tier loads the files of one precedence level: within it, the first file
-// in path order wins a name.
+// in path order wins a name. Names that differ only in case are the same
+// name here, as they are to the people who write them.
 func (l *loader) tier(scope string, roots []root) {
 	var files []agentFile
 	for _, r := range roots {
@@ -192,7 +194,11 @@ func (l *loader) tier(scope string, roots []root) {
 		root string
 	}
 	won := map[string]winner{}
-	var defs []*cadre.Definition
+	type loaded struct {
+		def       *cadre.Definition
+		line, col int
+	}
+	var defs []loaded
 	for _, f := range files {
 		data, err := readAgentFile(f.path)
 		if err != nil {
@@ -207,30 +213,50 @@ func (l *loader) tier(scope string, roots []root) {
 		if def == nil {
 			continue
 		}
-		if w, dup := won[def.Name]; dup {
-			line, col := keyLine(data, "name")
+		line, col := nameLine(data)
+		key := strings.ToLower(def.Name)
+		if w, dup := won[key]; dup {
 			sev := SeverityWarning
 			if w.root == f.root.path {
 				sev = SeverityError
 			}
-			l.diag(f.path, line, col, sev, "duplicate name %s: %s defines it too and comes first, so this file is not loaded; rename one of them", def.Name, w.def.File)
+			same := def.Name
+			if w.def.Name != def.Name {
+				same = fmt.Sprintf("%s (the same name as %s, ignoring case)", def.Name, w.def.Name)
+			}
+			l.diag(f.path, line, col, sev, "duplicate name %s: %s defines it too and comes first, so this file is not loaded; rename one of them", same, w.def.File)
 			continue
 		}
-		won[def.Name] = winner{def: def, root: f.root.path}
-		defs = append(defs, def)
+		won[key] = winner{def: def, root: f.root.path}
+		defs = append(defs, loaded{def: def, line: line, col: col})
 	}
 	for _, d := range defs {
-		if old := l.cat.put(d); old != nil && old.Scope != ScopeBuiltin {
-			line, col := 0, 0
-			if data, err := readAgentFile(d.File); err == nil {
-				line, col = keyLine(data, "name")
-			}
-			l.diag(d.File, line, col, SeverityInfo, "agent %s overrides the one in %s (%s scope)", d.Name, old.File, old.Scope)
+		old := l.cat.put(d.def)
+		switch {
+		case old == nil:
+		case old.Scope == ScopeBuiltin && sameDefinition(old, d.def):
+			// An unchanged copy of a built-in agent, as cadre init writes:
+			// nothing changes, so nothing is worth saying.
+		case old.Scope == ScopeBuiltin:
+			l.diag(d.def.File, d.line, d.col, SeverityInfo, "agent %s replaces cadre's built-in agent of that name", d.def.Name)
+		default:
+			l.diag(d.def.File, d.line, d.col, SeverityInfo, "agent %s overrides the one in %s (%s scope)", d.def.Name, old.File, old.Scope)
 		}
 	}
 }
 
-// scan lists the agent files under a root.
+// sameDefinition reports whether two definitions differ only in where they
+// were found.
+func sameDefinition(a, b *cadre.Definition) bool {
+	x, y := *a, *b
+	x.File, x.Scope, y.File, y.Scope = "", "", "", ""
+	return reflect.DeepEqual(x, y)
+}
+
+// scan lists the agent files under a root. Folders are followed through
+// symbolic links (an agents folder linked from a dotfiles repository is
+// common), each real folder once, so a link cycle ends the descent; paths
+// are reported as reached, not as resolved.
 func (l *loader) scan(r root) []agentFile {
 	fi, err := os.Stat(r.path)
 	if err != nil {
@@ -249,30 +275,49 @@ func (l *loader) scan(r root) []agentFile {
 		return nil
 	}
 	var out []agentFile
-	err = filepath.WalkDir(r.path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			l.diag(p, 0, 0, SeverityWarning, "cannot read: %v", err)
-			if d != nil && d.IsDir() && p != r.path {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if p != r.path && (d.Name() == ".git" || d.Name() == "node_modules") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !isAgentFile(d.Name()) || !(d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0) {
-			return nil
-		}
-		out = append(out, agentFile{path: p, root: r})
-		return nil
-	})
-	if err != nil {
-		l.diag(r.path, 0, 0, SeverityWarning, "cannot scan agents folder: %v", err)
-	}
+	l.walk(r, r.path, map[string]bool{}, &out)
 	return out
+}
+
+// walk adds the agent files below dir to out. seen holds the real paths of
+// the folders already walked.
+func (l *loader) walk(r root, dir string, seen map[string]bool, out *[]agentFile) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		l.diag(dir, 0, 0, SeverityWarning, "cannot read agents folder: %v", err)
+		return
+	}
+	if seen[real] {
+		return
+	}
+	seen[real] = true
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.diag(dir, 0, 0, SeverityWarning, "cannot read agents folder: %v", err)
+		// ReadDir returns what it read before the error; carry on with it.
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		typ := e.Type()
+		if typ&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(p)
+			if err != nil {
+				if isAgentFile(e.Name()) {
+					l.diag(p, 0, 0, SeverityWarning, "cannot read: %v (a broken link?)", err)
+				}
+				continue
+			}
+			typ = fi.Mode().Type()
+		}
+		switch {
+		case typ.IsDir():
+			if e.Name() != ".git" && e.Name() != "node_modules" {
+				l.walk(r, p, seen, out)
+			}
+		case typ.IsRegular() && isAgentFile(e.Name()):
+			*out = append(*out, agentFile{path: p, root: r})
+		}
+	}
 }
 
 // isAgentFile reports whether a file name has an agent file's extension.
@@ -299,13 +344,17 @@ func readAgentFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// keyLine finds the first line that sets key, for messages about a file
-// that has already parsed.
-func keyLine(data []byte, key string) (int, int) {
-	for i, line := range strings.Split(string(data), "\n") {
-		t := strings.TrimLeft(line, " \t\ufeff")
-		if strings.HasPrefix(t, key+":") {
-			return i + 1, len(line) - len(t) + 1
+// nameLine finds the name field in the frontmatter of a file that has
+// already parsed, for messages about the file as a whole agent. It is 0, 0
+// when the name came from the file name.
+func nameLine(data []byte) (int, int) {
+	fm, st := splitFrontmatter(data)
+	if st != splitOK {
+		return 0, 0
+	}
+	for i, line := range fm.lines {
+		if key, ok := keyAt(line); ok && key == "name" {
+			return fm.first + i, fm.indent + 1
 		}
 	}
 	return 0, 0

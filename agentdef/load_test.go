@@ -329,7 +329,7 @@ func TestLoadOpenCodeFolderNamesFromFile(t *testing.T) {
 	if d.Scope != ScopeUser || d.Tools != nil {
 		t.Errorf("scope %q tools %v, want user and nil", d.Scope, d.Tools)
 	}
-	if diff := cmp.Diff([]string{"edit_file", "write_file"}, d.DisallowedTools); diff != "" {
+	if diff := cmp.Diff([]string{"write_file", "edit_file"}, d.DisallowedTools); diff != "" {
 		t.Errorf("disallowed (-want +got):\n%s", diff)
 	}
 }
@@ -400,8 +400,10 @@ func TestLoadScopes(t *testing.T) {
 			t.Errorf("want an override info on %s naming %s:%s", want.file, want.from, diagLines(diags))
 		}
 	}
-	if hasDiag(diags, SeverityInfo, "overrides the one in builtin:") {
-		t.Errorf("overriding a built-in agent should be silent:%s", diagLines(diags))
+	// Replacing a built-in agent with a different definition is worth a
+	// line too (an unchanged copy is not: see TestInit).
+	if ds := diagsFor(diags, "/.claude/agents/summarizer.md"); len(ds) != 1 || !hasDiag(ds, SeverityInfo, "agent summarizer replaces cadre's built-in agent") || ds[0].Line != 2 {
+		t.Errorf("want one info line at line 2 on the user's summarizer:%s", diagLines(diags))
 	}
 	if n := len(cat.Overridden()); n != 4 {
 		t.Errorf("Overridden has %d definitions, want 4 (shared twice, top, summarizer)", n)
@@ -488,5 +490,81 @@ func TestCatalog(t *testing.T) {
 	var none *Catalog
 	if _, ok := none.Get("x"); ok || none.Len() != 0 || none.All() != nil {
 		t.Error("a nil catalog is empty")
+	}
+}
+
+// Agents folders are often links into a dotfiles repository; folders
+// inside them may be links too, even in a cycle.
+func TestLoadFollowsLinkedFolders(t *testing.T) {
+	home, real, other := t.TempDir(), t.TempDir(), t.TempDir()
+	writeFiles(t, real, map[string]string{"a.md": agent("a")})
+	writeFiles(t, other, map[string]string{"b.md": agent("b"), "notes.txt": "not an agent"})
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []struct{ target, name string }{
+		{real, filepath.Join(home, ".claude", "agents")},
+		{other, filepath.Join(real, "linked")},
+		{real, filepath.Join(other, "back")}, // a cycle
+		{filepath.Join(real, "a.md"), filepath.Join(other, "c.md")},
+		{filepath.Join(real, "gone.md"), filepath.Join(real, "dangling.md")},
+	} {
+		if err := os.Symlink(link.target, link.name); err != nil {
+			t.Skipf("cannot make symbolic links here: %v", err)
+		}
+	}
+	cat, diags := Load(LoadOptions{Home: home, NoBuiltin: true, NoProject: true})
+	if diff := cmp.Diff([]string{"a", "b"}, cat.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if d, _ := cat.Get("b"); d == nil || d.File != filepath.Join(home, ".claude", "agents", "linked", "b.md") {
+		t.Errorf("b should be reported under the path it was reached by, got %+v", d)
+	}
+	// The linked file defines a again: a duplicate within the folder.
+	if !hasDiag(diagsFor(diags, "/linked/c.md"), SeverityError, "duplicate name a") {
+		t.Errorf("want a duplicate error on the linked copy:%s", diagLines(diags))
+	}
+	if !hasDiag(diagsFor(diags, "/dangling.md"), SeverityWarning, "cannot read") {
+		t.Errorf("want a warning on the dangling link:%s", diagLines(diags))
+	}
+	if len(diags) != 2 {
+		t.Errorf("want two diagnostics:%s", diagLines(diags))
+	}
+}
+
+// Names are compared ignoring case within one scope, as the Netclaw loader
+// does; the message says so.
+func TestLoadDuplicateNamesIgnoreCase(t *testing.T) {
+	_, cat, diags := loadDir(t, map[string]string{
+		"a.md": agent("Reviewer"),
+		"b.md": agent("reviewer"),
+	}, LoadOptions{})
+	if diff := cmp.Diff([]string{"Reviewer"}, cat.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if !hasDiag(diagsFor(diags, "/b.md"), SeverityError, "duplicate name reviewer (the same name as Reviewer, ignoring case)", "a.md") {
+		t.Errorf("want a duplicate error on b.md:%s", diagLines(diags))
+	}
+}
+
+// A duplicate's diagnostic points at its name field, never at a line of
+// the prompt that happens to start with "name:"; a name taken from the file
+// name points at the file.
+func TestLoadDuplicatePositions(t *testing.T) {
+	_, _, diags := loadDir(t, map[string]string{
+		"a.md":            agent("dup"),
+		"b.md":            "---\n# a comment\ndescription: d\n  \nname: dup\n---\nname: in the prompt\n",
+		"oc/.keep":        "",
+		"oc/dup.md":       "---\ndescription: OpenCode style.\nmode: subagent\n---\nname: dup\n",
+		"oc/unrelated.md": agent("unrelated"),
+	}, LoadOptions{})
+	for _, tc := range []struct {
+		file      string
+		line, col int
+	}{{"/b.md", 5, 1}, {"/oc/dup.md", 0, 0}} {
+		ds := diagsFor(diags, tc.file)
+		if len(ds) != 1 || !hasDiag(ds, SeverityError, "duplicate name dup") || ds[0].Line != tc.line || ds[0].Column != tc.col {
+			t.Errorf("%s: want one duplicate error at %d:%d:%s", tc.file, tc.line, tc.col, diagLines(diags))
+		}
 	}
 }
