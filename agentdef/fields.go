@@ -3,7 +3,9 @@ package agentdef
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -441,27 +443,39 @@ func (b *builder) tools(f field) {
 	b.def.ToolArgs = r.args
 }
 
-// toolMap reads OpenCode's tools map: every tool is on unless set to false.
+// toolMap reads OpenCode's tools map. Every tool is on unless set to
+// false; with "*": false, only the tools set to true are on.
 func (b *builder) toolMap(f field, m map[string]any) {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	var off []string
+	var on, off []string
+	allowlist := false
 	for _, k := range keys {
-		on, ok := m[k].(bool)
+		v, ok := m[k].(bool)
 		if !ok {
 			b.p.valueDiag(SeverityError, f, "tools: %s: %s is not valid: write true or false", k, kindOf(m[k]))
 			continue
 		}
-		if !on {
+		switch {
+		case k == "*":
+			allowlist = !v
+		case v:
+			on = append(on, k)
+		default:
 			off = append(off, k)
 		}
 	}
-	r := b.resolve(off)
-	b.report(f, r, false)
-	b.addDisallowed(r.names)
+	if allowlist {
+		r := b.resolve(on)
+		b.report(f, r, b.p.opts.Strict)
+		b.def.Tools = inToolOrder(r.names)
+		b.def.ToolArgs = r.args
+		return
+	}
+	b.deny(f, off)
 }
 
 func (b *builder) disallowed(f field) {
@@ -476,9 +490,117 @@ func (b *builder) disallowed(f field) {
 		b.def.Tools = []string{}
 		return
 	}
-	r := b.resolve(entries)
-	b.report(f, r, false)
+	b.deny(f, entries)
+}
+
+// deny adds tools to the definition's disallowed tools. Patterns such as
+// "web*" match cadre's tool names. Taking away a tool cadre does not have
+// changes nothing, so only names that look like misspellings are reported.
+func (b *builder) deny(f field, entries []string) {
+	var exact, unknown []string
+	for _, e := range entries {
+		name, _, _, _ := ParseToolEntry(e)
+		if strings.ContainsAny(name, "*?[") {
+			b.addDisallowed(matchTools(name))
+			continue
+		}
+		exact = append(exact, e)
+	}
+	r := b.resolve(exact)
+	if _, fromMap := f.value.(map[string]any); fromMap {
+		r.names = inToolOrder(r.names)
+	}
 	b.addDisallowed(r.names)
+	for _, u := range r.unknown {
+		if name, _, _, _ := ParseToolEntry(u); !isForeignTool(name) {
+			unknown = append(unknown, u)
+		}
+	}
+	if len(unknown) == 0 {
+		return
+	}
+	what := "is not a tool"
+	if len(unknown) > 1 {
+		what = "are not tools"
+	}
+	b.p.valueDiag(SeverityWarning, f, "%s: %s %s cadre knows, so there is nothing to take away; check the spelling (cadre's tools: %s)",
+		f.key, strings.Join(unknown, ", "), what, strings.Join(BuiltinTools(), ", "))
+}
+
+// matchTools returns cadre's tools whose names match a pattern.
+func matchTools(pattern string) []string {
+	var out []string
+	for _, t := range append(BuiltinTools(), SubagentTools()...) {
+		if ok, _ := path.Match(strings.ToLower(pattern), t); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// permission reads OpenCode's permission field. A tool whose permission is
+// deny is disallowed; with "*": deny, only the tools allowed or asked for
+// remain. Permissions by pattern (bash: {"git *": allow}) and ask are left
+// to cadre's approval policy. The field is also kept in Extra as written.
+func (b *builder) permission(f field) {
+	m, ok := f.value.(map[string]any)
+	if !ok {
+		if s, isText := f.value.(string); isText && strings.EqualFold(strings.TrimSpace(s), "deny") {
+			b.permAllow = []string{}
+		}
+		return
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	var allow, deny []string
+	star := ""
+	for _, k := range keys {
+		action, ok := m[k].(string)
+		if !ok {
+			continue
+		}
+		action = strings.ToLower(strings.TrimSpace(action))
+		if k == "*" {
+			star = action
+			continue
+		}
+		tools, found := ResolveTool(k, b.p.opts.MCPServers)
+		if strings.EqualFold(k, "edit") {
+			// OpenCode's edit permission covers every tool that changes files.
+			tools, found = []string{ToolEditFile, ToolWriteFile}, true
+		}
+		if !found {
+			continue
+		}
+		switch action {
+		case "deny":
+			deny = append(deny, tools...)
+		case "allow", "ask":
+			allow = append(allow, tools...)
+		}
+	}
+	b.addDisallowed(inToolOrder(deny))
+	if star == "deny" {
+		b.permAllow = append([]string{}, inToolOrder(allow)...)
+	}
+}
+
+// inToolOrder sorts tool names read from a map as cadre lists its tools:
+// built-in tools, then subagent tools, then others by name.
+func inToolOrder(names []string) []string {
+	order := append(BuiltinTools(), SubagentTools()...)
+	rank := func(n string) int {
+		if i := slices.Index(order, n); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	slices.SortStableFunc(names, func(a, b string) int {
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a, b)
+	})
+	return names
 }
 
 func (b *builder) addDisallowed(names []string) {

@@ -2,6 +2,7 @@ package agentdef
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -233,8 +234,11 @@ type builder struct {
 
 	visibilitySet bool
 	disabled      bool
-	maxTurnsFrom  string
-	extra         map[string]any
+	// permAllow is set by an OpenCode permission field with "*": deny:
+	// the only tools it leaves.
+	permAllow    []string
+	maxTurnsFrom string
+	extra        map[string]any
 }
 
 func (b *builder) apply(fields []field) {
@@ -379,6 +383,9 @@ func (b *builder) apply(fields []field) {
 				p.fieldDiag(SeverityInfo, f, "disabled (disable: true): not loaded")
 				b.disabled = true
 			}
+		case "permission":
+			b.permission(f)
+			b.keep(f.key, jsonSafe(f.value))
 		case "hidden", "background":
 			if v, ok := b.boolean(f); ok {
 				b.keep(f.key, v)
@@ -409,6 +416,17 @@ func (b *builder) apply(fields []field) {
 			p.fieldDiag(SeverityError, fields[i], "description is empty: say in a sentence what the agent does and when to use it; models choose agents by it")
 		} else {
 			p.add(SeverityError, p.fm.open, p.fm.indent+1, "missing description: add description: followed by a sentence on what the agent does and when to use it")
+		}
+	}
+	if b.permAllow != nil {
+		if def.Tools == nil {
+			def.Tools = b.permAllow
+		} else {
+			def.Tools = slices.DeleteFunc(def.Tools, func(t string) bool { return !slices.Contains(b.permAllow, t) })
+		}
+		maps.DeleteFunc(def.ToolArgs, func(t string, _ []string) bool { return !slices.Contains(def.Tools, t) })
+		if len(def.ToolArgs) == 0 {
+			def.ToolArgs = nil
 		}
 	}
 	if mode, _ := b.extra["mode"].(string); mode == "primary" && !b.visibilitySet {

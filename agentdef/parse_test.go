@@ -124,7 +124,7 @@ Plan.
 			d.Model = "anthropic/claude-sonnet-4-5"
 			d.Temperature = &two
 			d.MaxTurns = 8
-			d.DisallowedTools = []string{"edit_file", "write_file"}
+			d.DisallowedTools = []string{"write_file", "edit_file"}
 			d.Extra = map[string]any{"mode": "subagent", "hidden": true, "permission": map[string]any{"bash": map[string]any{"git *": "allow"}}}
 		}},
 		{"opencode_primary_is_internal", "---\ndescription: A primary agent.\nmode: primary\n---\nHi.\n", ParseOptions{}, func(d *cadre.Definition) {
@@ -514,5 +514,64 @@ func TestDiagnosticString(t *testing.T) {
 	got := []string{ds[0].File + ds[0].Message, ds[1].File + ds[1].Message, ds[2].File, ds[3].File}
 	if diff := cmp.Diff([]string{"ax", "ay", "a", "b"}, got); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
+	}
+}
+
+// OpenCode's tools map and permission field, and Claude Code's
+// disallowedTools: what an agent may not do must survive the translation.
+func TestParseToolRestrictions(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		frontmatter string
+		strict      bool
+		tools       []string // nil: the parent's
+		disallowed  []string
+		warning     []string // fragments of the one warning expected; nil: no diagnostics
+		rejected    bool
+	}{
+		{"map_denies", "tools:\n  bash: false\n  write: false\n  read: true", false, nil, []string{"write_file", "run_command"}, nil, false},
+		{"map_star_false_is_allowlist", "tools:\n  \"*\": false\n  read: true\n  grep: true\n  bash: false", false,
+			[]string{"read_file", "search_files"}, nil, nil, false},
+		{"map_star_false_alone_is_none", "tools:\n  \"*\": false", false, []string{}, nil, nil, false},
+		{"map_allowlist_unknown", "tools:\n  \"*\": false\n  read: true\n  context7: true", false,
+			[]string{"read_file"}, nil, []string{"tools: context7 is not a tool", "loads without it"}, false},
+		{"map_allowlist_unknown_strict", "tools:\n  \"*\": false\n  read: true\n  context7: true", true, nil, nil, nil, true},
+		{"map_denying_foreign_tool_is_silent", "tools:\n  todowrite: false\n  websearch: false", false, nil, nil, nil, false},
+		{"map_deny_pattern", "tools:\n  \"web*\": false\n  \"mymcp_*\": false", false, nil, []string{"web_fetch"}, nil, false},
+		{"map_deny_misspelt", "tools:\n  bassh: false", false, nil, nil, []string{"tools: bassh is not a tool cadre knows, so there is nothing to take away"}, false},
+		{"permission_deny", "permission:\n  edit: deny\n  bash: deny\n  webfetch: ask", false, nil, []string{"write_file", "edit_file", "run_command"}, nil, false},
+		{"permission_star_deny", "permission:\n  \"*\": deny\n  read: allow\n  glob: allow\n  bash: ask\n  edit: deny", false,
+			[]string{"read_file", "list_files", "run_command"}, []string{"write_file", "edit_file"}, nil, false},
+		{"permission_patterns_left_alone", "permission:\n  bash:\n    \"*\": deny\n    \"git *\": allow", false, nil, nil, nil, false},
+		{"permission_narrows_tools", "tools: Read, Grep, Bash(git *)\npermission:\n  \"*\": deny\n  read: allow\n  glob: allow", false,
+			[]string{"read_file"}, nil, nil, false},
+		{"disallowed_misspelt", "disallowedTools: Bassh, Write", false, nil, []string{"write_file"},
+			[]string{"disallowedTools: Bassh is not a tool cadre knows, so there is nothing to take away"}, false},
+		{"disallowed_foreign_is_silent", "disallowedTools: WebSearch, TodoWrite, Edit", false, nil, []string{"edit_file"}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, diags := parseString(t, "---\nname: r\ndescription: d\n"+tc.frontmatter+"\n---\nx\n", ParseOptions{Strict: tc.strict})
+			if tc.rejected {
+				if d != nil || !hasDiag(diags, SeverityError, "strict") {
+					t.Errorf("want a strict rejection:%s", diagLines(diags))
+				}
+				return
+			}
+			if d == nil {
+				t.Fatalf("rejected:%s", diagLines(diags))
+			}
+			if diff := cmp.Diff(tc.tools, d.Tools); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.disallowed, d.DisallowedTools); diff != "" {
+				t.Errorf("disallowed (-want +got):\n%s", diff)
+			}
+			if tc.warning == nil && len(diags) != 0 {
+				t.Errorf("unexpected diagnostics:%s", diagLines(diags))
+			}
+			if tc.warning != nil && (len(diags) != 1 || !hasDiag(diags, SeverityWarning, tc.warning...)) {
+				t.Errorf("want one warning with %q:%s", tc.warning, diagLines(diags))
+			}
+		})
 	}
 }

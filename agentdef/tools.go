@@ -150,3 +150,16 @@ func splitArgs(args string) []string {
 	}
 	return out
 }
+
+// isForeignTool reports whether name is a tool of Claude Code or OpenCode
+// that has no counterpart in cadre (WebSearch, TodoWrite, …): a real name,
+// not a misspelling.
+func isForeignTool(name string) bool {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "websearch", "codesearch", "todowrite", "todoread", "notebookedit", "notebookread",
+		"bashoutput", "taskoutput", "killshell", "killbash", "slashcommand", "skill", "exitplanmode",
+		"listmcpresourcestool", "readmcpresourcetool", "lsp", "question":
+		return true
+	}
+	return false
+}
