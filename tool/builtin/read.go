@@ -40,8 +40,9 @@ func (t *ReadFile) Spec() cadre.ToolSpec {
 	return cadre.ToolSpec{
 		Name: NameReadFile,
 		Description: fmt.Sprintf("Read a text file from the workspace. Lines are numbered from 1 like `cat -n`: the number, a tab, the line. "+
-			"Shows up to %d lines per call; use offset and limit to page through long files. Lines longer than %d bytes are cut.",
-			t.opts.ReadLimit, t.opts.MaxLineLength),
+			"Shows up to %d lines and %d bytes per call; use offset and limit to page through long files. Lines longer than %d bytes are cut. "+
+			"Binary files, directories and special files are refused.",
+			t.opts.ReadLimit, t.opts.MaxReadBytes, t.opts.MaxLineLength),
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {

@@ -191,7 +191,7 @@ func (t *EditFile) Spec() cadre.ToolSpec {
 		Name: NameEditFile,
 		Description: "Edit a text file in the workspace by replacing old_string with new_string. old_string must match the file's text exactly, " +
 			"whitespace and indentation included, and occur exactly once: include enough surrounding lines to make it unique. " +
-			"Read the file first. To create a file, use write_file.",
+			"Read the file first. Write line breaks as \\n, also in files with Windows line endings, which are kept. To create a file, use write_file.",
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {
