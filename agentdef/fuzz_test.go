@@ -1,8 +1,10 @@
 package agentdef
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -49,6 +51,16 @@ func FuzzParse(f *testing.F) {
 		}
 		if !validName(def.Name) || def.Description == "" || strings.TrimSpace(def.Prompt) == "" {
 			t.Fatalf("incomplete definition %+v", def)
+		}
+		// The prompt is the end of the file, byte for byte, and does not
+		// start with a blank line.
+		if !bytes.HasSuffix(data, []byte(def.Prompt)) || strings.HasPrefix(def.Prompt, "\n") || strings.HasPrefix(def.Prompt, "\r\n") {
+			t.Fatalf("prompt %q is not the body of %q", def.Prompt, data)
+		}
+		// Parsing is a function of its input.
+		again, diags2 := Parse("fuzz.md", data, ParseOptions{MCPServers: []string{"s"}})
+		if !reflect.DeepEqual(def, again) || !reflect.DeepEqual(diags, diags2) {
+			t.Fatal("a second Parse of the same bytes gave a different result")
 		}
 	})
 }
