@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -219,21 +220,31 @@ func TestLoadIgnoresNonMarkdownFiles(t *testing.T) {
 }
 
 // One valid agent beside eight kinds of invalid siblings: the valid one
-// loads, every sibling gets a diagnostic naming its file and its reason,
-// and stray files of other kinds get none.
+// loads, every sibling gets exactly one diagnostic, an error naming its
+// file, its place where it has one, and its reason, and stray files of
+// other kinds get none.
 func TestLoadFailsLoudPerFile(t *testing.T) {
+	siblings := []struct {
+		file, content string
+		line, col     int
+		reason        []string
+	}{
+		{"no-frontmatter.md", "Just text, no frontmatter.\n", 0, 0, []string{"no frontmatter"}},
+		{"unclosed.md", "---\nname: unclosed\ndescription: Never closed.\n\nPrompt.\n", 1, 1, []string{"never closed"}},
+		{"malformed.md", "---\n{name: malformed, description: x\n---\nPrompt.\n", 2, 1, []string{"malformed YAML"}},
+		{"missing-name.md", "---\ndescription: No name.\n---\nPrompt.\n", 1, 1, []string{"missing name", "name: missing-name"}},
+		{"missing-description.md", "---\nname: nodesc\n---\nPrompt.\n", 1, 1, []string{"missing description"}},
+		{"empty-body.md", "---\nname: empty\ndescription: Empty.\n---\n", 4, 1, []string{"empty body"}},
+		{"zz-duplicate.md", agent("valid"), 2, 1, []string{"duplicate name valid", "valid.md"}},
+		{"bad-value.md", agent("badvalue", "timeoutSeconds: soon"), 4, 17, []string{"timeoutSeconds", "soon", "whole number of seconds"}},
+	}
 	files := map[string]string{
-		"valid.md":               agent("valid"),
-		"no-frontmatter.md":      "Just text, no frontmatter.\n",
-		"unclosed.md":            "---\nname: unclosed\ndescription: Never closed.\n\nPrompt.\n",
-		"malformed.md":           "---\n{name: malformed, description: x\n---\nPrompt.\n",
-		"missing-name.md":        "---\ndescription: No name.\n---\nPrompt.\n",
-		"missing-description.md": "---\nname: nodesc\n---\nPrompt.\n",
-		"empty-body.md":          "---\nname: empty\ndescription: Empty.\n---\n",
-		"zz-duplicate.md":        agent("valid"),
-		"bad-value.md":           agent("badvalue", "timeoutSeconds: soon"),
-		"stray.json":             `{"name": "stray"}`,
-		"stray.txt":              "---\nname: stray\n---\n",
+		"valid.md":   agent("valid"),
+		"stray.json": `{"name": "stray"}`,
+		"stray.txt":  "---\nname: stray\n---\n",
+	}
+	for _, s := range siblings {
+		files[s.file] = s.content
 	}
 	_, cat, diags := loadDir(t, files, LoadOptions{})
 	if diff := cmp.Diff([]string{"valid"}, cat.Names()); diff != "" {
@@ -242,21 +253,17 @@ func TestLoadFailsLoudPerFile(t *testing.T) {
 	if d, _ := cat.Get("valid"); d == nil || filepath.Base(d.File) != "valid.md" {
 		t.Errorf("valid should come from valid.md, got %+v", d)
 	}
-	reasons := map[string][]string{
-		"no-frontmatter.md":      {"no frontmatter"},
-		"unclosed.md":            {"never closed"},
-		"malformed.md":           {"malformed YAML"},
-		"missing-name.md":        {"missing name"},
-		"missing-description.md": {"missing description"},
-		"empty-body.md":          {"empty body"},
-		"zz-duplicate.md":        {"duplicate name valid", "valid.md"},
-		"bad-value.md":           {"timeoutSeconds", "soon"},
-	}
-	for file, want := range reasons {
-		t.Run(file, func(t *testing.T) {
-			ds := diagsFor(diags, "/"+file)
-			if !hasDiag(ds, SeverityError, want...) {
-				t.Errorf("want an error on %s with %q:%s", file, want, diagLines(diags))
+	for _, s := range siblings {
+		t.Run(s.file, func(t *testing.T) {
+			ds := diagsFor(diags, "/"+s.file)
+			if len(ds) != 1 || !hasDiag(ds, SeverityError, s.reason...) {
+				t.Fatalf("want one error on %s with %q:%s", s.file, s.reason, diagLines(diags))
+			}
+			if ds[0].Line != s.line || ds[0].Column != s.col {
+				t.Errorf("error at %d:%d, want %d:%d: %s", ds[0].Line, ds[0].Column, s.line, s.col, ds[0])
+			}
+			if !strings.HasPrefix(ds[0].String(), ds[0].File) || filepath.Base(ds[0].File) != s.file {
+				t.Errorf("the diagnostic must name its file: %s", ds[0])
 			}
 		})
 	}
@@ -265,8 +272,8 @@ func TestLoadFailsLoudPerFile(t *testing.T) {
 			t.Errorf("%s must get no diagnostic:%s", stray, diagLines(ds))
 		}
 	}
-	if !HasErrors(diags) {
-		t.Error("HasErrors = false")
+	if len(diags) != len(siblings) {
+		t.Errorf("%d diagnostics for %d invalid files:%s", len(diags), len(siblings), diagLines(diags))
 	}
 }
 
