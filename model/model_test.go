@@ -173,11 +173,11 @@ func run(t *testing.T, ctx context.Context, pol model.RetryPolicy, outs ...outco
 	call := model.Call{
 		Provider: "fake",
 		Policy:   pol,
-		Attempt: func(ctx context.Context, emit func(string) bool) (*cadre.Response, error) {
+		Attempt: func(ctx context.Context, try *model.Try) (*cadre.Response, error) {
 			o := outs[min(attempts, len(outs)-1)]
 			attempts++
 			for _, s := range o.texts {
-				if !emit(s) {
+				if !try.Emit(s) {
 					return nil, context.Canceled
 				}
 			}
@@ -295,10 +295,10 @@ func TestStreamCancelled(t *testing.T) {
 
 func TestStreamConsumerStops(t *testing.T) {
 	attempts := 0
-	call := model.Call{Provider: "fake", Attempt: func(ctx context.Context, emit func(string) bool) (*cadre.Response, error) {
+	call := model.Call{Provider: "fake", Attempt: func(ctx context.Context, try *model.Try) (*cadre.Response, error) {
 		attempts++
 		for _, s := range []string{"a", "b", "c"} {
-			if !emit(s) {
+			if !try.Emit(s) {
 				return nil, errors.New("stopped")
 			}
 		}

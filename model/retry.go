@@ -182,9 +182,10 @@ func (e *ServerError) Error() string {
 }
 
 // Retryable reports whether a failed try may be made again: a status of
-// 408, 409, 429 or 5xx, an error event inside a stream, a reset, refused or
-// timed-out connection, a stream that ended early. Context cancellation is
-// not retryable.
+// 408, 409, 429 or 5xx, an error event inside a stream (unless its status
+// says otherwise), a reset, refused or timed-out connection, a server that
+// stalled ([ErrStalled]), a stream that ended early. Context cancellation
+// is not retryable.
 func Retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
 		return false
@@ -200,7 +201,8 @@ func Retryable(err error) bool {
 		return false
 	}
 	switch {
-	case errors.Is(err, cadre.ErrIncompleteStream),
+	case errors.Is(err, ErrStalled),
+		errors.Is(err, cadre.ErrIncompleteStream),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF),
 		errors.Is(err, syscall.ECONNRESET),
@@ -212,6 +214,21 @@ func Retryable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Unreachable reports whether err says that no connection to the server
+// could be made: the name did not resolve, the connection was refused, or
+// dialling timed out. Providers use it to hint at the base URL.
+func Unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func isTimeout(err error) bool {

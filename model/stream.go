@@ -4,11 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
+	"net/http"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
+
+// DefaultStallTimeout is how long a model server may send nothing, before
+// its response headers or between two reads of its stream, before the try
+// is abandoned. It is long because a local server may load a model or read
+// a long prompt before its first byte.
+const DefaultStallTimeout = 5 * time.Minute
+
+// ErrStalled is wrapped by the error of a try whose server sent nothing for
+// the stall timeout. Such a try is retried like a timeout, as long as no
+// text was handed to the caller.
+var ErrStalled = errors.New("model: the server stopped sending")
+
+// ErrMaxTokens is wrapped by the error of a reply that reached its token
+// limit before it held any text or tool call: there is nothing to hand to
+// the agent, and asking again would spend the same tokens the same way. It
+// is not retried.
+var ErrMaxTokens = errors.New("model: the reply reached its token limit before it said anything")
 
 // A Call is one model call as [Stream] runs it: a way to make one try, and
 // what to say when tries fail.
@@ -17,30 +37,96 @@ type Call struct {
 	// "anthropic".
 	Provider string
 	Policy   RetryPolicy
-	// Attempt makes one try. It passes each piece of text to emit as it
-	// arrives and returns the complete response; a nil response with a nil
-	// error counts as a stream that ended early. When emit returns false the
-	// caller has stopped reading: Attempt should return at once, and its
-	// result is ignored.
-	Attempt func(ctx context.Context, emit func(text string) bool) (*cadre.Response, error)
+	// StallTimeout abandons a try when the server sends nothing for this
+	// long: no response headers, no byte of the body. The try's Middleware
+	// or Alive tells the watchdog what arrived. Zero means
+	// DefaultStallTimeout; a negative value means no limit.
+	StallTimeout time.Duration
+	// Attempt makes one try. It hands each piece of text to t.Emit as it
+	// arrives, lets t see the server's signs of life (t.Middleware on the
+	// HTTP request, or t.Alive), and returns the complete response; a nil
+	// response with a nil error counts as a stream that ended early. When
+	// Emit returns false the caller has stopped reading: Attempt should
+	// return at once, and its result is ignored.
+	Attempt func(ctx context.Context, t *Try) (*cadre.Response, error)
 	// Hint, when not nil, returns what a person should check after the call
-	// failed with err (whose HTTP status is status, or 0), or "".
+	// failed with err (whose HTTP status is status, or 0), or "". An empty
+	// hint leaves the choice to [Stream], which has hints for rate limits,
+	// server failures, stalls and cut streams.
 	Hint func(err error, status int) string
 	// Logger, when not nil, hears about each retry at level Warn.
 	Logger *slog.Logger
+}
+
+// A Try is one attempt of a [Call], as its Attempt function sees it. Emit
+// must be called from the goroutine running Attempt; Alive and Middleware
+// from any.
+type Try struct {
+	emit  func(string) bool
+	alive func()
+}
+
+// Emit hands a piece of text to the caller and reports whether the caller
+// still reads. Empty text is ignored. Text once emitted cannot be taken
+// back: a try that fails after it is not retried.
+func (t *Try) Emit(text string) bool {
+	t.Alive()
+	return t.emit(text)
+}
+
+// Alive tells the stall watchdog that the server sent something.
+func (t *Try) Alive() {
+	if t.alive != nil {
+		t.alive()
+	}
+}
+
+// Middleware is an HTTP middleware, of the shape both provider SDKs take
+// (option.WithMiddleware), that counts the response headers and every read
+// of the response body that returns data as signs of life.
+func (t *Try) Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	resp, err := next(req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	t.Alive()
+	if resp.Body != nil {
+		resp.Body = &liveBody{ReadCloser: resp.Body, alive: t.Alive}
+	}
+	return resp, nil
+}
+
+// liveBody reports each read that returns data.
+type liveBody struct {
+	io.ReadCloser
+	alive func()
+}
+
+func (b *liveBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.alive()
+	}
+	return n, err
 }
 
 // Stream runs c under its retry policy and returns the reply as a
 // [cadre.Model] stream: text chunks as they arrive, then exactly one chunk
 // with the complete response, or an error.
 //
-// A failed try is made again only when [Retryable] says so, tries remain,
-// ctx is not done, and no chunk was yielded yet. Errors are
+// A try during which the server sent nothing for c.StallTimeout is
+// abandoned with an error wrapping [ErrStalled]. A failed try is made again
+// only when [Retryable] says so, tries remain, ctx is not done, and no chunk
+// was yielded yet. Errors are
 // *[cadre.ModelError]s; once text was yielded they also wrap
 // [cadre.ErrIncompleteStream]. When ctx is done the error wraps ctx.Err().
 func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 	return func(yield func(*cadre.Chunk, error) bool) {
 		pol := c.Policy.WithDefaults()
+		stall := c.StallTimeout
+		if stall == 0 {
+			stall = DefaultStallTimeout
+		}
 		yielded, stopped := false, false
 		emit := func(text string) bool {
 			if stopped {
@@ -56,7 +142,7 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 			return !stopped
 		}
 		for attempt := 1; ; attempt++ {
-			resp, err := runAttempt(ctx, c.Attempt, emit)
+			resp, err := c.try(ctx, stall, emit)
 			if stopped {
 				return
 			}
@@ -68,25 +154,25 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 				return
 			}
 			if ctx.Err() != nil {
-				yield(nil, c.fail(fmt.Errorf("call abandoned: %w", ctx.Err()), 0, ""))
+				yield(nil, c.fail(fmt.Errorf("call abandoned: %w", ctx.Err()), 0))
 				return
 			}
 			if yielded {
 				if !errors.Is(err, cadre.ErrIncompleteStream) {
 					err = fmt.Errorf("%w: %w", cadre.ErrIncompleteStream, err)
 				}
-				yield(nil, c.fail(fmt.Errorf("the reply broke off after it had started: %w", err), Status(err), "the model server closed the stream early; try again"))
+				yield(nil, c.fail(fmt.Errorf("the reply broke off after it had started: %w", err), Status(err)))
 				return
 			}
 			if !Retryable(err) {
-				yield(nil, c.fail(err, Status(err), ""))
+				yield(nil, c.fail(err, Status(err)))
 				return
 			}
 			if attempt >= pol.MaxAttempts {
 				if attempt > 1 {
 					err = fmt.Errorf("gave up after %d attempts: %w", attempt, err)
 				}
-				yield(nil, c.fail(err, Status(err), ""))
+				yield(nil, c.fail(err, Status(err)))
 				return
 			}
 			d := pol.wait(attempt, err)
@@ -95,28 +181,36 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "err", err)
 			}
 			if serr := pol.Sleep(ctx, d); serr != nil {
-				yield(nil, c.fail(fmt.Errorf("call abandoned while waiting to retry after %d attempts (last error: %v): %w", attempt, err, serr), Status(err), ""))
+				yield(nil, c.fail(fmt.Errorf("call abandoned while waiting to retry after %d attempts (last error: %v): %w", attempt, err, serr), Status(err)))
 				return
 			}
 		}
 	}
 }
 
-// runAttempt makes one try with its own context, so that whatever the try
-// left open (a response body) is released when it returns.
-func runAttempt(ctx context.Context, attempt func(context.Context, func(string) bool) (*cadre.Response, error), emit func(string) bool) (*cadre.Response, error) {
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	return attempt(actx, emit)
+// try makes one try with its own context, so that whatever the try left
+// open (a response body) is released when it returns, and so that the
+// stall watchdog can end it.
+func (c Call) try(ctx context.Context, stall time.Duration, emit func(string) bool) (*cadre.Response, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t := &Try{emit: emit}
+	if stall > 0 {
+		watchdog := time.AfterFunc(stall, func() { cancel(ErrStalled) })
+		defer watchdog.Stop()
+		t.alive = func() { watchdog.Reset(stall) }
+	}
+	resp, err := c.Attempt(actx, t)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), ErrStalled) {
+		return nil, fmt.Errorf("%w: nothing arrived for %v", ErrStalled, stall)
+	}
+	return resp, err
 }
 
-func (c Call) fail(err error, status int, fallback string) error {
+func (c Call) fail(err error, status int) error {
 	hint := ""
 	if c.Hint != nil {
 		hint = c.Hint(err, status)
-	}
-	if hint == "" {
-		hint = fallback
 	}
 	if hint == "" {
 		hint = defaultHint(err, status)
@@ -124,18 +218,32 @@ func (c Call) fail(err error, status int, fallback string) error {
 	return &cadre.ModelError{Provider: c.Provider, Status: status, Hint: hint, Err: err}
 }
 
+// defaultHint says what to do after a failure no provider hint covers.
 func defaultHint(err error, status int) string {
+	var se *ServerError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !Retryable(err):
 		return ""
-	case status == 429:
-		return "the server is rate limiting: wait a little, lower limits.max_concurrent, or allow more retry attempts"
+	case errors.Is(err, ErrMaxTokens):
+		return "the model spent its whole token limit before answering, as reasoning models may: raise the model's max tokens"
+	case errors.Is(err, ErrStalled):
+		return "the model server stopped sending; if it is only slow (loading a large model, reading a long prompt), allow a longer stall timeout"
+	case status == http.StatusTooManyRequests:
+		return "the server is rate limiting: wait a minute and try again, or run fewer agents at once"
+	case status == 529:
+		return "the model server is overloaded: try again in a few minutes"
 	case status >= 500:
 		return "the model server kept failing: try again later"
-	case status == 400:
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return "the server rejected the request: check the model name and that the model supports tool calling"
+	case errors.Is(err, cadre.ErrIncompleteStream):
+		return "the model server closed the stream before the reply was complete: try again"
+	case Unreachable(err):
+		return "the model server could not be reached: check the base URL and that the server is running"
+	case errors.As(err, &se):
+		return "the model server reported an error while streaming: try again later"
 	case status == 0 && Retryable(err):
-		return "the model server could not be reached or dropped the connection: check the base URL and the network"
+		return "the connection to the model server broke: check the network and any proxy in between"
 	}
 	return ""
 }

@@ -4,8 +4,18 @@
 // Each call streams: text_delta events are yielded as they arrive,
 // tool_use blocks are assembled from their input_json_delta pieces, the
 // usage comes from message_start (input, cache reads and writes counted as
-// input) and message_delta (output). A reply is complete at message_stop; a
-// stream that ends before is an error wrapping [cadre.ErrIncompleteStream].
+// input) and message_delta (output, and input when it is given there); a
+// compatible server that reports no usage gets an estimate
+// ([model.EstimateUsage]). A reply is complete at message_stop; a stream
+// that ends before, or sends an event that is not JSON, is an error wrapping
+// [cadre.ErrIncompleteStream]. A reply cut by stop_reason "max_tokens" is
+// passed on with that StopReason, unless it holds neither text nor a tool
+// call: that is an error wrapping [model.ErrMaxTokens].
+//
+// An error event inside the stream is a *[model.ServerError] with the
+// status its type stands for (529 for overloaded_error, 429 for
+// rate_limit_error…), retried as that status would be while no text was
+// yielded, and an error wrapping [cadre.ErrIncompleteStream] after.
 //
 // Requests: Request.System becomes the system prompt; tool messages become
 // tool_result blocks (is_error kept), and consecutive tool results and user
@@ -15,8 +25,10 @@
 // request means no tools are sent.
 //
 // Failures are retried by cadre's policy ([model.Stream]); the SDK's own
-// retries are off. A Provider reads no environment variables or
-// configuration files: the caller passes the base URL and key.
+// retries are off. A server that sends nothing, not even a ping, for
+// Config.StallTimeout is abandoned ([model.ErrStalled]). A Provider reads no
+// environment variables or configuration files: the caller passes the base
+// URL and key.
 //
 // A Provider is safe for concurrent use.
 package anthropic
@@ -31,6 +43,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
@@ -63,6 +76,11 @@ type Config struct {
 	// KeyEnv is the environment variable the key came from, named in hints.
 	// Empty means ANTHROPIC_API_KEY.
 	KeyEnv string
+	// StallTimeout abandons a try when the server sends nothing for this
+	// long, before the response or within the stream (Anthropic's pings
+	// count). Zero means model.DefaultStallTimeout; a negative value means
+	// no limit.
+	StallTimeout time.Duration
 	// Logger, when not nil, hears about retries.
 	Logger *slog.Logger
 }
@@ -116,12 +134,13 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		}
 	}
 	return model.Stream(ctx, model.Call{
-		Provider: providerName,
-		Policy:   p.cfg.Retry,
-		Logger:   p.cfg.Logger,
-		Hint:     p.hint,
-		Attempt: func(ctx context.Context, emit func(string) bool) (*cadre.Response, error) {
-			return p.attempt(ctx, params, emit)
+		Provider:     providerName,
+		Policy:       p.cfg.Retry,
+		StallTimeout: p.cfg.StallTimeout,
+		Logger:       p.cfg.Logger,
+		Hint:         p.hint,
+		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
+			return p.attempt(ctx, req, params, t)
 		},
 	})
 }
@@ -135,8 +154,8 @@ type block struct {
 	start    any // the input given in content_block_start
 }
 
-func (p *Provider) attempt(ctx context.Context, params anthropic.MessageNewParams, emit func(string) bool) (*cadre.Response, error) {
-	stream := p.svc.NewStreaming(ctx, params)
+func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthropic.MessageNewParams, t *model.Try) (*cadre.Response, error) {
+	stream := p.svc.NewStreaming(ctx, params, option.WithMiddleware(t.Middleware))
 	defer stream.Close()
 	var (
 		blocks  = map[int64]*block{}
@@ -158,7 +177,7 @@ func (p *Provider) attempt(ctx context.Context, params anthropic.MessageNewParam
 			b := &block{kind: cb.Type, id: cb.ID, name: cb.Name, start: cb.Input}
 			b.text.WriteString(cb.Text)
 			blocks[ev.Index] = b
-			if cb.Type == "text" && cb.Text != "" && !emit(cb.Text) {
+			if cb.Type == "text" && cb.Text != "" && !t.Emit(cb.Text) {
 				return nil, context.Canceled
 			}
 		case "content_block_delta":
@@ -169,7 +188,7 @@ func (p *Provider) attempt(ctx context.Context, params anthropic.MessageNewParam
 			switch ev.Delta.Type {
 			case "text_delta":
 				b.text.WriteString(ev.Delta.Text)
-				if !emit(ev.Delta.Text) {
+				if !t.Emit(ev.Delta.Text) {
 					return nil, context.Canceled
 				}
 			case "input_json_delta":
@@ -222,6 +241,14 @@ func (p *Provider) attempt(ctx context.Context, params anthropic.MessageNewParam
 		}
 	}
 	msg.Content = text.String()
+	if stop == "max_tokens" && msg.Content == "" && len(msg.ToolCalls) == 0 {
+		return nil, fmt.Errorf("stop_reason %q with no text and no tool call: %w", stop, model.ErrMaxTokens)
+	}
+	if usage == (cadre.Usage{}) {
+		// A compatible server that counts nothing: estimate, so that token
+		// budgets still see the call.
+		usage = model.EstimateUsage(req, &msg)
+	}
 	return &cadre.Response{Message: msg, Usage: usage, StopReason: stop}, nil
 }
 
@@ -346,11 +373,16 @@ func inputSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
 }
 
 // convertError turns the SDK's errors into *model.ServerError, which the
-// retry policy reads; other errors pass unchanged. It never calls the SDK
-// error's Error method, which needs the request and response set.
+// retry policy reads, and an event that is not JSON into an incomplete
+// stream; other errors pass unchanged. It never calls the SDK error's Error
+// method, which needs the request and response set.
 func convertError(err error) error {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return fmt.Errorf("the server sent an event that is not JSON (%v): %w", err, cadre.ErrIncompleteStream)
+		}
 		return err
 	}
 	var body struct {
@@ -401,20 +433,26 @@ func eventStatus(typ string) int {
 	return 0
 }
 
+// hint says what to check after a failure; "" leaves it to model.Stream.
 func (p *Provider) hint(err error, status int) string {
 	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusUnauthorized:
 		if p.cfg.APIKey == "" {
 			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
 		}
 		return fmt.Sprintf("the API key was refused: check %s", p.cfg.KeyEnv)
+	case http.StatusForbidden:
+		if p.cfg.APIKey == "" {
+			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
+		}
+		return fmt.Sprintf("the API key may not use model %q: check %s and the model name", p.cfg.Model, p.cfg.KeyEnv)
 	case http.StatusNotFound:
 		return fmt.Sprintf("check the model name %q and the base URL %s", p.cfg.Model, p.cfg.BaseURL)
 	case 529:
 		return "Anthropic's servers are overloaded: try again in a few minutes"
 	}
-	if status == 0 && model.Retryable(err) && !errors.Is(err, cadre.ErrIncompleteStream) {
-		return fmt.Sprintf("could not reach %s: check the network and the base URL", p.cfg.BaseURL)
+	if model.Unreachable(err) {
+		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.cfg.BaseURL)
 	}
 	return ""
 }

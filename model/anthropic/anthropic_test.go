@@ -27,8 +27,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, modeltest.Harness{
-		New: func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model {
-			return anthropic.New(anthropic.Config{BaseURL: baseURL, APIKey: apiKey, Model: "claude-test", Retry: policy})
+		New: func(o modeltest.Options) cadre.Model {
+			return anthropic.New(anthropic.Config{BaseURL: o.BaseURL, APIKey: o.APIKey, Model: o.Model, Retry: o.Retry, StallTimeout: o.StallTimeout})
 		},
 		WriteReply: writeReply,
 		WriteError: writeError,
@@ -56,11 +56,14 @@ func (s *sse) event(typ string, data map[string]any) {
 
 func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 	s := newSSE(w)
-	s.event("message_start", map[string]any{"message": map[string]any{
+	msg := map[string]any{
 		"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "model": "claude-test",
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": 1},
-	}})
+	}
+	if !r.NoUsage {
+		msg["usage"] = map[string]any{"input_tokens": r.Usage.InputTokens, "output_tokens": 1}
+	}
+	s.event("message_start", map[string]any{"message": msg})
 	s.event("ping", map[string]any{})
 	idx := 0
 	if len(r.Text) > 0 {
@@ -71,8 +74,14 @@ func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 		if r.Cut {
 			return
 		}
-		s.event("content_block_stop", map[string]any{"index": idx})
-		idx++
+		if r.ErrorEvent == "" {
+			s.event("content_block_stop", map[string]any{"index": idx})
+			idx++
+		}
+	}
+	if r.ErrorEvent != "" {
+		s.event("error", map[string]any{"error": map[string]any{"type": "overloaded_error", "message": r.ErrorEvent}})
+		return
 	}
 	if r.Cut {
 		return
@@ -88,13 +97,17 @@ func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 		idx++
 	}
 	stop := "end_turn"
-	if len(r.ToolCalls) > 0 {
+	switch {
+	case r.Truncated:
+		stop = "max_tokens"
+	case len(r.ToolCalls) > 0:
 		stop = "tool_use"
 	}
-	s.event("message_delta", map[string]any{
-		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": r.Usage.OutputTokens},
-	})
+	delta := map[string]any{"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}}
+	if !r.NoUsage {
+		delta["usage"] = map[string]any{"output_tokens": r.Usage.OutputTokens}
+	}
+	s.event("message_delta", delta)
 	s.event("message_stop", map[string]any{})
 }
 

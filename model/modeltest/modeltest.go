@@ -4,17 +4,26 @@
 // [Run] starts an httptest server on 127.0.0.1 for each case and asks the
 // [Harness] to answer in the provider's real wire format: server-sent events
 // for replies, the provider's JSON shape for errors. The cases cover plain
-// replies, streamed text, tool calls whose arguments arrive in pieces, usage,
-// retries (429 with Retry-After, 500 until attempts run out, a connection
-// dropped before any text), failures that must not be retried (401, 404), and
-// streams cut short (an error, never a short reply, never a hang). No case
-// sleeps: the suite injects the retry policy's Sleep and Rand.
+// replies, streamed text, tool calls whose arguments arrive in pieces (empty
+// or not valid JSON included), empty and truncated replies, usage (reported
+// or not), retries (429 with Retry-After in seconds or as a date, 500 until
+// attempts run out, a connection dropped or reset before any text, an error
+// event before any text, a server that stalls before it answers), failures
+// that must not be retried (401, 403, 404), streams cut short, broken by an
+// error event or stalled after text (an error, never a short reply, never a
+// hang), a consumer that stops early, a context cancelled mid-stream, and
+// concurrent calls.
+//
+// No case waits for a retry: the suite injects the retry policy's Sleep and
+// Rand. The stall cases let the provider's stall watchdog run on a short
+// [StallTimeout]; no case measures how long anything took.
 package modeltest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,20 +40,31 @@ import (
 
 // A Harness connects the suite to one provider.
 type Harness struct {
-	// New returns the provider under test, sending its requests to
-	// baseURL (an httptest server's URL) with apiKey and policy.
-	New func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model
+	// New returns the provider under test, configured by o.
+	New func(o Options) cadre.Model
 	// WriteReply answers one request with reply, streamed as the
-	// provider's server does (SSE), flushing after each event. When
-	// reply.Cut is set it writes the start of the reply and its text, then
-	// returns without the events that end a reply.
+	// provider's server does (SSE), flushing after each event.
 	WriteReply func(w http.ResponseWriter, reply Reply)
 	// WriteError answers one request with an HTTP error status and message
 	// in the provider's error format. Headers set on w before the call
 	// (Retry-After) must be kept.
 	WriteError func(w http.ResponseWriter, status int, message string)
-	// KeyVar is the environment variable that a hint after 401 must name.
+	// KeyVar is the environment variable that the hint after a 401 or 403
+	// must name, such as OPENAI_API_KEY. It is required.
 	KeyVar string
+}
+
+// Options configure the provider a case runs against.
+type Options struct {
+	// BaseURL is the test server's URL, with no path.
+	BaseURL string
+	APIKey  string
+	// Model is the model name; hints after a 403 or 404 must name it.
+	Model string
+	Retry model.RetryPolicy
+	// StallTimeout is the provider's stall timeout; zero means its
+	// default.
+	StallTimeout time.Duration
 }
 
 // A Reply is what the test server streams for one request.
@@ -54,12 +74,22 @@ type Reply struct {
 	// ToolCalls follow the text, in order.
 	ToolCalls []ToolCall
 	Usage     cadre.Usage
+	// NoUsage leaves every token count out of the stream, as some
+	// compatible servers do.
+	NoUsage bool
+	// Truncated ends the reply for reaching its token limit (OpenAI's
+	// finish_reason "length", Anthropic's stop_reason "max_tokens").
+	Truncated bool
+	// ErrorEvent, when set, ends the stream after the text with an error
+	// event carrying this message, of the kind an overloaded server sends
+	// (one that may be retried).
+	ErrorEvent string
 	// Cut stops the stream after the text: no tool calls, no end.
 	Cut bool
 }
 
 // A ToolCall is streamed as a start with ID and Name, then one delta per
-// piece of Arguments.
+// piece of Arguments; no pieces means no arguments at all.
 type ToolCall struct {
 	ID, Name  string
 	Arguments []string
@@ -69,12 +99,20 @@ type ToolCall struct {
 // instead of stalling the test binary. It is a guard, not an assertion.
 const Failsafe = 30 * time.Second
 
+// StallTimeout is the stall timeout of the cases where the server stalls.
+// It only needs to be long enough for the test server to send a reply
+// without pausing.
+const StallTimeout = 300 * time.Millisecond
+
+// ModelName is the model name the suite configures.
+const ModelName = "model-under-test"
+
 // Run runs the conformance suite against h's provider. Each case is a
 // subtest whose name works with -run.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
-	if h.New == nil || h.WriteReply == nil || h.WriteError == nil {
-		t.Fatal("modeltest: Harness needs New, WriteReply and WriteError")
+	if h.New == nil || h.WriteReply == nil || h.WriteError == nil || h.KeyVar == "" {
+		t.Fatal("modeltest: Harness needs New, WriteReply, WriteError and KeyVar")
 	}
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -94,15 +132,28 @@ func cases() []struct {
 		{"PlainReply", testPlainReply},
 		{"StreamedText", testStreamedText},
 		{"ToolCalls", testToolCalls},
+		{"ToolCallWithoutArguments", testToolCallWithoutArguments},
+		{"InvalidToolArgumentsPassedOn", testInvalidArguments},
 		{"TextThenToolCalls", testTextThenToolCalls},
+		{"EmptyReply", testEmptyReply},
 		{"Usage", testUsage},
+		{"NoUsage", testNoUsage},
+		{"Truncated", testTruncated},
+		{"TruncatedBeforeAnything", testTruncatedEmpty},
 		{"RequestShape", testRequestShape},
 		{"RateLimitedThenSuccess", testRateLimited},
+		{"RateLimitedRetryAfterDate", testRateLimitedDate},
 		{"ServerErrorExhausted", testServerErrorExhausted},
 		{"Unauthorized", testUnauthorized},
+		{"Forbidden", testForbidden},
 		{"NotFound", testNotFound},
 		{"CutBeforeTextIsRetried", testCutBeforeText},
 		{"DroppedConnectionIsRetried", testDroppedConnection},
+		{"ResetConnectionIsRetried", testResetConnection},
+		{"ErrorEventBeforeTextIsRetried", testErrorEventBeforeText},
+		{"ErrorEventAfterText", testErrorEventAfterText},
+		{"StallBeforeReplyIsRetried", testStallBeforeReply},
+		{"StallMidReply", testStallMidReply},
 		{"StreamCutShort", testCutShort},
 		{"StreamCutAbruptly", testCutAbruptly},
 		{"ConsumerStopsEarly", testStopEarly},
@@ -145,6 +196,17 @@ func newServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request,
 }
 
 func (s *server) requests() int { return int(s.n.Load()) }
+
+func (s *server) body(i int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[i]
+}
+
+// open returns the provider under test, talking to srv.
+func open(h *Harness, srv *server, key string, pol model.RetryPolicy) cadre.Model {
+	return h.New(Options{BaseURL: srv.URL, APIKey: key, Model: ModelName, Retry: pol})
+}
 
 // sleeps records the waits the retry policy asked for, without waiting.
 type sleeps struct {
@@ -257,7 +319,7 @@ func testPlainReply(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"Hello, world."}, Usage: cadre.Usage{InputTokens: 12, OutputTokens: 4}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(0)), request()))
 	want := cadre.Message{Role: cadre.RoleAssistant, Content: "Hello, world."}
 	if diff := cmp.Diff(want, resp.Message); diff != "" {
 		t.Errorf("message (-want +got):\n%s", diff)
@@ -276,7 +338,7 @@ func testStreamedText(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: pieces, Usage: cadre.Usage{InputTokens: 3, OutputTokens: 4}})
 	})
 	var sl sleeps
-	r := collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request())
+	r := collect(t, open(h, srv, "test-key", sl.policy(0)), request())
 	resp := mustSucceed(t, r)
 	if diff := cmp.Diff(pieces, r.texts); diff != "" {
 		t.Errorf("text chunks (-want +got):\n%s", diff)
@@ -299,7 +361,7 @@ func testToolCalls(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{ToolCalls: twoCalls(), Usage: cadre.Usage{InputTokens: 20, OutputTokens: 9}})
 	})
 	var sl sleeps
-	r := collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request())
+	r := collect(t, open(h, srv, "test-key", sl.policy(0)), request())
 	resp := mustSucceed(t, r)
 	want := []cadre.ToolCall{
 		{ID: "call_a1", Name: "read_file", Arguments: `{"path": "notes.txt"}`},
@@ -313,12 +375,58 @@ func testToolCalls(t *testing.T, h *Harness) {
 	}
 }
 
+func testToolCallWithoutArguments(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{ToolCalls: []ToolCall{{ID: "call_now", Name: "current_time"}}, Usage: cadre.Usage{InputTokens: 4, OutputTokens: 2}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(0)), request()))
+	want := []cadre.ToolCall{{ID: "call_now", Name: "current_time", Arguments: "{}"}}
+	if diff := cmp.Diff(want, resp.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got), want no arguments to read as {}:\n%s", diff)
+	}
+}
+
+// testInvalidArguments checks that arguments that are not JSON reach the
+// caller as the model wrote them: the agent loop tells the model so.
+func testInvalidArguments(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{ToolCalls: []ToolCall{{ID: "call_bad", Name: "read_file", Arguments: []string{`{"path": `, `notes.txt`}}}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	want := []cadre.ToolCall{{ID: "call_bad", Name: "read_file", Arguments: `{"path": notes.txt`}}
+	if diff := cmp.Diff(want, resp.Message.ToolCalls); diff != "" {
+		t.Errorf("tool calls (-want +got):\n%s", diff)
+	}
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1: invalid arguments are the loop's to report", srv.requests())
+	}
+}
+
+// testEmptyReply checks that a reply with neither text nor tool calls is
+// passed on as it is: whether that is a failure is the agent loop's call.
+func testEmptyReply(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Usage: cadre.Usage{InputTokens: 9, OutputTokens: 1}})
+	})
+	var sl sleeps
+	r := collect(t, open(h, srv, "test-key", sl.policy(4)), request())
+	resp := mustSucceed(t, r)
+	if diff := cmp.Diff(cadre.Message{Role: cadre.RoleAssistant}, resp.Message); diff != "" || len(r.texts) != 0 {
+		t.Errorf("message (-want +got):\n%s\ntext chunks: %q", diff, r.texts)
+	}
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1", srv.requests())
+	}
+}
+
 func testTextThenToolCalls(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		h.WriteReply(w, Reply{Text: []string{"Let me ", "look."}, ToolCalls: twoCalls()[:1], Usage: cadre.Usage{InputTokens: 5, OutputTokens: 6}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(0)), request()))
 	want := cadre.Message{Role: cadre.RoleAssistant, Content: "Let me look.", ToolCalls: []cadre.ToolCall{
 		{ID: "call_a1", Name: "read_file", Arguments: `{"path": "notes.txt"}`},
 	}}
@@ -332,9 +440,72 @@ func testUsage(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"ok"}, ToolCalls: twoCalls()[1:], Usage: cadre.Usage{InputTokens: 1234, OutputTokens: 56}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(0)), request()))
 	if diff := cmp.Diff(cadre.Usage{InputTokens: 1234, OutputTokens: 56}, resp.Usage); diff != "" {
 		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}
+
+// testNoUsage checks that a server that counts no tokens is not an error:
+// the usage is then zero or an estimate.
+func testNoUsage(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: []string{"uncounted ", "words"}, ToolCalls: twoCalls()[:1], NoUsage: true})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if resp.Message.Content != "uncounted words" || len(resp.Message.ToolCalls) != 1 {
+		t.Errorf("message = %+v, want the text and the tool call", resp.Message)
+	}
+	if u := resp.Usage; u != (cadre.Usage{}) && (u.InputTokens <= 0 || u.OutputTokens <= 0) {
+		t.Errorf("usage = %+v, want zero or an estimate counting both ways", u)
+	}
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1", srv.requests())
+	}
+}
+
+// testTruncated checks that a reply cut at its token limit keeps its text
+// and says why it stopped.
+func testTruncated(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			h.WriteReply(w, Reply{Text: []string{"A complete answer."}, Usage: cadre.Usage{InputTokens: 3, OutputTokens: 4}})
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"The answer is ", "that"}, Truncated: true, Usage: cadre.Usage{InputTokens: 3, OutputTokens: 2}})
+	})
+	var sl sleeps
+	m := open(h, srv, "test-key", sl.policy(4))
+	plain := mustSucceed(t, collect(t, m, request()))
+	resp := mustSucceed(t, collect(t, m, request()))
+	if resp.Message.Content != "The answer is that" {
+		t.Errorf("content = %q, want the text written before the limit", resp.Message.Content)
+	}
+	if resp.StopReason == "" || resp.StopReason == plain.StopReason {
+		t.Errorf("StopReason = %q (a complete reply's is %q), want the provider's reason for hitting the token limit", resp.StopReason, plain.StopReason)
+	}
+	if srv.requests() != 2 {
+		t.Errorf("server saw %d requests, want 2: a truncated reply is not retried", srv.requests())
+	}
+}
+
+// testTruncatedEmpty checks that a reply that hit its token limit before it
+// held anything is an error that says so, and is not retried.
+func testTruncatedEmpty(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Truncated: true, Usage: cadre.Usage{InputTokens: 3, OutputTokens: 100}})
+	})
+	var sl sleeps
+	me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if !errors.Is(me, model.ErrMaxTokens) {
+		t.Errorf("error %v does not wrap model.ErrMaxTokens", me)
+	}
+	if me.Hint == "" {
+		t.Error("hint is empty")
+	}
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1", srv.requests())
 	}
 }
 
@@ -354,11 +525,9 @@ func testRequestShape(t *testing.T, h *Harness) {
 		cadre.Message{Role: cadre.RoleTool, ToolCallID: "call_x9", ToolName: "read_file", Content: "contents of a.md"},
 	)
 	req.Tools = []cadre.ToolSpec{{Name: "read_file", Description: "Read a file.", Parameters: []byte(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}}
-	mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(0)), req))
-	srv.mu.Lock()
-	body := srv.bodies[0]
-	srv.mu.Unlock()
-	for _, want := range []string{"You are a careful assistant.", "Say hello.", "call_x9", "contents of a.md", "read_file", "Read a file.", `"stream":true`} {
+	mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(0)), req))
+	body := srv.body(0)
+	for _, want := range []string{ModelName, "You are a careful assistant.", "Say hello.", "call_x9", "contents of a.md", "read_file", "Read a file.", `"stream":true`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("request body lacks %q:\n%s", want, body)
 		}
@@ -368,10 +537,8 @@ func testRequestShape(t *testing.T, h *Harness) {
 	srv2 := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		h.WriteReply(w, Reply{Text: []string{"ok"}})
 	})
-	mustSucceed(t, collect(t, h.New(srv2.URL, "test-key", sl.policy(0)), request()))
-	srv2.mu.Lock()
-	body = srv2.bodies[0]
-	srv2.mu.Unlock()
+	mustSucceed(t, collect(t, open(h, srv2, "test-key", sl.policy(0)), request()))
+	body = srv2.body(0)
 	if strings.Contains(body, `"tools"`) {
 		t.Errorf("request without tools sent a tools field:\n%s", body)
 	}
@@ -387,7 +554,7 @@ func testRateLimited(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"second time lucky"}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if resp.Message.Content != "second time lucky" {
 		t.Errorf("content = %q, want the reply of the second request", resp.Message.Content)
 	}
@@ -399,12 +566,32 @@ func testRateLimited(t *testing.T, h *Harness) {
 	}
 }
 
+func testRateLimitedDate(t *testing.T, h *Harness) {
+	var sl sleeps
+	pol := sl.policy(4)
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			w.Header().Set("Retry-After", pol.Now().Add(12*time.Second).Format(http.TimeFormat))
+			h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"on time"}})
+	})
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", pol), request()))
+	if resp.Message.Content != "on time" || srv.requests() != 2 {
+		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "on time")
+	}
+	if diff := cmp.Diff([]time.Duration{12 * time.Second}, sl.all()); diff != "" {
+		t.Errorf("waits (-want +got), want the Retry-After date honoured:\n%s", diff)
+	}
+}
+
 func testServerErrorExhausted(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		h.WriteError(w, http.StatusInternalServerError, "internal failure")
 	})
 	var sl sleeps
-	me := mustModelError(t, collect(t, h.New(srv.URL, "test-key", sl.policy(3)), request()))
+	me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(3)), request()))
 	if srv.requests() != 3 {
 		t.Errorf("server saw %d requests, want 3 (MaxAttempts)", srv.requests())
 	}
@@ -414,13 +601,10 @@ func testServerErrorExhausted(t *testing.T, h *Harness) {
 	if !strings.Contains(me.Error(), "3 attempts") {
 		t.Errorf("error %q does not say how many attempts were made", me.Error())
 	}
-	if got := len(sl.all()); got != 2 {
-		t.Errorf("waited %d times, want 2 (between 3 attempts)", got)
-	}
-	for i, d := range sl.all() {
-		if d < 0 || d > model.DefaultMaxDelay {
-			t.Errorf("wait %d = %v, want within [0, %v]", i, d, model.DefaultMaxDelay)
-		}
+	// Rand is 0.5: half of BaseDelay, then half of twice BaseDelay.
+	want := []time.Duration{model.DefaultBaseDelay / 2, model.DefaultBaseDelay}
+	if diff := cmp.Diff(want, sl.all()); diff != "" {
+		t.Errorf("waits between the 3 attempts (-want +got), want exponential backoff with jitter:\n%s", diff)
 	}
 }
 
@@ -429,21 +613,38 @@ func testUnauthorized(t *testing.T, h *Harness) {
 		h.WriteError(w, http.StatusUnauthorized, "invalid api key")
 	})
 	var sl sleeps
-	me := mustModelError(t, collect(t, h.New(srv.URL, "bad-key", sl.policy(4)), request()))
+	me := mustModelError(t, collect(t, open(h, srv, "bad-key", sl.policy(4)), request()))
 	if srv.requests() != 1 {
 		t.Errorf("server saw %d requests, want 1: a 401 is not retried", srv.requests())
 	}
 	if me.Status != http.StatusUnauthorized {
 		t.Errorf("Status = %d, want 401", me.Status)
 	}
-	if h.KeyVar != "" && !strings.Contains(me.Hint, h.KeyVar) {
+	if !strings.Contains(me.Hint, h.KeyVar) {
 		t.Errorf("hint %q does not name %s", me.Hint, h.KeyVar)
 	}
-	if me.Hint == "" {
-		t.Error("hint is empty")
+	if !strings.Contains(me.Error(), "invalid api key") {
+		t.Errorf("error %q lacks the server's message", me.Error())
 	}
 	if len(sl.all()) != 0 {
 		t.Errorf("waited %v before failing, want no wait", sl.all())
+	}
+}
+
+func testForbidden(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteError(w, http.StatusForbidden, "this key may not use this model")
+	})
+	var sl sleeps
+	me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1: a 403 is not retried", srv.requests())
+	}
+	if me.Status != http.StatusForbidden {
+		t.Errorf("Status = %d, want 403", me.Status)
+	}
+	if !strings.Contains(me.Hint, h.KeyVar) || !strings.Contains(me.Hint, ModelName) {
+		t.Errorf("hint %q does not name both %s and the model %q", me.Hint, h.KeyVar, ModelName)
 	}
 }
 
@@ -452,12 +653,12 @@ func testNotFound(t *testing.T, h *Harness) {
 		h.WriteError(w, http.StatusNotFound, "no such model")
 	})
 	var sl sleeps
-	me := mustModelError(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()))
+	me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if srv.requests() != 1 {
 		t.Errorf("server saw %d requests, want 1: a 404 is not retried", srv.requests())
 	}
-	if me.Status != http.StatusNotFound || me.Hint == "" {
-		t.Errorf("got status %d hint %q, want 404 with a hint", me.Status, me.Hint)
+	if me.Status != http.StatusNotFound || !strings.Contains(me.Hint, ModelName) {
+		t.Errorf("got status %d hint %q, want 404 with a hint naming the model %q", me.Status, me.Hint, ModelName)
 	}
 }
 
@@ -470,7 +671,7 @@ func testCutBeforeText(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"complete"}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if resp.Message.Content != "complete" || srv.requests() != 2 {
 		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "complete")
 	}
@@ -485,25 +686,81 @@ func testDroppedConnection(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"reconnected"}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()))
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if resp.Message.Content != "reconnected" || srv.requests() != 2 {
 		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "reconnected")
 	}
 }
 
-func hijackClose(t *testing.T, w http.ResponseWriter) {
+func testResetConnection(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			conn := hijack(t, w)
+			if conn == nil {
+				return
+			}
+			if tc, ok := conn.(*net.TCPConn); ok {
+				tc.SetLinger(0) // close with a reset, not a goodbye
+			}
+			conn.Close()
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"after the reset"}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if resp.Message.Content != "after the reset" || srv.requests() != 2 {
+		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "after the reset")
+	}
+}
+
+func testErrorEventBeforeText(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			h.WriteReply(w, Reply{ErrorEvent: "overloaded, try again"})
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"recovered"}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if resp.Message.Content != "recovered" || srv.requests() != 2 {
+		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "recovered")
+	}
+}
+
+func testErrorEventAfterText(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, ErrorEvent: "overloaded, try again"})
+	})
+	var sl sleeps
+	r := collect(t, open(h, srv, "test-key", sl.policy(4)), request())
+	checkCut(t, r, srv)
+	if r.err != nil && !strings.Contains(r.err.Error(), "overloaded, try again") {
+		t.Errorf("error %q lacks the server's message", r.err)
+	}
+}
+
+func hijack(t *testing.T, w http.ResponseWriter) net.Conn {
 	t.Helper()
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		t.Error("the test server cannot hijack connections")
-		return
+		return nil
 	}
 	conn, _, err := hj.Hijack()
 	if err != nil {
 		t.Errorf("hijack: %v", err)
-		return
+		return nil
 	}
-	conn.Close()
+	return conn
+}
+
+func hijackClose(t *testing.T, w http.ResponseWriter) {
+	t.Helper()
+	if conn := hijack(t, w); conn != nil {
+		conn.Close()
+	}
 }
 
 func checkCut(t *testing.T, r result, srv *server) {
@@ -525,7 +782,7 @@ func testCutShort(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, Cut: true})
 	})
 	var sl sleeps
-	checkCut(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()), srv)
+	checkCut(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()), srv)
 }
 
 func testCutAbruptly(t *testing.T, h *Harness) {
@@ -534,7 +791,41 @@ func testCutAbruptly(t *testing.T, h *Harness) {
 		hijackClose(t, w)
 	})
 	var sl sleeps
-	checkCut(t, collect(t, h.New(srv.URL, "test-key", sl.policy(4)), request()), srv)
+	checkCut(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()), srv)
+}
+
+// openStalling returns the provider under test with the short
+// StallTimeout.
+func openStalling(h *Harness, srv *server, pol model.RetryPolicy) cadre.Model {
+	return h.New(Options{BaseURL: srv.URL, APIKey: "test-key", Model: ModelName, Retry: pol, StallTimeout: StallTimeout})
+}
+
+func testStallBeforeReply(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n == 1 {
+			<-r.Context().Done() // no headers, no body, until the client gives up
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"awake"}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, openStalling(h, srv, sl.policy(4)), request()))
+	if resp.Message.Content != "awake" || srv.requests() != 2 {
+		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "awake")
+	}
+}
+
+func testStallMidReply(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, Cut: true})
+		<-r.Context().Done() // the connection stays open, silent
+	})
+	var sl sleeps
+	r := collect(t, openStalling(h, srv, sl.policy(4)), request())
+	checkCut(t, r, srv)
+	if !errors.Is(r.err, model.ErrStalled) {
+		t.Errorf("error %v does not wrap model.ErrStalled", r.err)
+	}
 }
 
 func testStopEarly(t *testing.T, h *Harness) {
@@ -546,7 +837,7 @@ func testStopEarly(t *testing.T, h *Harness) {
 	ctx, cancel := context.WithTimeout(context.Background(), Failsafe)
 	defer cancel()
 	got := 0
-	for c, err := range h.New(srv.URL, "test-key", sl.policy(4)).Stream(ctx, request()) {
+	for c, err := range open(h, srv, "test-key", sl.policy(4)).Stream(ctx, request()) {
 		if err != nil {
 			t.Fatalf("error before the consumer stopped: %v", err)
 		}
@@ -574,7 +865,7 @@ func testCancelled(t *testing.T, h *Harness) {
 	ctx, cancel := context.WithCancel(guard)
 	defer cancel()
 	var err error
-	for c, e := range h.New(srv.URL, "test-key", sl.policy(4)).Stream(ctx, request()) {
+	for c, e := range open(h, srv, "test-key", sl.policy(4)).Stream(ctx, request()) {
 		if e != nil {
 			err = e
 			break
@@ -599,7 +890,7 @@ func testConcurrent(t *testing.T, h *Harness) {
 		h.WriteReply(w, Reply{Text: []string{"same ", "answer"}, ToolCalls: twoCalls()[:1], Usage: cadre.Usage{InputTokens: 2, OutputTokens: 3}})
 	})
 	var sl sleeps
-	m := h.New(srv.URL, "test-key", sl.policy(0))
+	m := open(h, srv, "test-key", sl.policy(0))
 	const n = 8
 	errs := make([]error, n)
 	var wg sync.WaitGroup

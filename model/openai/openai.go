@@ -4,16 +4,27 @@
 //
 // Each call streams with stream_options.include_usage set: text is yielded
 // as it arrives; tool calls, whose arguments come in pieces, are assembled by
-// their index; the usage is read from the last chunk. A reply is complete
-// when a finish_reason arrived; a stream that ends before is an error
-// wrapping [cadre.ErrIncompleteStream]. Tool-call arguments are passed on as
-// the model wrote them, even when they are not valid JSON (the agent loop
-// reports that to the model); empty arguments become "{}".
+// their index (or, from servers that send no index, by id), in the order
+// they first appeared; a call whose first piece has no id gets "call_N", N
+// its position. The usage is read from whichever chunk carries it, usually
+// the last; a server that reports none, or only zeros, gets an estimate
+// ([model.EstimateUsage]) instead of an error.
+//
+// A reply is complete when a finish_reason arrived; a stream that ends
+// before is an error wrapping [cadre.ErrIncompleteStream], and so is an
+// event that is not JSON. A reply cut by finish_reason "length" is passed on
+// with that StopReason, unless it holds neither text nor a tool call: that
+// is an error wrapping [model.ErrMaxTokens]. An error event inside the
+// stream ({"error": …}) is a *[model.ServerError], retried while no text was
+// yielded. Tool-call arguments are passed on as the model wrote them, even
+// when they are not valid JSON (the agent loop reports that to the model);
+// empty arguments become "{}".
 //
 // Failures are retried by cadre's policy ([model.Stream]); the SDK's own
-// retries are off. A Provider reads no environment variables: the caller
-// passes the base URL and key. An empty key sends no Authorization header,
-// which is what local servers such as Ollama want.
+// retries are off. A server that sends nothing for Config.StallTimeout is
+// abandoned ([model.ErrStalled]). A Provider reads no environment
+// variables: the caller passes the base URL and key. An empty key sends no
+// Authorization header, which is what local servers such as Ollama want.
 //
 // A Provider is safe for concurrent use.
 package openai
@@ -23,10 +34,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -63,6 +77,10 @@ type Config struct {
 	// KeyEnv is the environment variable the key came from, named in hints.
 	// Empty means OPENAI_API_KEY, or OLLAMA_API_KEY for Ollama.
 	KeyEnv string
+	// StallTimeout abandons a try when the server sends nothing for this
+	// long, before the response or within the stream. Zero means
+	// model.DefaultStallTimeout; a negative value means no limit.
+	StallTimeout time.Duration
 	// Logger, when not nil, hears about retries.
 	Logger *slog.Logger
 }
@@ -119,18 +137,19 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		}
 	}
 	return model.Stream(ctx, model.Call{
-		Provider: p.cfg.Provider,
-		Policy:   p.cfg.Retry,
-		Logger:   p.cfg.Logger,
-		Hint:     p.hint,
-		Attempt: func(ctx context.Context, emit func(string) bool) (*cadre.Response, error) {
-			return p.attempt(ctx, params, emit)
+		Provider:     p.cfg.Provider,
+		Policy:       p.cfg.Retry,
+		StallTimeout: p.cfg.StallTimeout,
+		Logger:       p.cfg.Logger,
+		Hint:         p.hint,
+		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
+			return p.attempt(ctx, req, params, t)
 		},
 	})
 }
 
-func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewParams, emit func(string) bool) (*cadre.Response, error) {
-	stream := p.svc.NewStreaming(ctx, params)
+func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params openai.ChatCompletionNewParams, t *model.Try) (*cadre.Response, error) {
+	stream := p.svc.NewStreaming(ctx, params, option.WithMiddleware(t.Middleware))
 	defer stream.Close()
 	var (
 		text     strings.Builder
@@ -155,7 +174,7 @@ func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 			}
 			if d != "" {
 				text.WriteString(d)
-				if !emit(d) {
+				if !t.Emit(d) {
 					return nil, context.Canceled
 				}
 			}
@@ -171,7 +190,7 @@ func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 		return nil, convertError(err)
 	}
 	if !finished {
-		return nil, fmt.Errorf("stream ended without a finish_reason: %w", cadre.ErrIncompleteStream)
+		return nil, fmt.Errorf("the stream ended without a finish_reason: %w", cadre.ErrIncompleteStream)
 	}
 	msg := cadre.Message{Role: cadre.RoleAssistant, Content: text.String()}
 	for i, c := range calls {
@@ -184,6 +203,14 @@ func (p *Provider) attempt(ctx context.Context, params openai.ChatCompletionNewP
 			args = "{}"
 		}
 		msg.ToolCalls = append(msg.ToolCalls, cadre.ToolCall{ID: id, Name: c.name, Arguments: args})
+	}
+	if finish == "length" && msg.Content == "" && len(msg.ToolCalls) == 0 {
+		return nil, fmt.Errorf("finish_reason %q with no text and no tool call: %w", finish, model.ErrMaxTokens)
+	}
+	if usage == (cadre.Usage{}) {
+		// The server counted nothing (it ignored stream_options or reports
+		// zeros): estimate, so that token budgets still see the call.
+		usage = model.EstimateUsage(req, &msg)
 	}
 	return &cadre.Response{Message: msg, Usage: usage, StopReason: finish}, nil
 }
@@ -312,7 +339,8 @@ func schemaObject(raw json.RawMessage) (map[string]any, error) {
 }
 
 // convertError turns the SDK's errors into *model.ServerError, which the
-// retry policy reads; other errors pass unchanged.
+// retry policy reads, and a stream that is not JSON into an incomplete
+// stream; other errors pass unchanged.
 func convertError(err error) error {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
@@ -326,43 +354,108 @@ func convertError(err error) error {
 		if se.Message == "" {
 			se.Message = shorten(apiErr.RawJSON())
 		}
+		if se.Message == "" && apiErr.Response != nil && apiErr.Response.Body != nil {
+			// Not the API's error shape: a proxy's page or a plain text
+			// such as "404 page not found". The SDK left it readable.
+			b, _ := io.ReadAll(io.LimitReader(apiErr.Response.Body, 4<<10))
+			se.Message = shorten(string(b))
+		}
 		return se
 	}
 	var streamErr *ssestream.StreamError
 	if errors.As(err, &streamErr) {
-		return &model.ServerError{Message: shorten(string(streamErr.Event.Data))}
+		return streamError(streamErr.Event.Data)
+	}
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("the server sent an event that is not JSON (%v): %w", err, cadre.ErrIncompleteStream)
 	}
 	return err
 }
 
-func shorten(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		s = s[:300] + "…"
+// streamError reads an error event of a stream: {"error": {"message",
+// "type", "code"}}, where OpenAI-compatible servers put an HTTP status,
+// a name or nothing in "code", and some send the error as a bare string.
+func streamError(data []byte) *model.ServerError {
+	var ev struct {
+		Error json.RawMessage `json:"error"`
 	}
-	return s
+	se := &model.ServerError{}
+	if json.Unmarshal(data, &ev) != nil {
+		se.Message = shorten(string(data))
+		return se
+	}
+	var msg string
+	if json.Unmarshal(ev.Error, &msg) == nil {
+		se.Message = shorten(msg)
+		return se
+	}
+	var body struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(ev.Error, &body) != nil {
+		se.Message = shorten(string(ev.Error))
+		return se
+	}
+	se.Message, se.Type = shorten(body.Message), body.Type
+	var code any
+	_ = json.Unmarshal(body.Code, &code)
+	switch c := code.(type) {
+	case float64:
+		if c >= 400 && c <= 599 {
+			se.Status = int(c)
+		}
+	case string:
+		if se.Type == "" {
+			se.Type = c
+		}
+	}
+	if se.Message == "" {
+		se.Message = shorten(string(ev.Error))
+	}
+	return se
 }
 
-// hint says what to check after a failure.
+// hint says what to check after a failure; "" leaves it to model.Stream.
 func (p *Provider) hint(err error, status int) string {
 	ollama := p.cfg.Provider == "ollama"
 	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden:
+	case http.StatusUnauthorized:
 		if p.cfg.APIKey == "" {
 			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
 		}
 		return fmt.Sprintf("the server at %s refused the API key: check %s", p.cfg.BaseURL, p.cfg.KeyEnv)
+	case http.StatusForbidden:
+		if p.cfg.APIKey == "" {
+			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
+		}
+		return fmt.Sprintf("the API key may not use model %q: check %s and the model name", p.cfg.Model, p.cfg.KeyEnv)
 	case http.StatusNotFound:
 		if ollama {
 			return fmt.Sprintf("model %q is not available: pull it with `ollama pull %s`, or check the base URL %s", p.cfg.Model, p.cfg.Model, p.cfg.BaseURL)
 		}
-		return fmt.Sprintf("check the model name %q and the base URL %s", p.cfg.Model, p.cfg.BaseURL)
+		return fmt.Sprintf("check the model name %q and the base URL %s (it usually ends in /v1)", p.cfg.Model, p.cfg.BaseURL)
 	}
-	if ollama && status == 0 && model.Retryable(err) && !errors.Is(err, cadre.ErrIncompleteStream) {
-		return fmt.Sprintf("is Ollama running at %s? start it with `ollama serve`, or set OLLAMA_HOST", p.cfg.BaseURL)
-	}
-	if status == 0 && model.Retryable(err) && !errors.Is(err, cadre.ErrIncompleteStream) {
-		return fmt.Sprintf("could not reach %s: check the network and the base URL", p.cfg.BaseURL)
+	if model.Unreachable(err) {
+		if ollama {
+			return fmt.Sprintf("is Ollama running at %s? start it with `ollama serve`, or set OLLAMA_HOST", p.cfg.BaseURL)
+		}
+		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.cfg.BaseURL)
 	}
 	return ""
+}
+
+// shorten trims a server's text to a length fit for an error message.
+func shorten(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= 300 {
+		return s
+	}
+	cut := 300
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

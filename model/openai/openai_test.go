@@ -29,8 +29,8 @@ func TestConformance(t *testing.T) {
 	for _, tt := range []struct{ provider, keyVar string }{{"openai", "OPENAI_API_KEY"}, {"ollama", "OLLAMA_API_KEY"}} {
 		t.Run(tt.provider, func(t *testing.T) {
 			modeltest.Run(t, modeltest.Harness{
-				New: func(baseURL, apiKey string, policy model.RetryPolicy) cadre.Model {
-					return openai.New(openai.Config{BaseURL: baseURL + "/v1", APIKey: apiKey, Model: "gpt-test", Retry: policy, Provider: tt.provider})
+				New: func(o modeltest.Options) cadre.Model {
+					return openai.New(openai.Config{BaseURL: o.BaseURL + "/v1", APIKey: o.APIKey, Model: o.Model, Retry: o.Retry, StallTimeout: o.StallTimeout, Provider: tt.provider})
 				},
 				WriteReply: writeReply,
 				WriteError: writeError,
@@ -82,6 +82,10 @@ func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 	for _, t := range r.Text {
 		s.delta(map[string]any{"content": t}, nil)
 	}
+	if r.ErrorEvent != "" {
+		s.raw(fmt.Sprintf(`{"error":{"message":%q,"type":"server_error","param":null,"code":null}}`, r.ErrorEvent))
+		return
+	}
 	if r.Cut {
 		return
 	}
@@ -97,14 +101,19 @@ func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 		}
 	}
 	finish := "stop"
-	if len(r.ToolCalls) > 0 {
+	switch {
+	case r.Truncated:
+		finish = "length"
+	case len(r.ToolCalls) > 0:
 		finish = "tool_calls"
 	}
 	s.delta(map[string]any{}, finish)
-	s.chunk([]any{}, map[string]any{
-		"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens,
-		"total_tokens": r.Usage.Total(),
-	})
+	if !r.NoUsage {
+		s.chunk([]any{}, map[string]any{
+			"prompt_tokens": r.Usage.InputTokens, "completion_tokens": r.Usage.OutputTokens,
+			"total_tokens": r.Usage.Total(),
+		})
+	}
 	s.raw("[DONE]")
 }
 

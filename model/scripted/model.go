@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model"
 )
 
 // DefaultRecordLimit is how many requests a new Model keeps for
@@ -237,7 +238,7 @@ func (m *Model) playFunc(ctx context.Context, req *cadre.Request, yield func(*ca
 		out.Message.Role = cadre.RoleAssistant
 	}
 	if out.Usage == (cadre.Usage{}) {
-		out.Usage = estimate(req, &out.Message)
+		out.Usage = model.EstimateUsage(req, &out.Message)
 	}
 	if !streamText(out.Message.Content, yield) {
 		return
@@ -301,7 +302,7 @@ func (m *Model) play(ctx context.Context, req *cadre.Request, turn int, r *Reply
 	if r.Usage != nil {
 		resp.Usage = cadre.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output}
 	} else {
-		resp.Usage = estimate(req, &msg)
+		resp.Usage = model.EstimateUsage(req, &msg)
 	}
 	yield(&cadre.Chunk{Response: resp}, nil)
 }
@@ -342,27 +343,6 @@ func streamText(text string, yield func(*cadre.Chunk, error) bool) bool {
 		rest = rest[n:]
 	}
 	return true
-}
-
-// estimate is the default usage: a quarter of the bytes in and out, at
-// least one token each way.
-func estimate(req *cadre.Request, out *cadre.Message) cadre.Usage {
-	in := len(req.System)
-	for i := range req.Messages {
-		in += msgLen(&req.Messages[i])
-	}
-	for _, t := range req.Tools {
-		in += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	return cadre.Usage{InputTokens: int64(max(in/4, 1)), OutputTokens: int64(max(msgLen(out)/4, 1))}
-}
-
-func msgLen(m *cadre.Message) int {
-	n := len(m.Content)
-	for _, tc := range m.ToolCalls {
-		n += len(tc.Name) + len(tc.Arguments)
-	}
-	return n
 }
 
 // DefinitionName returns the definition name in an agent ID: its last
