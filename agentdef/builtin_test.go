@@ -31,21 +31,46 @@ func TestBuiltin(t *testing.T) {
 			t.Errorf("%s: built-in agents must parse cleanly, strictly:%s", e.Name(), diagLines(diags))
 		}
 	}
+	// The stock agents as the Netclaw seed describes them, in cadre's tool
+	// names: their purpose, tools, timeouts, the compaction model role, and
+	// the points their prompts make.
 	for _, tc := range []struct {
-		name    string
-		tools   []string
-		timeout int
+		name     string
+		tools    []string
+		timeout  int
+		role     string
+		describe []string // in the description
+		prompt   []string // in the prompt
 	}{
-		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120},
-		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120},
-		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60},
-		{GeneralPurpose, nil, cadre.DefaultTimeoutSeconds},
+		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120, "compaction",
+			[]string{"Researches", "sources"},
+			[]string{"web_fetch", "read_file", "second source", "URL", "rather than guessing"}},
+		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120, "compaction",
+			[]string{"source code", "runs build, test and git commands", "file and line"},
+			[]string{"the build, the tests", "path and line numbers", "defects", "performance", "fenced blocks"}},
+		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60, "compaction",
+			[]string{"Condenses documents, web pages"},
+			[]string{"names, numbers, dates", "under 500 words", "public interface"}},
+		{GeneralPurpose, nil, cadre.DefaultTimeoutSeconds, "", []string{"same tools as the agent that starts it"}, []string{"Report what you did"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i := slices.IndexFunc(defs, func(d *cadre.Definition) bool { return d.Name == tc.name })
 			d := defs[i]
 			if diff := cmp.Diff(tc.tools, d.Tools); diff != "" {
 				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if d.ModelRole != tc.role {
+				t.Errorf("model role %q, want %q", d.ModelRole, tc.role)
+			}
+			for _, want := range tc.describe {
+				if !strings.Contains(d.Description, want) {
+					t.Errorf("the description lacks %q: %s", want, d.Description)
+				}
+			}
+			for _, want := range tc.prompt {
+				if !strings.Contains(strings.Join(strings.Fields(d.Prompt), " "), want) {
+					t.Errorf("the prompt lacks %q", want)
+				}
 			}
 			if d.TimeoutSeconds != tc.timeout || !d.UserFacing() || d.Scope != ScopeBuiltin || d.File != "builtin:"+tc.name+".md" {
 				t.Errorf("timeout %d user-facing %v scope %q file %q", d.TimeoutSeconds, d.UserFacing(), d.Scope, d.File)
