@@ -367,9 +367,13 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 		field("output schema", "%s", def.OutputSchema)
 	}
 	if len(def.Extra) > 0 {
-		fmt.Fprintln(w, "other fields (kept, not used by cadre):")
+		fmt.Fprintln(w, "other fields (kept as written):")
 		for _, k := range slices.Sorted(maps.Keys(def.Extra)) {
 			v, _ := json.Marshal(def.Extra[k])
+			if note := extraNote(k); note != "" {
+				field("  "+k, "%s  (%s)", v, note)
+				continue
+			}
 			field("  "+k, "%s", v)
 		}
 	}
@@ -391,6 +395,20 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 	if !strings.HasSuffix(def.Prompt, "\n") {
 		fmt.Fprintln(w)
 	}
+}
+
+// extraNote says what cadre makes of a field kept in Definition.Extra;
+// fields it does not act on have none.
+func extraNote(key string) string {
+	switch key {
+	case "mode":
+		return "OpenCode: a primary agent is internal"
+	case "permission":
+		return "OpenCode: tools denied here are disallowed above; the rest is left to approvals"
+	case "displayName":
+		return "the name as written in the file"
+	}
+	return ""
 }
 
 // modelLine says which model an agent gets, as a run would choose it.

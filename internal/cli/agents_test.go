@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -147,16 +148,43 @@ func TestAgentsList(t *testing.T) {
 		}
 	})
 
-	t.Run("agents_dir_and_strict", func(t *testing.T) {
-		extra := t.TempDir()
-		if err := os.WriteFile(filepath.Join(extra, "reviewer.md"), []byte(plainAgent), 0o644); err != nil {
-			t.Fatal(err)
+	t.Run("agents_dir_repeated", func(t *testing.T) {
+		first, second := t.TempDir(), t.TempDir()
+		for d, model := range map[string]string{first: "haiku", second: "opus"} {
+			content := "---\nname: helper\ndescription: Helps.\nmodel: " + model + "\n---\nHelp.\n"
+			if err := os.WriteFile(filepath.Join(d, "helper.md"), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
-		res := runCadre(t, dir, home, "agents", "list", "--strict", "--agents-dir", extra, "--agents-dir", extra)
+		res := runCadre(t, dir, home, "agents", "list", "--json", "--agents-dir", first, "--agents-dir", second)
 		if res.code != 0 {
 			t.Fatalf("exit %d: %s", res.code, res.stderr)
 		}
-		if strings.Contains(res.stdout, "reviewer ") || !strings.Contains(res.stderr, "2 files rejected") {
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(res.stdout), &rows); err != nil {
+			t.Fatalf("%v\n%s", err, res.stdout)
+		}
+		var got []string
+		for _, r := range rows {
+			if r["name"] == "helper" {
+				got = append(got, fmt.Sprintf("%v %v %v %v", r["file"], r["model"], r["status"], r["overridden_by"]))
+			}
+		}
+		want := []string{
+			filepath.Join(second, "helper.md") + " opus ok <nil>",
+			filepath.Join(first, "helper.md") + " haiku overridden " + filepath.Join(second, "helper.md"),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the later --agents-dir wins (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("strict", func(t *testing.T) {
+		res := runCadre(t, dir, home, "agents", "list", "--strict")
+		if res.code != 0 {
+			t.Fatalf("exit %d: %s", res.code, res.stderr)
+		}
+		if regexp.MustCompile(`(?m)^reviewer `).MatchString(res.stdout) || !strings.Contains(res.stderr, "2 files rejected") {
 			t.Errorf("strict should reject reviewer (WebSearch):\n%s%s", res.stdout, res.stderr)
 		}
 	})
@@ -212,6 +240,39 @@ func TestAgentsShow(t *testing.T) {
 	res = runCadre(t, dir, home, "agents", "show")
 	if res.code != 1 || !strings.Contains(res.stderr, "needs one agent name") {
 		t.Errorf("no name: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// An OpenCode file given by --agents-dir: named after its file, its
+// permissions turned into tools, its kept fields shown with what cadre
+// makes of them.
+func TestAgentsShowOpenCode(t *testing.T) {
+	dir, home := agentsProject(t, map[string]string{
+		"oc/docs.md": "---\ndescription: Writes docs.\nmode: subagent\nhidden: true\npermission:\n  \"*\": deny\n  read: allow\n  edit: allow\n  bash: deny\n---\nDocs.\n",
+	})
+	res := runCadre(t, dir, home, "agents", "show", "--agents-dir", "oc", "docs")
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		"name:                  docs\n",
+		"scope:                 dir\n",
+		"file:                  oc/docs.md\n",
+		"tools:                 read_file, write_file, edit_file\n",
+		"disallowed tools:      run_command\n",
+		"other fields (kept as written):\n",
+		"  hidden:              true\n",
+		"  mode:                \"subagent\"  (OpenCode: a primary agent is internal)\n",
+		"  permission:          {\"*\":\"deny\",\"bash\":\"deny\",\"edit\":\"allow\",\"read\":\"allow\"}  (OpenCode: tools denied here are disallowed above; the rest is left to approvals)\n",
+		"prompt:\nDocs.\n",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, res.stdout)
+		}
+	}
+	// Without the folder, the agent is not there.
+	if res := runCadre(t, dir, home, "agents", "show", "docs"); res.code != 1 || !strings.Contains(res.stderr, `no agent named "docs"`) {
+		t.Errorf("without --agents-dir: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
 

@@ -81,6 +81,20 @@ func TestInitCommand(t *testing.T) {
 	if res.code != 0 || strings.TrimSpace(res.stdout) != "" {
 		t.Errorf("validate after init: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
+	// Once a stock agent is edited, it replaces the built-in one, and
+	// validate says so.
+	analyst := filepath.Join(dir, ".cadre", "agents", "code-analyst.md")
+	stock, err := os.ReadFile(analyst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(analyst, append(stock, []byte("\nAlways check the tests first.\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = runCadre(t, dir, home, "agents", "validate")
+	if res.code != 0 || strings.TrimSpace(res.stdout) != ".cadre/agents/code-analyst.md:2:1: info: agent code-analyst replaces cadre's built-in agent of that name" {
+		t.Errorf("validate after editing code-analyst: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
 	res = runCadre(t, dir, home, "agents", "list")
 	for _, name := range []string{"research-assistant", "code-analyst", "summarizer"} {
 		if !strings.Contains(res.stdout, ".cadre/agents/"+name+".md") {
