@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -316,5 +317,231 @@ func TestStreamConsumerStops(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" || attempts != 1 {
 		t.Errorf("chunks (-want +got):\n%s\nattempts = %d, want 1", diff, attempts)
+	}
+}
+
+func TestRetryableStalled(t *testing.T) {
+	err := fmt.Errorf("%w: nothing arrived for 1s", model.ErrStalled)
+	if !model.Retryable(err) {
+		t.Errorf("Retryable(%v) = false, want a stall retried like a timeout", err)
+	}
+	if model.Retryable(model.ErrMaxTokens) {
+		t.Error("Retryable(ErrMaxTokens) = true, want a reply that spent its tokens not asked again")
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"dial timeout", &net.OpError{Op: "dial", Err: timeoutErr{}}, true},
+		{"no such host", fmt.Errorf("post: %w", &net.DNSError{Err: "no such host", Name: "nowhere.invalid", IsNotFound: true}), true},
+		{"reset while reading", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, false},
+		{"eof", io.EOF, false},
+		{"server error", &model.ServerError{Status: 500, Header: http.Header{}}, false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := model.Unreachable(tt.err); got != tt.want {
+				t.Errorf("Unreachable(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEstimateUsage(t *testing.T) {
+	req := &cadre.Request{
+		System:   strings.Repeat("s", 40),
+		Messages: []cadre.Message{{Role: cadre.RoleUser, Content: strings.Repeat("u", 40)}},
+		Tools:    []cadre.ToolSpec{{Name: "t", Description: strings.Repeat("d", 17), Parameters: []byte(`{"type":"object"}`)}},
+	}
+	reply := &cadre.Message{Role: cadre.RoleAssistant, Content: "abcd", ToolCalls: []cadre.ToolCall{{Name: "read", Arguments: `{"p":"x"}`}}}
+	// In: 40 + 40 + 1 + 17 + 17 = 115 bytes; out: 4 + 4 + 9 = 17 bytes.
+	if diff := cmp.Diff(cadre.Usage{InputTokens: 28, OutputTokens: 4}, model.EstimateUsage(req, reply)); diff != "" {
+		t.Errorf("estimate (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(cadre.Usage{InputTokens: 1, OutputTokens: 1}, model.EstimateUsage(nil, nil)); diff != "" {
+		t.Errorf("estimate of nothing (-want +got), want at least one token each way:\n%s", diff)
+	}
+}
+
+// TestStall runs the stall watchdog on synctest's clock: the tries block
+// until the watchdog ends them, and no test time passes.
+func TestStall(t *testing.T) {
+	const stall = time.Minute
+	blockUntilDone := func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	tests := []struct {
+		name         string
+		attempt      func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error)
+		wantOK       bool
+		wantAttempts int
+		wantTexts    []string
+		wantIs       []error
+	}{
+		{
+			name: "silent server is retried",
+			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
+				if n == 1 {
+					return nil, blockUntilDone(ctx)
+				}
+				return okResp, nil
+			},
+			wantOK: true, wantAttempts: 2,
+		},
+		{
+			name: "silent after text is an incomplete stream",
+			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
+				try.Emit("half")
+				return nil, blockUntilDone(ctx)
+			},
+			wantAttempts: 1, wantTexts: []string{"half"}, wantIs: []error{model.ErrStalled, cadre.ErrIncompleteStream},
+		},
+		{
+			name: "silent every time gives up",
+			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
+				return nil, blockUntilDone(ctx)
+			},
+			wantAttempts: 2, wantIs: []error{model.ErrStalled},
+		},
+		{
+			name: "signs of life keep a slow try going",
+			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
+				for range 10 {
+					select {
+					case <-time.After(stall / 2):
+						try.Alive()
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
+				return okResp, nil
+			},
+			wantOK: true, wantAttempts: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				attempts := 0
+				call := model.Call{
+					Provider:     "fake",
+					StallTimeout: stall,
+					Policy:       model.RetryPolicy{MaxAttempts: 2, Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }},
+					Attempt: func(ctx context.Context, try *model.Try) (*cadre.Response, error) {
+						attempts++
+						return tt.attempt(ctx, try, attempts)
+					},
+				}
+				var texts []string
+				resp, err := cadre.Collect(model.Stream(context.Background(), call), func(s string) { texts = append(texts, s) })
+				if (err == nil) != tt.wantOK || (resp != nil) != tt.wantOK {
+					t.Fatalf("got %v, %v; want success %v", resp, err, tt.wantOK)
+				}
+				if attempts != tt.wantAttempts {
+					t.Errorf("attempts = %d, want %d", attempts, tt.wantAttempts)
+				}
+				if diff := cmp.Diff(tt.wantTexts, texts); diff != "" {
+					t.Errorf("texts (-want +got):\n%s", diff)
+				}
+				for _, target := range tt.wantIs {
+					if !errors.Is(err, target) {
+						t.Errorf("error %v does not wrap %v", err, target)
+					}
+				}
+				if err != nil && !strings.Contains(err.Error(), "1m0s") {
+					t.Errorf("error %q does not say how long the server was silent", err)
+				}
+			})
+		})
+	}
+}
+
+func TestStallMiddleware(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall = time.Minute
+		// The body trickles in: a byte every half stall, four in all. Each
+		// read counts as a sign of life, so the try outlives two stalls.
+		body := &trickle{left: 4, every: stall / 2}
+		call := model.Call{
+			Provider:     "fake",
+			StallTimeout: stall,
+			Policy:       model.RetryPolicy{MaxAttempts: 1},
+			Attempt: func(ctx context.Context, try *model.Try) (*cadre.Response, error) {
+				resp, err := try.Middleware(&http.Request{}, func(*http.Request) (*http.Response, error) {
+					return &http.Response{StatusCode: 200, Body: body}, nil
+				})
+				if err != nil {
+					return nil, err
+				}
+				defer resp.Body.Close()
+				body.ctx = ctx
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					return nil, err
+				}
+				return &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: string(b)}}, nil
+			},
+		}
+		resp, err := cadre.Collect(model.Stream(context.Background(), call), nil)
+		if err != nil || resp.Message.Content != "xxxx" {
+			t.Errorf("got %v, %v; want the whole trickled body", resp, err)
+		}
+	})
+}
+
+// trickle is a body that yields one byte every so often, until ctx ends.
+type trickle struct {
+	ctx   context.Context
+	left  int
+	every time.Duration
+}
+
+func (b *trickle) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	select {
+	case <-time.After(b.every):
+	case <-b.ctx.Done():
+		return 0, b.ctx.Err()
+	}
+	b.left--
+	p[0] = 'x'
+	return 1, nil
+}
+
+func (b *trickle) Close() error { return nil }
+
+func TestHintsByFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"rate limited", &model.ServerError{Status: 429, Header: http.Header{}}, "rate limiting"},
+		{"overloaded", &model.ServerError{Status: 529, Header: http.Header{}}, "overloaded"},
+		{"server failing", &model.ServerError{Status: 503, Header: http.Header{}}, "kept failing"},
+		{"bad request", &model.ServerError{Status: 400, Header: http.Header{}}, "check the model name"},
+		{"error event", &model.ServerError{Message: "boom"}, "reported an error while streaming"},
+		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, "could not be reached"},
+		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "connection to the model server broke"},
+		{"incomplete", cadre.ErrIncompleteStream, "closed the stream before the reply was complete"},
+		{"max tokens", fmt.Errorf("finish_reason length: %w", model.ErrMaxTokens), "raise the model's max tokens"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err, _, _ := run(t, context.Background(), model.RetryPolicy{MaxAttempts: 1}, outcome{err: tt.err})
+			var me *cadre.ModelError
+			if !errors.As(err, &me) || !strings.Contains(me.Hint, tt.want) {
+				t.Errorf("error = %v, want a hint containing %q", err, tt.want)
+			}
+		})
 	}
 }
