@@ -93,6 +93,7 @@ inside limits you set, with every step recorded.`,
 		a.newVersionCmd(),
 		a.newRunCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
+		a.newRunsCmd(),
 		// Commands are listed here, one constructor per file.
 	)
 	return root
