@@ -28,7 +28,8 @@ type ParseOptions struct {
 	// resolve, instead of loading it without that tool.
 	Strict bool
 	// NameFromFile names an agent without a name field after its file, as
-	// OpenCode does. Files with OpenCode fields (mode, or tools as a map)
+	// OpenCode does. Markdown files with a field only OpenCode writes (mode,
+	// permission, steps, hidden, disable, temperature, or tools as a map)
 	// are named that way whatever this says.
 	NameFromFile bool
 }
@@ -243,13 +244,19 @@ type builder struct {
 
 func (b *builder) apply(fields []field) {
 	p, def := b.p, b.def
+	// A markdown file with a field only OpenCode writes is an OpenCode
+	// file, which takes its name from the file name.
 	opencode := false
-	for _, f := range fields {
-		if f.key == "mode" {
-			opencode = true
-		}
-		if _, ok := f.value.(map[string]any); ok && f.key == "tools" {
-			opencode = true
+	if !strings.EqualFold(filepath.Ext(p.path), ".agent") {
+		for _, f := range fields {
+			switch f.key {
+			case "mode", "permission", "steps", "hidden", "disable", "temperature":
+				opencode = true
+			case "tools":
+				if _, ok := f.value.(map[string]any); ok {
+					opencode = true
+				}
+			}
 		}
 	}
 	seen := map[string]bool{}

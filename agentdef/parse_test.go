@@ -575,3 +575,36 @@ func TestParseToolRestrictions(t *testing.T) {
 		})
 	}
 }
+
+// Without a name field, an OpenCode file is named after the file; a file
+// of another dialect is not.
+func TestParseNameFromFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, path, frontmatter string
+		opts                    ParseOptions
+		want                    string // "" when rejected for a missing name
+	}{
+		{"mode", "agents/reviewer.md", "mode: subagent", ParseOptions{}, "reviewer"},
+		{"tools_map", "reviewer.md", "tools:\n  write: false", ParseOptions{}, "reviewer"},
+		{"permission", "reviewer.md", "permission:\n  edit: deny", ParseOptions{}, "reviewer"},
+		{"temperature", "reviewer.md", "temperature: 0.1", ParseOptions{}, "reviewer"},
+		{"steps", "reviewer.md", "steps: 5", ParseOptions{}, "reviewer"},
+		{"opencode_folder", "reviewer.md", "model: anthropic/claude-haiku-4-5", ParseOptions{NameFromFile: true}, "reviewer"},
+		{"display_file_name", "Code Reviewer.md", "mode: subagent", ParseOptions{}, "code-reviewer"},
+		{"claude_code", "reviewer.md", "tools: Read", ParseOptions{}, ""},
+		{"llm_do", "reviewer.agent", "temperature: 0.1", ParseOptions{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, diags := Parse(tc.path, []byte("---\ndescription: Reviews.\n"+tc.frontmatter+"\n---\nReview.\n"), tc.opts)
+			if tc.want == "" {
+				if d != nil || !hasDiag(diags, SeverityError, "missing name") {
+					t.Errorf("want a missing name error:%s", diagLines(diags))
+				}
+				return
+			}
+			if d == nil || d.Name != tc.want {
+				t.Errorf("want %s:%s", tc.want, diagLines(diags))
+			}
+		})
+	}
+}
