@@ -38,13 +38,14 @@ const (
 	splitUnclosed
 )
 
-var bom = []byte("\xef\xbb\xbf")
+// utf8BOM is the byte order mark some editors put at the start of a file.
+const utf8BOM = "\xef\xbb\xbf"
 
 // splitFrontmatter finds the frontmatter of a file. It tolerates a byte
 // order mark, blank lines before the opening delimiter, CRLF, an indented
 // block, and a closing line of more than three dashes.
 func splitFrontmatter(data []byte) (*frontmatter, splitStatus) {
-	data = bytes.TrimPrefix(data, bom)
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
 	fm := &frontmatter{}
 	line, pos := 0, 0
 	next := func() (string, int, bool) { // text without line ending, offset after it
