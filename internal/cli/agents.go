@@ -441,7 +441,8 @@ func (a *app) newAgentsValidateCmd() *cobra.Command {
 		Use:   "validate [PATH...]",
 		Short: "Check agent files and print what is wrong with them, as file:line:col: severity: message",
 		Long: `Without PATH, check every agent file cadre would load. With PATHs (files or
-folders), check only those. The exit status is 1 if any file has an error.`,
+folders), check only those, and the folders of --agents-dir. The exit status
+is 1 if any file has an error.`,
 		Example: `  cadre agents validate
   cadre agents validate .claude/agents ~/my-agent.md
   cadre agents validate --strict --json`,
@@ -455,11 +456,13 @@ folders), check only those. The exit status is 1 if any file has an error.`,
 				if err != nil {
 					return err
 				}
+				// Only the paths named, and the folders of --agents-dir:
+				// the config's agentsDirs are not asked about.
 				var paths []string
-				for _, p := range args {
+				for _, p := range append(slices.Clone(args), f.dirs...) {
 					paths = append(paths, absUnder(wd, a.expandHome(p)))
 				}
-				opts.ExtraDirs = append(paths, opts.ExtraDirs...)
+				opts.ExtraDirs = paths
 				opts.NoBuiltin, opts.NoUser, opts.NoProject = true, true, true
 			}
 			cat, diags := agentdef.Load(opts)

@@ -382,6 +382,27 @@ func TestAgentsValidate(t *testing.T) {
 		if !strings.Contains(res.stdout, "reviewer.md:4:8: error: tools: WebSearch") || !strings.Contains(res.stdout, "clean/only.md:2:1: info: agent plain overrides") {
 			t.Errorf("stdout:\n%s", res.stdout)
 		}
+		// Named paths are checked alone (with --agents-dir folders), not
+		// with the config's folders; strict still applies.
+		res = runCadre(t, dir, home, "agents", "validate", "--json", ".claude/agents", "--agents-dir", "other")
+		var out struct {
+			Agents      []string              `json:"agents"`
+			Diagnostics []agentdef.Diagnostic `json:"diagnostics"`
+		}
+		if err := json.Unmarshal([]byte(res.stdout), &out); err != nil {
+			t.Fatalf("%v\n%s", err, res.stdout)
+		}
+		var files []string
+		for _, d := range out.Diagnostics {
+			rel, _ := filepath.Rel(dir, d.File)
+			files = append(files, filepath.ToSlash(rel)+" "+string(d.Severity))
+		}
+		if diff := cmp.Diff([]string{".claude/agents/reviewer.md error", "other/nofm.md error"}, files); diff != "" || res.code != 1 {
+			t.Errorf("exit %d; diagnostics (-want +got):\n%s", res.code, diff)
+		}
+		if diff := cmp.Diff([]string{"plain"}, out.Agents); diff != "" {
+			t.Errorf("agents (-want +got):\n%s", diff)
+		}
 	})
 }
 
