@@ -1,10 +1,12 @@
 package agentdef
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -573,5 +575,30 @@ func TestLoadDuplicatePositions(t *testing.T) {
 		if len(ds) != 1 || !hasDiag(ds, SeverityError, "duplicate name dup") || ds[0].Line != tc.line || ds[0].Column != tc.col {
 			t.Errorf("%s: want one duplicate error at %d:%d:%s", tc.file, tc.line, tc.col, diagLines(diags))
 		}
+	}
+}
+
+// Load, Parse and Builtin share nothing: concurrent calls under -race give
+// the same catalog.
+func TestLoadConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.md": agent("a"), "b/c.md": agent("c", "tools: Read, Bash(git *)"), "bad.md": "x"})
+	opts := LoadOptions{ExtraDirs: []string{dir}, NoUser: true, NoProject: true}
+	want, wantDiags := Load(opts)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Go(func() {
+			cat, diags := Load(opts)
+			if !slices.Equal(cat.Names(), want.Names()) || len(diags) != len(wantDiags) {
+				errs <- fmt.Sprintf("names %v, %d diagnostics; want %v, %d", cat.Names(), len(diags), want.Names(), len(wantDiags))
+			}
+			Builtin()
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
