@@ -534,6 +534,7 @@ func TestHintsByFailure(t *testing.T) {
 		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "connection to the model server broke"},
 		{"incomplete", cadre.ErrIncompleteStream, "closed the stream before the reply was complete"},
 		{"max tokens", fmt.Errorf("finish_reason length: %w", model.ErrMaxTokens), "raise the model's max tokens"},
+		{"not a stream", fmt.Errorf("%w: it sent text/html", model.ErrNotStream), "check the base URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

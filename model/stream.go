@@ -7,7 +7,9 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -29,6 +31,12 @@ var ErrStalled = errors.New("model: the server stopped sending")
 // the agent, and asking again would spend the same tokens the same way. It
 // is not retried.
 var ErrMaxTokens = errors.New("model: the reply reached its token limit before it said anything")
+
+// ErrNotStream is wrapped by the error of a try whose server answered a
+// streaming request with a JSON document or a web page instead of an event
+// stream: usually a base URL that points at something other than the API.
+// It is not retried.
+var ErrNotStream = errors.New("model: the server did not answer with an event stream")
 
 // A Call is one model call as [Stream] runs it: a way to make one try, and
 // what to say when tries fail.
@@ -83,17 +91,38 @@ func (t *Try) Alive() {
 
 // Middleware is an HTTP middleware, of the shape both provider SDKs take
 // (option.WithMiddleware), that counts the response headers and every read
-// of the response body that returns data as signs of life.
+// of the response body that returns data as signs of life. A successful
+// response whose Content-Type is JSON or HTML becomes an error wrapping
+// [ErrNotStream] that quotes the start of the body.
 func (t *Try) Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	resp, err := next(req)
 	if err != nil || resp == nil {
 		return resp, err
 	}
 	t.Alive()
+	if err := notStream(resp); err != nil {
+		return nil, err
+	}
 	if resp.Body != nil {
 		resp.Body = &liveBody{ReadCloser: resp.Body, alive: t.Alive}
 	}
 	return resp, nil
+}
+
+// notStream returns an error when resp succeeded but is plainly not an
+// event stream. Other content types, or none, are left to the SDK: some
+// servers label their streams loosely.
+func notStream(resp *http.Response) error {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 || resp.Body == nil {
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/json" && mt != "text/html" {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+	resp.Body.Close()
+	return fmt.Errorf("%w: it sent %s (HTTP %d): %s", ErrNotStream, mt, resp.StatusCode, strings.TrimSpace(strings.ToValidUTF8(string(b), "")))
 }
 
 // liveBody reports each read that returns data.
@@ -226,6 +255,8 @@ func defaultHint(err error, status int) string {
 		return ""
 	case errors.Is(err, ErrMaxTokens):
 		return "the model spent its whole token limit before answering, as reasoning models may: raise the model's max tokens"
+	case errors.Is(err, ErrNotStream):
+		return "check the base URL: it must point at the model API itself (for OpenAI-compatible servers it usually ends in /v1), not a web page or a proxy that does not stream"
 	case errors.Is(err, ErrStalled):
 		return "the model server stopped sending; if it is only slow (loading a large model, reading a long prompt), allow a longer stall timeout"
 	case status == http.StatusTooManyRequests:

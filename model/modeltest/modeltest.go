@@ -6,7 +6,7 @@
 // for replies, the provider's JSON shape for errors. The cases cover plain
 // replies, streamed text, tool calls whose arguments arrive in pieces (empty
 // or not valid JSON included), empty and truncated replies, usage (reported
-// or not), retries (429 with Retry-After in seconds or as a date, 500 until
+// or not), an answer that is not an event stream, retries (429 with Retry-After in seconds or as a date, 500 until
 // attempts run out, a connection dropped or reset before any text, an error
 // event before any text, a server that stalls before it answers), failures
 // that must not be retried (401, 403, 404), streams cut short, broken by an
@@ -147,6 +147,7 @@ func cases() []struct {
 		{"Unauthorized", testUnauthorized},
 		{"Forbidden", testForbidden},
 		{"NotFound", testNotFound},
+		{"NotAnEventStream", testNotAnEventStream},
 		{"CutBeforeTextIsRetried", testCutBeforeText},
 		{"DroppedConnectionIsRetried", testDroppedConnection},
 		{"ResetConnectionIsRetried", testResetConnection},
@@ -659,6 +660,32 @@ func testNotFound(t *testing.T, h *Harness) {
 	}
 	if me.Status != http.StatusNotFound || !strings.Contains(me.Hint, ModelName) {
 		t.Errorf("got status %d hint %q, want 404 with a hint naming the model %q", me.Status, me.Hint, ModelName)
+	}
+}
+
+// testNotAnEventStream checks that a successful answer that is a JSON
+// document or a web page, as from a wrong base URL, fails at once and says
+// what arrived.
+func testNotAnEventStream(t *testing.T, h *Harness) {
+	for _, tt := range []struct{ contentType, body string }{
+		{"application/json", `{"status":"ok","service":"gateway"}`},
+		{"text/html; charset=utf-8", "<!doctype html><title>Sign in</title>"},
+	} {
+		srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			w.Header().Set("Content-Type", tt.contentType)
+			fmt.Fprint(w, tt.body)
+		})
+		var sl sleeps
+		me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+		if !errors.Is(me, model.ErrNotStream) || !strings.Contains(me.Error(), tt.body[:12]) {
+			t.Errorf("%s: error %v does not wrap model.ErrNotStream and quote the body", tt.contentType, me)
+		}
+		if !strings.Contains(me.Hint, "base URL") {
+			t.Errorf("%s: hint %q does not point at the base URL", tt.contentType, me.Hint)
+		}
+		if srv.requests() != 1 {
+			t.Errorf("%s: server saw %d requests, want 1", tt.contentType, srv.requests())
+		}
 	}
 }
 

@@ -294,6 +294,52 @@ data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{"path": oops`}},
 		},
 		{
+			name: "first piece without id and with empty arguments",
+			body: `data: {"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"type":"function","function":{"name":"read_file","arguments":""}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a.md\"}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"a.md"}`}},
+		},
+		{
+			name: "id arrives after the first piece",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"a","arguments":""}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"late_id","function":{"arguments":"{}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "late_id", Name: "a", Arguments: `{}`}},
+		},
+		{
+			name: "id and name repeated in every piece",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"a","arguments":"{\"k\""}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","type":"function","function":{"name":"a","arguments":":1}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{"k":1}`}},
+		},
+		{
+			name: "three calls interleaved, indexes out of order",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"c2","function":{"name":"z","arguments":"{\"n\":"}},{"index":0,"id":"c0","function":{"name":"x","arguments":""}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c1","function":{"name":"y","arguments":"{}"}},{"index":2,"function":{"arguments":"3}"}},{"index":0,"function":{"arguments":"{\"n\":1}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "c2", Name: "z", Arguments: `{"n":3}`}, {ID: "c0", Name: "x", Arguments: `{"n":1}`}, {ID: "c1", Name: "y", Arguments: `{}`}},
+		},
+		{
 			name: "empty arguments and missing id",
 			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"now"}}]}}]}
 
@@ -313,6 +359,259 @@ data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 				t.Errorf("tool calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	req := &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: strings.Repeat("q", 40)}}}
+	const text = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"Twenty bytes of text"}}]}
+
+`
+	tests := []struct {
+		name string
+		end  string
+		want cadre.Usage
+	}{
+		{
+			name: "separate last chunk, as with include_usage",
+			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}
+
+data: {"choices":[],"usage":{"prompt_tokens":31,"completion_tokens":5,"total_tokens":36}}
+
+data: [DONE]
+
+`,
+			want: cadre.Usage{InputTokens: 31, OutputTokens: 5},
+		},
+		{
+			name: "in the finishing chunk",
+			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16}}
+
+data: [DONE]
+
+`,
+			want: cadre.Usage{InputTokens: 12, OutputTokens: 4},
+		},
+		{
+			name: "running totals, the last one wins",
+			end: `data: {"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":1}}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":6}}
+
+`,
+			want: cadre.Usage{InputTokens: 12, OutputTokens: 6},
+		},
+		{
+			name: "never sent: estimated",
+			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: [DONE]
+
+`,
+			want: cadre.Usage{InputTokens: 10, OutputTokens: 5},
+		},
+		{
+			name: "zeros: estimated",
+			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: {"choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}
+
+`,
+			want: cadre.Usage{InputTokens: 10, OutputTokens: 5},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := cadre.Collect(stream(t, text+tt.end).Stream(context.Background(), req), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, resp.Usage); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestIncludeUsageRequested(t *testing.T) {
+	srv, _, bodies := capture(t)
+	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Provider: "ollama"})
+	if _, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}), nil); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Stream        bool `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if err := json.Unmarshal((*bodies)[0], &body); err != nil {
+		t.Fatal(err)
+	}
+	if !body.Stream || !body.StreamOptions.IncludeUsage {
+		t.Errorf("request body %s does not ask for a stream with usage", (*bodies)[0])
+	}
+}
+
+func TestFinishReason(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    *cadre.Response
+		wantErr string
+		wantIs  error
+	}{
+		{
+			name: "length keeps the text",
+			body: `data: {"choices":[{"index":0,"delta":{"content":"The list goes on and"}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":5}}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "The list goes on and"}, Usage: cadre.Usage{InputTokens: 9, OutputTokens: 5}, StopReason: "length"},
+		},
+		{
+			name: "length inside a tool call passes the broken arguments on",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","function":{"name":"write_file","arguments":"{\"text\": \"once upon"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":5}}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "c0", Name: "write_file", Arguments: `{"text": "once upon`}}}, Usage: cadre.Usage{InputTokens: 9, OutputTokens: 5}, StopReason: "length"},
+		},
+		{
+			name: "length before anything",
+			body: `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":9,"completion_tokens":500}}
+
+`,
+			wantErr: `finish_reason "length"`, wantIs: model.ErrMaxTokens,
+		},
+		{
+			name: "refusal is the reply's text",
+			body: `data: {"choices":[{"index":0,"delta":{"refusal":"I can't help with that."}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":6}}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "I can't help with that."}, Usage: cadre.Usage{InputTokens: 9, OutputTokens: 6}, StopReason: "stop"},
+		},
+		{
+			name: "other choices are ignored",
+			body: `data: {"choices":[{"index":1,"delta":{"content":"second choice"}},{"index":0,"delta":{"content":"first"}}]}
+
+data: {"choices":[{"index":1,"delta":{},"finish_reason":"stop"}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":1}}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "first"}, Usage: cadre.Usage{InputTokens: 9, OutputTokens: 1}, StopReason: "stop"},
+		},
+		{
+			name: "no finish_reason before the end",
+			body: `data: {"choices":[{"index":0,"delta":{"content":"all of it?"}}]}
+
+data: [DONE]
+
+`,
+			wantErr: "without a finish_reason", wantIs: cadre.ErrIncompleteStream,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := cadre.Collect(stream(t, tt.body).Stream(context.Background(), &cadre.Request{}), nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, tt.wantIs) {
+					t.Fatalf("got %+v, %v; want an error containing %q that wraps %v", resp, err, tt.wantErr, tt.wantIs)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, resp); diff != "" {
+				t.Errorf("response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMalformedStream(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 {
+			io.WriteString(w, "data: {\"choices\": [oops\n\n")
+			return
+		}
+		writeReply(w, modeltest.Reply{Text: []string{"fine"}})
+	}))
+	defer srv.Close()
+	noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Retry: model.RetryPolicy{MaxAttempts: 1}})
+	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+	if !errors.Is(err, cadre.ErrIncompleteStream) || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("error = %v, want an incomplete stream saying an event is not JSON", err)
+	}
+
+	n = 0
+	p = openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Retry: model.RetryPolicy{MaxAttempts: 2, Sleep: noWait}})
+	resp, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+	if err != nil || resp.Message.Content != "fine" || n != 2 {
+		t.Errorf("got %+v, %v after %d requests; want the second reply after 2", resp, err, n)
+	}
+}
+
+func TestStreamErrorEvents(t *testing.T) {
+	tests := []struct {
+		name       string
+		event      string
+		wantStatus int
+		want       []string
+		wantNot    []string
+	}{
+		{"OpenAI shape", `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`, 0, []string{"The server had an error", "reported an error while streaming"}, []string{"{", "could not reach"}},
+		{"HTTP status in code", `{"error":{"message":"upstream unavailable","code":502}}`, 502, []string{"upstream unavailable", "kept failing"}, []string{"{"}},
+		{"bare string", `{"error":"model crashed"}`, 0, []string{"model crashed"}, []string{"{"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := stream(t, "data: "+tt.event+"\n\n")
+			_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+			var me *cadre.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v, want a *cadre.ModelError", err)
+			}
+			if me.Status != tt.wantStatus {
+				t.Errorf("Status = %d, want %d", me.Status, tt.wantStatus)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(me.Error(), w) {
+					t.Errorf("error %q lacks %q", me, w)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(me.Error(), w) {
+					t.Errorf("error %q contains %q", me, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNotJSONErrorBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	p := openai.New(openai.Config{BaseURL: srv.URL, Model: "qwen3", Provider: "openai"})
+	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+	var me *cadre.ModelError
+	if !errors.As(err, &me) || me.Status != 404 || !strings.Contains(me.Error(), "404 page not found") || !strings.Contains(me.Hint, "/v1") {
+		t.Errorf("error = %v, want a 404 quoting the server's text and hinting at /v1 in the base URL", err)
 	}
 }
 
