@@ -111,6 +111,7 @@ func TestCorpus(t *testing.T) {
 	var (
 		clean, warned, recovered, skipped int
 		rejected                          = map[string]int{}
+		warnings                          = map[string]int{}
 		recoveredFiles                    []string
 	)
 	for _, path := range files {
@@ -149,6 +150,11 @@ func TestCorpus(t *testing.T) {
 			checkRecovered(t, rel, data, def)
 		case hasDiag(diags, SeverityWarning):
 			warned++
+			for _, d := range diags {
+				if d.Severity == SeverityWarning {
+					warnings[warningKind(d.Message)]++
+				}
+			}
 		default:
 			clean++
 		}
@@ -179,6 +185,9 @@ func TestCorpus(t *testing.T) {
 		len(files), clean+warned, clean, warned, recovered, len(files)-clean-warned-recovered-skipped, skipped)
 	for _, r := range slices.Sorted(maps.Keys(rejected)) {
 		t.Logf("rejected: %d × %s", rejected[r], r)
+	}
+	for _, w := range slices.Sorted(maps.Keys(warnings)) {
+		t.Logf("warnings on loaded files: %d × %s", warnings[w], w)
 	}
 	for _, f := range recoveredFiles {
 		t.Logf("recovered: %s", f)
@@ -221,6 +230,19 @@ func checkRecovered(t *testing.T, rel string, data []byte, def *cadre.Definition
 	if def.Model != plain["model"] {
 		t.Errorf("%s: recovered model %q, the file says %q", rel, def.Model, plain["model"])
 	}
+}
+
+// warningKind names the kind of a warning, for counting.
+func warningKind(msg string) string {
+	switch {
+	case strings.Contains(msg, "of the MCP server"):
+		return "tools of an MCP server that is not configured"
+	case strings.Contains(msg, "cadre knows"):
+		return "tools cadre does not have"
+	case strings.Contains(msg, "is not an agent name"):
+		return "a display name as the name"
+	}
+	return reason(msg)
 }
 
 // reason is the first clause of a message, for counting by kind.
