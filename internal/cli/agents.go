@@ -76,14 +76,16 @@ func (a *app) newAgentsListCmd() *cobra.Command {
 
 // agentRow is one line of cadre agents list.
 type agentRow struct {
-	Name        string           `json:"name"`
-	Scope       string           `json:"scope"`
-	File        string           `json:"file"`
-	Description string           `json:"description"`
-	Tools       []string         `json:"tools"`
-	Model       string           `json:"model"`
-	ModelRole   string           `json:"model_role,omitempty"`
-	Visibility  cadre.Visibility `json:"visibility"`
+	Name        string   `json:"name"`
+	Scope       string   `json:"scope"`
+	File        string   `json:"file"`
+	Description string   `json:"description"`
+	Tools       []string `json:"tools"`
+	// Disallowed are taken away from Tools (or from the parent's tools).
+	Disallowed []string         `json:"disallowed_tools,omitempty"`
+	Model      string           `json:"model"`
+	ModelRole  string           `json:"model_role,omitempty"`
+	Visibility cadre.Visibility `json:"visibility"`
 	// Status is ok, "N warnings", or overridden (by OverriddenBy).
 	Status       string `json:"status"`
 	Warnings     int    `json:"warnings"`
@@ -98,7 +100,7 @@ func listRows(cat *agentdef.Catalog, diags []agentdef.Diagnostic) []agentRow {
 		}
 	}
 	row := func(d *cadre.Definition, status string) agentRow {
-		r := agentRow{Name: d.Name, Scope: d.Scope, File: d.File, Description: d.Description, Tools: d.Tools,
+		r := agentRow{Name: d.Name, Scope: d.Scope, File: d.File, Description: d.Description, Tools: d.Tools, Disallowed: d.DisallowedTools,
 			Model: d.Model, ModelRole: d.ModelRole, Visibility: d.Visibility, Status: status, Warnings: warnings[d.File]}
 		if r.Status == "" {
 			r.Status = "ok"
@@ -137,7 +139,7 @@ func (a *app) printAgentTable(rows []agentRow) {
 			status += " by " + a.relPath(r.OverriddenBy)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Scope, modelCell(r.Model, r.ModelRole),
-			cellClip(toolsCell(r.Tools), 60), r.Visibility, status, a.relPath(r.File))
+			cellClip(toolsCell(r.Tools, r.Disallowed), 60), r.Visibility, status, a.relPath(r.File))
 	}
 	_ = tw.Flush()
 }
@@ -152,12 +154,17 @@ func modelCell(model, role string) string {
 	return "(parent's)"
 }
 
-// toolsCell shows a tools list, with the subagent tools as one word.
-func toolsCell(tools []string) string {
-	switch {
-	case tools == nil:
+// toolsCell shows the tools an agent gets, with the subagent tools as one
+// word: its list less the disallowed tools, or the parent's except them.
+func toolsCell(tools, disallowed []string) string {
+	if tools == nil {
+		if len(disallowed) > 0 {
+			return "(parent's) except " + strings.Join(disallowed, ", ")
+		}
 		return "(parent's)"
-	case len(tools) == 0:
+	}
+	tools = slices.DeleteFunc(slices.Clone(tools), func(t string) bool { return slices.Contains(disallowed, t) })
+	if len(tools) == 0 {
 		return "(none)"
 	}
 	sub := agentdef.SubagentTools()

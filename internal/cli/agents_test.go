@@ -417,16 +417,22 @@ func TestAgentsBadConfig(t *testing.T) {
 func TestToolsCell(t *testing.T) {
 	sub := agentdef.SubagentTools()
 	for _, tc := range []struct {
-		tools []string
-		want  string
+		name              string
+		tools, disallowed []string
+		want              string
 	}{
-		{nil, "(parent's)"},
-		{[]string{}, "(none)"},
-		{[]string{"read_file", "spawn_agent"}, "read_file, spawn_agent"},
-		{append([]string{"read_file"}, sub...), "read_file, subagents"},
+		{"inherit", nil, nil, "(parent's)"},
+		{"none", []string{}, nil, "(none)"},
+		{"some_subagent_tools", []string{"read_file", "spawn_agent"}, nil, "read_file, spawn_agent"},
+		{"all_subagent_tools", append([]string{"read_file"}, sub...), nil, "read_file, subagents"},
+		{"inherit_except", nil, []string{"write_file", "run_command"}, "(parent's) except write_file, run_command"},
+		{"list_less_disallowed", []string{"read_file", "run_command"}, []string{"run_command"}, "read_file"},
+		{"all_disallowed", []string{"run_command"}, []string{"run_command"}, "(none)"},
 	} {
-		if got := toolsCell(tc.tools); got != tc.want {
-			t.Errorf("toolsCell(%v) = %q, want %q", tc.tools, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := toolsCell(tc.tools, tc.disallowed); got != tc.want {
+				t.Errorf("toolsCell(%v, %v) = %q, want %q", tc.tools, tc.disallowed, got, tc.want)
+			}
+		})
 	}
 }
