@@ -49,7 +49,17 @@
 //     (a JSON Schema the report must match, as YAML or as a JSON string).
 //
 // Any other field is kept in Extra as parsed; a field that looks like a
-// misspelt known one gets a warning.
+// misspelt known one gets a warning. A value cadre cannot use (a timeout
+// that is not a number, an unknown visibility) rejects the file with an
+// error saying what would do; nothing falls back to a default silently.
+//
+// A field left out takes its default: without tools the agent has its
+// parent's tools; timeoutSeconds is cadre.DefaultTimeoutSeconds (300);
+// visibility is user-facing; without model or modelRole the agent uses its
+// parent's model; emitStructuredFindings, askCaller and say are false;
+// report is tool, protocol auto, onboarding optional and maxQuestions
+// cadre.DefaultMaxQuestions. (Netclaw itself defaults timeoutSeconds to 60
+// and modelRole to compaction; a file that relies on those should say so.)
 //
 // Tool names of other dialects map to cadre's built-in tools (see
 // [BuiltinTools]): Read→read_file, Grep→search_files, Glob and LS→list_files,
