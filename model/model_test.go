@@ -528,7 +528,7 @@ func TestHintsByFailure(t *testing.T) {
 		{"rate limited", &model.ServerError{Status: 429, Header: http.Header{}}, "rate limiting"},
 		{"overloaded", &model.ServerError{Status: 529, Header: http.Header{}}, "overloaded"},
 		{"server failing", &model.ServerError{Status: 503, Header: http.Header{}}, "kept failing"},
-		{"bad request", &model.ServerError{Status: 400, Header: http.Header{}}, "check the model name"},
+		{"bad request", &model.ServerError{Status: 400, Header: http.Header{}}, "rejected the request"},
 		{"error event", &model.ServerError{Message: "boom"}, "reported an error while streaming"},
 		{"refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, "could not be reached"},
 		{"reset", &net.OpError{Op: "read", Err: syscall.ECONNRESET}, "connection to the model server broke"},

@@ -266,7 +266,7 @@ func defaultHint(err error, status int) string {
 	case status >= 500:
 		return "the model server kept failing: try again later"
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
-		return "the server rejected the request: check the model name and that the model supports tool calling"
+		return "the server rejected the request, for the reason it gives: often a wrong model name, a model without tool calling, or a conversation longer than the model's context"
 	case errors.Is(err, cadre.ErrIncompleteStream):
 		return "the model server closed the stream before the reply was complete: try again"
 	case Unreachable(err):

@@ -265,6 +265,7 @@ func TestStreamDetails(t *testing.T) {
 		body    string
 		want    *cadre.Response
 		wantErr string
+		wantIs  error
 	}{
 		{
 			name: "cache tokens count as input; tool without deltas keeps its start input",
@@ -292,6 +293,142 @@ data: {"type":"message_stop"}
 				Usage:      cadre.Usage{InputTokens: 115, OutputTokens: 7},
 				StopReason: "tool_use",
 			},
+		},
+		{
+			name: "input_json_delta pieces after text; usage in message_delta replaces message_start's",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":0,"output_tokens":0}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Checking."}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"pa"}}
+
+event: ping
+data: {"type": "ping"}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"th\": \"a.md\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: content_block_start
+data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_2","name":"list_files","input":{}}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":2}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":321,"cache_read_input_tokens":9,"output_tokens":45}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`,
+			want: &cadre.Response{
+				Message: cadre.Message{Role: cadre.RoleAssistant, Content: "Checking.", ToolCalls: []cadre.ToolCall{
+					{ID: "toolu_1", Name: "read_file", Arguments: `{"path": "a.md"}`},
+					{ID: "toolu_2", Name: "list_files", Arguments: `{}`},
+				}},
+				Usage:      cadre.Usage{InputTokens: 330, OutputTokens: 45},
+				StopReason: "tool_use",
+			},
+		},
+		{
+			name: "max_tokens keeps the text",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":8,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"First, we"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":3}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "First, we"}, Usage: cadre.Usage{InputTokens: 8, OutputTokens: 3}, StopReason: "max_tokens"},
+		},
+		{
+			name: "max_tokens before anything",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":8,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me think at length"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":1024}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`,
+			wantErr: `stop_reason "max_tokens"`, wantIs: model.ErrMaxTokens,
+		},
+		{
+			name: "no usage anywhere: estimated",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m"}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"Twenty bytes of text"}}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`,
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "Twenty bytes of text"}, Usage: cadre.Usage{InputTokens: 1, OutputTokens: 5}, StopReason: "end_turn"},
+		},
+		{
+			name: "event that is not JSON",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_del
+
+`,
+			wantErr: "not JSON", wantIs: cadre.ErrIncompleteStream,
+		},
+		{
+			name: "delta for a block that never started",
+			body: `event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":1,"output_tokens":1}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"orphan"}}
+
+`,
+			wantErr: "never started", wantIs: cadre.ErrIncompleteStream,
 		},
 		{
 			name: "error event",
@@ -323,6 +460,9 @@ data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"outpu
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
 				}
+				if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+					t.Errorf("error %v does not wrap %v", err, tt.wantIs)
+				}
 				return
 			}
 			if err != nil {
@@ -330,6 +470,64 @@ data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"outpu
 			}
 			if diff := cmp.Diff(tt.want, resp); diff != "" {
 				t.Errorf("response (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestErrorEvents(t *testing.T) {
+	const start = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"m\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"
+	const text = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half\"}}\n\n"
+	errEvent := func(typ, msg string) string {
+		return fmt.Sprintf("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":%q,\"message\":%q}}\n\n", typ, msg)
+	}
+	tests := []struct {
+		name         string
+		first        string // the first answer; later ones succeed
+		wantOK       bool
+		wantRequests int
+		wantStatus   int
+		wantHint     string
+		wantIs       error
+	}{
+		{"overloaded before text is retried", start + errEvent("overloaded_error", "Overloaded"), true, 2, 0, "", nil},
+		{"rate limited before text is retried", start + errEvent("rate_limit_error", "Slow down"), true, 2, 0, "", nil},
+		{"overloaded after text is an error", start + text + errEvent("overloaded_error", "Overloaded"), false, 1, 529, "overloaded", cadre.ErrIncompleteStream},
+		{"invalid request is not retried", start + errEvent("invalid_request_error", "prompt is too long"), false, 1, 400, "rejected the request", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n++
+				if n == 1 {
+					w.Header().Set("Content-Type", "text/event-stream")
+					io.WriteString(w, tt.first)
+					return
+				}
+				writeReply(w, modeltest.Reply{Text: []string{"fine"}, Usage: cadre.Usage{InputTokens: 2, OutputTokens: 1}})
+			}))
+			defer srv.Close()
+			p := anthropic.New(anthropic.Config{BaseURL: srv.URL, Model: "m", Retry: model.RetryPolicy{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}})
+			resp, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
+			if n != tt.wantRequests {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantRequests)
+			}
+			if tt.wantOK {
+				if err != nil || resp.Message.Content != "fine" {
+					t.Errorf("got %+v, %v; want the second reply", resp, err)
+				}
+				return
+			}
+			var me *cadre.ModelError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v, want a *cadre.ModelError", err)
+			}
+			if me.Status != tt.wantStatus || !strings.Contains(me.Hint, tt.wantHint) {
+				t.Errorf("got status %d hint %q, want %d and a hint containing %q", me.Status, me.Hint, tt.wantStatus, tt.wantHint)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("error %v does not wrap %v", err, tt.wantIs)
 			}
 		})
 	}

@@ -8,7 +8,8 @@
 // or not valid JSON included), empty and truncated replies, usage (reported
 // or not), an answer that is not an event stream, retries (429 with Retry-After in seconds or as a date, 500 until
 // attempts run out, a connection dropped or reset before any text, an error
-// event before any text, a server that stalls before it answers), failures
+// event before any text, a server that stalls before it answers), a slow
+// but steady stream that must not count as stalled, failures
 // that must not be retried (401, 403, 404), streams cut short, broken by an
 // error event or stalled after text (an error, never a short reply, never a
 // hang), a consumer that stops early, a context cancelled mid-stream, and
@@ -155,6 +156,7 @@ func cases() []struct {
 		{"ErrorEventAfterText", testErrorEventAfterText},
 		{"StallBeforeReplyIsRetried", testStallBeforeReply},
 		{"StallMidReply", testStallMidReply},
+		{"SteadyStreamIsNotStalled", testSteadyStream},
 		{"StreamCutShort", testCutShort},
 		{"StreamCutAbruptly", testCutAbruptly},
 		{"ConsumerStopsEarly", testStopEarly},
@@ -853,6 +855,35 @@ func testStallMidReply(t *testing.T, h *Harness) {
 	if !errors.Is(r.err, model.ErrStalled) {
 		t.Errorf("error %v does not wrap model.ErrStalled", r.err)
 	}
+}
+
+// testSteadyStream checks that the stall timeout counts silence, not the
+// length of a reply: events arrive a quarter of StallTimeout apart, for
+// longer than StallTimeout in all.
+func testSteadyStream(t *testing.T, h *Harness) {
+	pieces := []string{"one ", "two ", "three ", "four ", "five ", "six"}
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(&pacedWriter{ResponseWriter: w, pause: StallTimeout / 4}, Reply{Text: pieces, Usage: cadre.Usage{InputTokens: 1, OutputTokens: 6}})
+	})
+	var sl sleeps
+	r := collect(t, openStalling(h, srv, sl.policy(1)), request())
+	mustSucceed(t, r)
+	if diff := cmp.Diff(pieces, r.texts); diff != "" {
+		t.Errorf("text chunks (-want +got):\n%s", diff)
+	}
+}
+
+// pacedWriter pauses after each flush, as a server that streams slowly.
+type pacedWriter struct {
+	http.ResponseWriter
+	pause time.Duration
+}
+
+func (w *pacedWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	time.Sleep(w.pause)
 }
 
 func testStopEarly(t *testing.T, h *Harness) {
