@@ -7,17 +7,19 @@ import (
 	"github.com/cadre-ai/cadre"
 )
 
-// A Catalog is the set of agent definitions in effect, by name. It is
+// A Catalog is the set of agent definitions in effect, by name; names are
+// compared ignoring case, so Reviewer and reviewer are one agent. It is
 // immutable and safe for concurrent use; the definitions it returns are
 // shared and must not be modified.
 type Catalog struct {
-	byName     map[string]*cadre.Definition
+	byName     map[string]*cadre.Definition // by lower-case name
 	sorted     []*cadre.Definition
 	overridden []*cadre.Definition
 }
 
 // NewCatalog makes a catalog of defs. A later definition replaces an
-// earlier one of the same name; the replaced ones are listed by Overridden.
+// earlier one of the same name (ignoring case); the replaced ones are listed
+// by Overridden.
 // Nil definitions and definitions without a name are ignored.
 func NewCatalog(defs []*cadre.Definition) *Catalog {
 	c := &Catalog{byName: map[string]*cadre.Definition{}}
@@ -32,11 +34,12 @@ func (c *Catalog) put(d *cadre.Definition) (replaced *cadre.Definition) {
 	if d == nil || d.Name == "" {
 		return nil
 	}
-	if old, ok := c.byName[d.Name]; ok {
+	key := strings.ToLower(d.Name)
+	if old, ok := c.byName[key]; ok {
 		c.overridden = append(c.overridden, old)
 		replaced = old
 	}
-	c.byName[d.Name] = d
+	c.byName[key] = d
 	return replaced
 }
 
@@ -48,12 +51,12 @@ func (c *Catalog) seal() {
 	slices.SortFunc(c.sorted, func(a, b *cadre.Definition) int { return strings.Compare(a.Name, b.Name) })
 }
 
-// Get returns the definition called name.
+// Get returns the definition called name, ignoring case.
 func (c *Catalog) Get(name string) (*cadre.Definition, bool) {
 	if c == nil {
 		return nil, false
 	}
-	d, ok := c.byName[name]
+	d, ok := c.byName[strings.ToLower(name)]
 	return d, ok
 }
 

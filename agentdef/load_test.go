@@ -496,6 +496,12 @@ func TestCatalog(t *testing.T) {
 	if cat.All()[0] == nil {
 		t.Error("All must return a copy")
 	}
+	// Names are one name whatever their case.
+	upper := &cadre.Definition{Name: "B", Description: "B3"}
+	cat = NewCatalog([]*cadre.Definition{a, upper})
+	if got, _ := cat.Get("b"); got != upper || cat.Len() != 1 || len(cat.Overridden()) != 1 {
+		t.Errorf("Get(b) = %+v, Len %d: want B to replace b", got, cat.Len())
+	}
 	var none *Catalog
 	if _, ok := none.Get("x"); ok || none.Len() != 0 || none.All() != nil {
 		t.Error("a nil catalog is empty")
@@ -553,6 +559,21 @@ func TestLoadDuplicateNamesIgnoreCase(t *testing.T) {
 	}
 	if !hasDiag(diagsFor(diags, "/b.md"), SeverityError, "duplicate name reviewer (the same name as Reviewer, ignoring case)", "a.md") {
 		t.Errorf("want a duplicate error on b.md:%s", diagLines(diags))
+	}
+}
+
+// A nearer scope overrides a farther one whatever the case of the name.
+func TestLoadOverrideIgnoresCase(t *testing.T) {
+	home := t.TempDir()
+	writeFiles(t, home, map[string]string{".claude/agents/r.md": agent("reviewer")})
+	extra := t.TempDir()
+	writeFiles(t, extra, map[string]string{"r.md": agent("Reviewer")})
+	cat, diags := Load(LoadOptions{Home: home, ExtraDirs: []string{extra}, NoBuiltin: true, NoProject: true})
+	if diff := cmp.Diff([]string{"Reviewer"}, cat.Names()); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if !hasDiag(diagsFor(diags, extra+"/r.md"), SeverityInfo, "agent Reviewer overrides the one in "+filepath.Join(home, ".claude", "agents", "r.md")) {
+		t.Errorf("want an override info line:%s", diagLines(diags))
 	}
 }
 

@@ -325,7 +325,7 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 	field("scope", "%s", def.Scope)
 	field("file", "%s", a.relPath(def.File))
 	for _, o := range cat.Overridden() {
-		if o.Name == def.Name {
+		if strings.EqualFold(o.Name, def.Name) {
 			field("overrides", "%s (%s)", a.relPath(o.File), o.Scope)
 		}
 	}
