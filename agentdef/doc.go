@@ -95,12 +95,12 @@
 // repository root down to the working directory, nearer directories taking
 // precedence); then each extra directory in order. Sub-folders are scanned,
 // through symbolic links too (each real folder once); files not ending in
-// .md or .agent are never read. A definition from a nearer scope replaces
-// one of the same name from a farther scope, with an info line, except
-// when it is an unchanged copy of a built-in agent (as cadre init writes).
-// Two files of one scope whose names are equal, ignoring case: the first in
-// path order wins and the other is rejected (an error within one folder, a
-// warning across the folders of one scope).
+// .md or .agent are never read. Names are compared ignoring case. A
+// definition from a nearer scope replaces one of the same name from a
+// farther scope, with an info line, except when it is an unchanged copy of
+// a built-in agent (as cadre init writes). Two files of one scope with the
+// same name: the first in path order wins and the other is rejected (an
+// error within one folder, a warning across the folders of one scope).
 //
 // # Diagnostics
 //
