@@ -4,9 +4,10 @@
 //
 // Each call streams with stream_options.include_usage set: text is yielded
 // as it arrives; tool calls, whose arguments come in pieces, are assembled by
-// their index (or, from servers that send no index, by id), in the order
-// they first appeared; a call whose first piece has no id gets "call_N", N
-// its position. The usage is read from whichever chunk carries it, usually
+// their index, in the order they first appeared. Servers that send no index,
+// or number every call 0, are followed too: a piece with another id, or with
+// a new name and no id, starts a new call. A call that never gets an id gets
+// "call_N", N its position. The usage is read from whichever chunk carries it, usually
 // the last; a server that reports none, or only zeros, gets an estimate
 // ([model.EstimateUsage]) instead of an error.
 //
@@ -223,21 +224,22 @@ type callBuilder struct {
 }
 
 // addToolDelta adds one streamed piece of a tool call to calls, which stay
-// in the order the calls first appeared. Pieces are matched by index; a
-// server that sends no index gets a new call for each new id.
+// in the order the calls first appeared. A piece belongs to the latest call
+// with its index or, from a server that sends no index, to the last call,
+// unless it plainly starts another call (see startsCall).
 func addToolDelta(calls []*callBuilder, tc openai.ChatCompletionChunkChoiceDeltaToolCall) []*callBuilder {
 	var cur *callBuilder
 	if tc.JSON.Index.Valid() {
-		for _, c := range calls {
-			if c.index == tc.Index {
-				cur = c
+		for i := len(calls) - 1; i >= 0; i-- {
+			if calls[i].index == tc.Index {
+				cur = calls[i]
 				break
 			}
 		}
-	} else if n := len(calls); n > 0 && (tc.ID == "" || tc.ID == calls[n-1].id) {
+	} else if n := len(calls); n > 0 {
 		cur = calls[n-1]
 	}
-	if cur == nil {
+	if cur == nil || startsCall(cur, tc) {
 		idx := tc.Index
 		if !tc.JSON.Index.Valid() {
 			idx = int64(len(calls))
@@ -253,6 +255,20 @@ func addToolDelta(calls []*callBuilder, tc openai.ChatCompletionChunkChoiceDelta
 	}
 	cur.args.WriteString(tc.Function.Arguments)
 	return calls
+}
+
+// startsCall reports whether piece tc begins a call other than cur although
+// it has cur's index (servers that number every call 0) or no index: it has
+// another id, or no id and another name, or no id and a name after cur's
+// arguments are complete.
+func startsCall(cur *callBuilder, tc openai.ChatCompletionChunkChoiceDeltaToolCall) bool {
+	if tc.ID != "" {
+		return cur.id != "" && tc.ID != cur.id
+	}
+	if tc.Function.Name == "" || cur.name == "" {
+		return false
+	}
+	return tc.Function.Name != cur.name || cur.args.Len() > 0 && json.Valid([]byte(cur.args.String()))
 }
 
 // params maps a cadre request to the chat completions request.

@@ -340,6 +340,32 @@ data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
 			want: []cadre.ToolCall{{ID: "c2", Name: "z", Arguments: `{"n":3}`}, {ID: "c0", Name: "x", Arguments: `{"n":1}`}, {ID: "c1", Name: "y", Arguments: `{}`}},
 		},
 		{
+			name: "every call numbered 0, told apart by id",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c0","function":{"name":"a","arguments":"{\"n\":"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"b","arguments":"{\"n\":"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"2}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "c0", Name: "a", Arguments: `{"n":1}`}, {ID: "c1", Name: "b", Arguments: `{"n":2}`}},
+		},
+		{
+			name: "no index and no id, whole calls",
+			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"read_file","arguments":"{\"path\":\"b\"}"}},{"function":{"name":"list_files","arguments":"{}"}}]}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+
+`,
+			want: []cadre.ToolCall{{ID: "call_0", Name: "read_file", Arguments: `{"path":"a"}`}, {ID: "call_1", Name: "read_file", Arguments: `{"path":"b"}`}, {ID: "call_2", Name: "list_files", Arguments: `{}`}},
+		},
+		{
 			name: "empty arguments and missing id",
 			body: `data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"now"}}]}}]}
 
