@@ -172,7 +172,8 @@ func TestInitReportsWhereItFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := Init(dir)
-	if err == nil || !strings.Contains(err.Error(), ".cadre") {
-		t.Errorf("err = %v, want one naming .cadre", err)
+	want := "(" + filepath.Join(dir, ".cadre") + " is a file: move it away and run cadre init again)"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want one ending %q", err, want)
 	}
 }

@@ -64,7 +64,7 @@ func Init(dir string) (created, kept []string, err error) {
 	for _, f := range files {
 		p := filepath.Join(dir, f.Path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return created, kept, fmt.Errorf("init: %w", err)
+			return created, kept, fmt.Errorf("init: cannot create the folder %s: %w%s", filepath.Dir(p), err, blockedBy(dir, filepath.Dir(p)))
 		}
 		w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
@@ -72,7 +72,7 @@ func Init(dir string) (created, kept []string, err error) {
 			continue
 		}
 		if err != nil {
-			return created, kept, fmt.Errorf("init: %w", err)
+			return created, kept, fmt.Errorf("init: cannot create %s: %w", p, err)
 		}
 		_, werr := w.Write(f.Data)
 		cerr := w.Close()
@@ -83,4 +83,15 @@ func Init(dir string) (created, kept []string, err error) {
 		created = append(created, p)
 	}
 	return created, kept, nil
+}
+
+// blockedBy names the file that stands where a folder of path should be,
+// if one does, as advice to add to an error.
+func blockedBy(dir, path string) string {
+	for p := path; len(p) > len(dir); p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return fmt.Sprintf(" (%s is a file: move it away and run cadre init again)", p)
+		}
+	}
+	return ""
 }
