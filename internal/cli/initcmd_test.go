@@ -142,7 +142,7 @@ func TestInitCommandError(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := runCadre(t, wd, home, "init")
-	if res.code != 1 || !strings.Contains(res.stderr, ".cadre") {
+	if res.code != 1 || !strings.Contains(res.stderr, filepath.Join(wd, ".cadre")+" is a file: move it away and run cadre init again") {
 		t.Errorf("exit %d stderr %q", res.code, res.stderr)
 	}
 }
