@@ -76,7 +76,8 @@ func (a *agent) main(pending []loop.Action) {
 	var fin *loop.Finish
 	if a.first != nil {
 		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName})
-		fin = a.step([]loop.Input{*a.first})
+		// The Start is already in the journal (see Run.create).
+		fin = a.apply([]loop.Input{*a.first})
 		a.first = nil
 	} else {
 		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName, "resumed": true})
@@ -141,13 +142,24 @@ func (a *agent) step(ins []loop.Input) *loop.Finish {
 	if len(ins) == 0 {
 		return nil
 	}
-	a.touch()
 	if err := a.journal(ins); err != nil {
 		// Without a journal the run cannot be resumed: stop rather than go on
 		// with work that could be lost.
 		a.run.e.cfg.Logger.Error("journal", "agent", a.id, "err", err)
-		ins = []loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}}
+		a.run.storeFailed(err)
+		for _, in := range ins {
+			if ce, ok := in.(loop.ChildEnded); ok {
+				delete(a.kids, ce.Child)
+			}
+		}
+		return a.apply([]loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}})
 	}
+	return a.apply(ins)
+}
+
+// apply steps journaled inputs and carries out the actions.
+func (a *agent) apply(ins []loop.Input) *loop.Finish {
+	a.touch()
 	var fin *loop.Finish
 	for _, in := range ins {
 		switch in := in.(type) {
@@ -191,7 +203,7 @@ func (a *agent) journal(ins []loop.Input) error {
 		a.seq++
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: a.seq, Kind: in.Kind(), Data: marshalInput(in), Time: now}
 	}
-	return a.run.jour.append(entries)
+	return a.run.e.cfg.Store.Append(context.WithoutCancel(a.ctx), entries)
 }
 
 func (a *agent) do(act loop.Action) *loop.Finish {

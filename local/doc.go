@@ -4,19 +4,25 @@
 //
 // # Goroutines
 //
-// A Run owns one goroutine per live agent, one event pump and, with a Store,
-// one journal writer. An agent's goroutine owns the goroutines of its model
-// call and its tool calls and waits for them before it exits; Run.Wait
-// returns after every goroutine of the run has exited. Nothing outlives its
-// run.
+// A Run owns one goroutine per live agent, one event pump and one watcher
+// (the caller's context and the run's time limit). An agent's goroutine
+// owns the goroutines of its model call, its tool calls and its questions to
+// the user, and waits for them before it exits. An agent that finishes for
+// any reason cancels its children that are still alive and ends only after
+// they have ended, so no agent outlives its parent and descendants always
+// end first. Run.Wait returns after every goroutine of the run has exited.
 //
 // # Inputs and the journal
 //
 // Everything that happens to an agent reaches its goroutine through its
 // mailbox (unbounded, so agents never block on each other), is appended to
-// the Store's journal (group-committed with other agents' entries), and only
-// then is fed to loop.State.Step. Replaying an agent's journal through Step
-// rebuilds its state.
+// the Store's journal, and only then is fed to loop.State.Step. A child's
+// Start is journaled, and its record written, before its parent learns it
+// exists. Replaying an agent's journal through Step rebuilds its state:
+// Engine.Resume does that for every agent of a run, then lets each carry on
+// (see its documentation for what is repeated and what is not). When the
+// store fails, the run is cancelled rather than going on with work that
+// could not be resumed.
 //
 // # Events
 //
@@ -30,9 +36,9 @@
 //
 // Depth is enforced by the loop. The engine enforces the run-wide limits:
 // MaxConcurrent (a semaphore held during model and tool calls, so a parent
-// waiting for its children never holds a slot; a new agent stays queued
-// until it gets its first slot), MaxAgents and the cycle detector (spawns
-// refused with an error the model can act on), the token budget (warning at
-// 80%, then no new model calls), inactivity timeouts per agent, and the
-// run's timeout.
+// waiting for its children never holds a slot; a new agent is queued until
+// it gets its first slot), MaxAgents and the cycle detector (spawns refused
+// with an error the model can act on), the token budget (warning at 80%,
+// then no new model calls), inactivity timeouts per agent, and the run's
+// timeout.
 package local

@@ -104,6 +104,12 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 		go r.finish(fin)
 		return r, nil
 	}
+	// Plan every launch before the first: a launched agent owns its state.
+	type launch struct {
+		a       *agent
+		pending []loop.Action
+	}
+	var plan []launch
 	for _, x := range all {
 		a := agents[x.st.ID()]
 		if a == nil || x.st.Done() {
@@ -112,10 +118,13 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 		if a.parent != nil && a.parent.st.Done() {
 			// Its parent ended while cancelling it: finish the cancellation.
 			a.box.put(loop.Cancel{Reason: fmt.Sprintf("its parent %s ended", a.parent.id)})
-			r.launch(a, nil)
+			plan = append(plan, launch{a: a})
 			continue
 		}
-		r.launch(a, x.st.Pending())
+		plan = append(plan, launch{a: a, pending: x.st.Pending()})
+	}
+	for _, l := range plan {
+		r.launch(l.a, l.pending)
 	}
 	return r, nil
 }

@@ -24,7 +24,6 @@ type Run struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup // agent goroutines and the run's helpers
 	events *pump
-	jour   *journal
 	done   chan struct{}
 	stop   chan struct{} // closed when the run starts finishing
 
@@ -60,14 +59,12 @@ func (e *Engine) newRun(id, task string) *Run {
 		r.defs[k] = v
 	}
 	r.events = newPump(e.cfg.Store, e.cfg.Handlers, e.cfg.Logger)
-	r.jour = newJournal(e.cfg.Store)
 	return r
 }
 
 // abandon releases a run that never started.
 func (r *Run) abandon(err error) {
 	r.events.close()
-	r.jour.close()
 	r.cancel(err)
 }
 
@@ -153,6 +150,12 @@ func (r *Run) CancelAgent(id cadre.AgentID, reason string) error {
 	}
 	r.cancelTree(id, reason)
 	return nil
+}
+
+// storeFailed stops the run when its store can no longer keep the journal:
+// going on would do work that could not be resumed.
+func (r *Run) storeFailed(err error) {
+	r.cancelAll("the run's store failed: " + err.Error())
 }
 
 func (r *Run) cancelAll(reason string) {
@@ -462,7 +465,6 @@ func (r *Run) finish(fin loop.Finish) {
 	} else {
 		r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": res.Status, "error": res.Error, "usage": res.Usage}})
 	}
-	r.jour.close()
 	r.events.close()
 	if s := r.e.cfg.Store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: res.Status, Model: r.e.cfg.RootModel, Usage: res.Usage,
