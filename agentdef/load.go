@@ -282,15 +282,15 @@ func (l *loader) scan(r root) []agentFile {
 // walk adds the agent files below dir to out. seen holds the real paths of
 // the folders already walked.
 func (l *loader) walk(r root, dir string, seen map[string]bool, out *[]agentFile) {
-	real, err := filepath.EvalSymlinks(dir)
+	resolved, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		l.diag(dir, 0, 0, SeverityWarning, "cannot read agents folder: %v", err)
 		return
 	}
-	if seen[real] {
+	if seen[resolved] {
 		return
 	}
-	seen[real] = true
+	seen[resolved] = true
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		l.diag(dir, 0, 0, SeverityWarning, "cannot read agents folder: %v", err)
