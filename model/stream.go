@@ -258,7 +258,7 @@ func defaultHint(err error, status int) string {
 	case errors.Is(err, ErrNotStream):
 		return "check the base URL: it must point at the model API itself (for OpenAI-compatible servers it usually ends in /v1), not a web page or a proxy that does not stream"
 	case errors.Is(err, ErrStalled):
-		return "the model server stopped sending; if it is only slow (loading a large model, reading a long prompt), allow a longer stall timeout"
+		return "the model server stopped sending: if it is only slow, loading a large model or reading a long prompt, allow a longer stall timeout"
 	case status == http.StatusTooManyRequests:
 		return "the server is rate limiting: wait a minute and try again, or run fewer agents at once"
 	case status == 529:
