@@ -517,21 +517,29 @@ func (a *app) agentOptions(f *agentsFlags) (*config, agentdef.LoadOptions, error
 	if err != nil {
 		return nil, agentdef.LoadOptions{}, err
 	}
+	opts, err := a.loadOptions(cfg, f.dirs, f.strict)
+	return cfg, opts, err
+}
+
+// loadOptions are the agentdef options of a configuration: its agentsDirs
+// and then dirs, resolved against the working directory; strict when the
+// flag or the configuration says so.
+func (a *app) loadOptions(cfg *config, dirs []string, strict bool) (agentdef.LoadOptions, error) {
 	wd, err := a.wd()
 	if err != nil {
-		return nil, agentdef.LoadOptions{}, err
+		return agentdef.LoadOptions{}, err
 	}
 	opts := agentdef.LoadOptions{
 		Dir:        wd,
 		Home:       a.home(),
-		Strict:     f.strict || cfg.Strict != nil && *cfg.Strict,
+		Strict:     strict || cfg.Strict != nil && *cfg.Strict,
 		MCPServers: slices.Sorted(maps.Keys(cfg.MCPServers)),
 		Models:     slices.Sorted(maps.Keys(cfg.Models)),
 	}
-	for _, d := range append(slices.Clone(cfg.AgentsDirs), f.dirs...) {
+	for _, d := range append(slices.Clone(cfg.AgentsDirs), dirs...) {
 		opts.ExtraDirs = append(opts.ExtraDirs, absUnder(wd, a.expandHome(d)))
 	}
-	return cfg, opts, nil
+	return opts, nil
 }
 
 func (a *app) expandHome(p string) string {

@@ -33,6 +33,9 @@ type fileConfig struct {
 	// Store is the run store: a SQLite path, postgres://…, or "none".
 	Store     string `yaml:"store"`
 	Workspace string `yaml:"workspace"`
+	// Agent is the definition the root agent runs as (default: the
+	// generic root).
+	Agent string `yaml:"agent"`
 	// MCPServers names configured MCP servers (their tools are mcp__NAME__tool).
 	MCPServers map[string]any `yaml:"mcpServers"`
 }
@@ -49,6 +52,25 @@ type providerConfig struct {
 	APIKeyEnv string `yaml:"apiKeyEnv"`
 	// ToolCalling false: every model of this provider uses the text protocol.
 	ToolCalling *bool `yaml:"toolCalling"`
+	// MaxAttempts is how many times a failed call is tried in all (429,
+	// 5xx, dropped connections); 0 means the default.
+	MaxAttempts int `yaml:"maxAttempts"`
+	// StallTimeout gives up on a server that sends nothing for this long,
+	// such as "2m"; empty means the default, "0" none.
+	StallTimeout string `yaml:"stallTimeout"`
+}
+
+// stall converts StallTimeout: 0 (none) is a negative duration for the
+// providers, empty is their default.
+func (p providerConfig) stall() time.Duration {
+	if p.StallTimeout == "" {
+		return 0
+	}
+	d, _ := time.ParseDuration(p.StallTimeout)
+	if p.StallTimeout == "0" || d == 0 {
+		return -1
+	}
+	return d
 }
 
 type limitsConfig struct {
@@ -158,6 +180,20 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	if l.BudgetTokens < -1 {
 		return bad("budgetTokens", fmt.Sprint(l.BudgetTokens), "a number of tokens, 0 for the default, or -1 for no budget")
 	}
+	for name, p := range fc.Providers {
+		if !oneOf(name, "openai", "ollama", "anthropic", "scripted") {
+			line, col := findKey(data, name)
+			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("providers.%s: unknown provider; use openai, ollama or anthropic", name)}
+		}
+		if p.MaxAttempts < 0 {
+			return bad("maxAttempts", fmt.Sprint(p.MaxAttempts), "a number of tries of 1 or more (0 for the default)")
+		}
+		if p.StallTimeout != "" && p.StallTimeout != "0" {
+			if d, err := time.ParseDuration(p.StallTimeout); err != nil || d < 0 {
+				return bad("stallTimeout", p.StallTimeout, `a duration such as "2m" or "90s", or "0" for none`)
+			}
+		}
+	}
 	for name, m := range fc.Models {
 		if m.Model == "" {
 			line, col := findKey(data, name)
@@ -219,6 +255,7 @@ func (c *config) merge(f fileConfig) {
 	set(&c.Report, f.Report)
 	set(&c.Store, f.Store)
 	set(&c.Workspace, f.Workspace)
+	set(&c.Agent, f.Agent)
 	if f.Strict != nil {
 		c.Strict = f.Strict
 	}

@@ -41,7 +41,7 @@ temporary folder, shown at the start, and removed at the end.`,
 				return fmt.Errorf("write the demo's files: %w", err)
 			}
 			fmt.Fprintf(a.io.Stderr, "cadre demo: a scripted model in %s (agents in .cadre/agents, script in script.yaml)\n\n", dir)
-			demo := *a
+			demo := &app{io: a.io}
 			demo.io.Dir = dir
 			cfg := &config{}
 			cfg.Model = "scripted:" + filepath.Join(dir, "script.yaml")

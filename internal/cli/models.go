@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ type models struct {
 	cfg    *config
 	getenv func(string) string
 	client *http.Client
+	logger *slog.Logger
 
 	mu    sync.Mutex
 	cache map[string]cadre.Model
@@ -138,26 +140,29 @@ func (m *models) Open(name string) (cadre.Model, error) {
 	if nm, ok := m.cfg.Models[name]; ok {
 		maxTokens = nm.MaxTokens
 	}
+	retry := model.RetryPolicy{MaxAttempts: pc.MaxAttempts}
 	var mdl cadre.Model
 	switch prov {
-	case "openai":
-		base := pc.BaseURL
-		if base == "" {
+	case "openai", "ollama":
+		base, key := pc.BaseURL, keyVar("OPENAI_API_KEY")
+		if prov == "ollama" {
+			key = keyVar("OLLAMA_API_KEY")
+			if base == "" {
+				base = ollamaBase(m.getenv("OLLAMA_HOST"))
+			}
+		} else if base == "" {
 			base = env("OPENAI_BASE_URL", "")
 		}
-		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(keyVar("OPENAI_API_KEY")), Model: id, HTTPClient: m.client, Provider: "openai"})
-	case "ollama":
-		base := pc.BaseURL
-		if base == "" {
-			base = ollamaBase(m.getenv("OLLAMA_HOST"))
-		}
-		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(keyVar("OLLAMA_API_KEY")), Model: id, HTTPClient: m.client, Provider: "ollama"})
+		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(key), KeyEnv: key, Model: id, HTTPClient: m.client,
+			Provider: prov, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger})
 	case "anthropic":
 		base := pc.BaseURL
 		if base == "" {
 			base = env("ANTHROPIC_BASE_URL", "")
 		}
-		mdl = anthropic.New(anthropic.Config{BaseURL: base, APIKey: m.getenv(keyVar("ANTHROPIC_API_KEY")), Model: id, MaxTokens: maxTokens, HTTPClient: m.client})
+		key := keyVar("ANTHROPIC_API_KEY")
+		mdl = anthropic.New(anthropic.Config{BaseURL: base, APIKey: m.getenv(key), KeyEnv: key, Model: id, MaxTokens: maxTokens,
+			HTTPClient: m.client, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger})
 	case "scripted":
 		s, err := scripted.Load(id)
 		if err != nil {
@@ -174,7 +179,7 @@ func (m *models) Open(name string) (cadre.Model, error) {
 // ollamaBase turns OLLAMA_HOST (host:port or a URL) into the OpenAI-compatible base URL.
 func ollamaBase(host string) string {
 	if host == "" {
-		return "http://127.0.0.1:11434/v1"
+		return openai.DefaultOllamaBaseURL
 	}
 	if !strings.Contains(host, "://") {
 		host = "http://" + host

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,9 @@ func Stdio() IO {
 // app holds what every command shares.
 type app struct {
 	io IO
+
+	stdinOnce sync.Once
+	stdin     *lineReader
 }
 
 // exitError carries an exit status through cobra without printing twice.
@@ -91,7 +95,7 @@ inside limits you set, with every step recorded.`,
 	}
 	root.AddCommand(
 		a.newVersionCmd(),
-		a.newRunCmd(), a.newDemoCmd(),
+		a.newRunCmd(), a.newResumeCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
 		a.newRunsCmd(),
 		// Commands are listed here, one constructor per file.

@@ -39,6 +39,8 @@ type runFlags struct {
 	budget     int64
 	maxTurns   int
 	timeout    time.Duration
+	agent      string
+	resume     bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -60,6 +62,8 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.Int64Var(&f.budget, "budget-tokens", 0, fmt.Sprintf("tokens the whole tree may use, -1 for no budget (default %d)", cadre.DefaultBudgetTokens))
 	fl.IntVar(&f.maxTurns, "max-turns", 0, fmt.Sprintf("model calls per agent before it must answer (default %d)", cadre.DefaultMaxTurns))
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of the whole run, such as 10m (default none)")
+	fl.StringVar(&f.agent, "agent", "", "run this agent definition as the root agent (its prompt, tools and askCaller)")
+	fl.BoolVar(&f.resume, "resume", false, "carry on the newest unfinished run of the same task, if the store has one, instead of starting anew")
 }
 
 // apply puts the flags over the config.
@@ -75,6 +79,7 @@ func (f *runFlags) apply(c *config) {
 	set(&c.Report, f.report)
 	set(&c.Store, f.store)
 	set(&c.Workspace, f.workspace)
+	set(&c.Agent, f.agent)
 	if f.strict {
 		c.Strict = &f.strict
 	}
@@ -162,12 +167,32 @@ carries one JSON event per line instead.`,
 	return cmd
 }
 
-// runTask wires everything together and runs one task to its end.
+// runTask runs one task to its end, or, with --resume, carries on the
+// newest unfinished run of the same task.
 func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string) error {
 	if cfg.Model == "" {
 		return errors.New("no model chosen: pass --model provider:model (for example --model openai:gpt-4o-mini or --model ollama:llama3.2), set CADRE_MODEL, or set model: in .cadre/config.yaml")
 	}
-	w, err := a.wire(ctx, cfg)
+	if f.resume {
+		id, err := a.unfinishedRun(ctx, cfg, task)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			fmt.Fprintf(a.io.Stderr, "cadre: carrying on run %s, which stopped before it ended\n", id)
+			return a.resumeRun(ctx, cfg, f, id)
+		}
+	}
+	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
+		return eng.Start(ctx, task)
+	})
+}
+
+// execute wires everything together, starts the run with begin (a new run
+// or a resumed one), shows its progress and waits for its end.
+func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(context.Context, *local.Engine) (*local.Run, error)) error {
+	con := a.newConsole()
+	w, err := a.wire(ctx, cfg, con)
 	if err != nil {
 		return err
 	}
@@ -191,14 +216,13 @@ func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string
 			v.handle(ev)
 		}
 	})
-	eng := local.New(w.engine)
-	run, err := eng.Start(ctx, task)
+	run, err := begin(ctx, local.New(w.engine))
 	if err != nil {
 		return err
 	}
 	if tty && !f.noTree && !f.json {
 		budget := w.engine.Limits.WithDefaults().BudgetTokens
-		view.Store(newTreeView(a.io.Stderr, run, budget))
+		view.Store(newTreeView(con, run, budget))
 	}
 	stopSignals := a.watchInterrupts(run)
 	defer stopSignals()
@@ -212,6 +236,9 @@ func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string
 			fmt.Fprintln(a.io.Stdout, res.Answer)
 		}
 		printSummary(a.io.Stderr, res)
+		if w.store != nil && res.Status != cadre.StatusDone {
+			fmt.Fprintf(a.io.Stderr, "cadre: the run is kept as %s; see it with: cadre runs show %s\n", res.RunID, res.RunID)
+		}
 	}
 	if err != nil {
 		var re *local.RunError

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -18,7 +17,7 @@ import (
 // the root's streamed answer below it, and the token budget. It redraws at
 // most every interval, in place, and leaves the last frame on screen.
 type treeView struct {
-	w        io.Writer
+	con      *console
 	run      *local.Run
 	budget   int64
 	interval time.Duration
@@ -26,13 +25,12 @@ type treeView struct {
 	mu    sync.Mutex
 	text  strings.Builder // the root's text of its current reply
 	notes []string        // lines worth keeping (failures, limits)
-	lines int             // lines of the last frame
 	stop  chan struct{}
 	done  chan struct{}
 }
 
-func newTreeView(w io.Writer, run *local.Run, budget int64) *treeView {
-	v := &treeView{w: w, run: run, budget: budget, interval: 100 * time.Millisecond, stop: make(chan struct{}), done: make(chan struct{})}
+func newTreeView(con *console, run *local.Run, budget int64) *treeView {
+	v := &treeView{con: con, run: run, budget: budget, interval: 100 * time.Millisecond, stop: make(chan struct{}), done: make(chan struct{})}
 	go v.loop()
 	return v
 }
@@ -88,10 +86,11 @@ func (v *treeView) loop() {
 func (v *treeView) close() {
 	close(v.stop)
 	<-v.done
+	v.con.keep()
 }
 
 func (v *treeView) width() int {
-	if f, ok := v.w.(*os.File); ok {
+	if f, ok := v.con.w.(*os.File); ok {
 		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
 			return w
 		}
@@ -144,19 +143,7 @@ func (v *treeView) frame(width int) []string {
 	return lines
 }
 
-func (v *treeView) draw() {
-	lines := v.frame(v.width())
-	var b strings.Builder
-	if v.lines > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", v.lines)
-	}
-	for _, l := range lines {
-		b.WriteString(l)
-		b.WriteString("\x1b[K\n")
-	}
-	io.WriteString(v.w, b.String())
-	v.lines = len(lines)
-}
+func (v *treeView) draw() { v.con.draw(v.frame(v.width())) }
 
 func statusMark(s cadre.Status) string {
 	switch s {

@@ -1,16 +1,18 @@
 package cli
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/goccy/go-yaml"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/agentdef"
@@ -37,14 +39,46 @@ func (w *wiring) close() {
 	}
 }
 
+// runSettings is what a run's record keeps of its configuration, so that
+// cadre resume carries it on as it was started.
+type runSettings struct {
+	Model      string       `json:"model"`
+	Agent      string       `json:"agent,omitempty"`
+	Workspace  string       `json:"workspace"`
+	Protocol   string       `json:"protocol,omitempty"`
+	Report     string       `json:"report,omitempty"`
+	Say        bool         `json:"say,omitempty"`
+	Strict     bool         `json:"strict,omitempty"`
+	AgentsDirs []string     `json:"agents_dirs,omitempty"`
+	Limits     limitsConfig `json:"limits"`
+}
+
+// apply puts the settings of a recorded run over a configuration.
+func (s *runSettings) apply(c *config) {
+	c.Model, c.Agent, c.Workspace = s.Model, s.Agent, s.Workspace
+	c.Protocol, c.Report = s.Protocol, s.Report
+	c.Say, c.Strict = &s.Say, &s.Strict
+	c.AgentsDirs = s.AgentsDirs
+	c.Limits = s.Limits
+}
+
 // wire builds the engine configuration: models, agent definitions, tools
-// with their approval policy, the store and the personality files.
-func (a *app) wire(ctx context.Context, cfg *config) (*wiring, error) {
+// with their approval policy, the store, the personality files, and how
+// questions and new agents reach the user.
+func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, error) {
 	wd, err := a.wd()
 	if err != nil {
 		return nil, err
 	}
 	w := &wiring{models: newModels(cfg, a.io.Getenv)}
+	if lvl := a.io.Getenv("CADRE_LOG"); lvl != "" {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(lvl)); err != nil {
+			return nil, fmt.Errorf("CADRE_LOG=%s is not a log level: use debug, info, warn or error", lvl)
+		}
+		w.models.logger = slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: level}))
+		w.engine.Logger = w.models.logger
+	}
 	root := cfg.Workspace
 	if root == "" {
 		root = wd
@@ -61,20 +95,25 @@ func (a *app) wire(ctx context.Context, cfg *config) (*wiring, error) {
 			return nil, err
 		}
 	}
-	approver := &tool.Approver{Mode: mode, Prompt: a.approvalPrompt()}
+	approver := &tool.Approver{Mode: mode}
+	if con.canAsk() {
+		approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
+			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary))
+			if err != nil {
+				return false, err
+			}
+			ans = strings.ToLower(ans)
+			return ans == "y" || ans == "yes", nil
+		}
+	}
 	w.engine.Runner = &tool.Executor{Approver: approver}
+	// One set of tools for every agent: edits of one file take turns.
 	w.engine.Tools = builtin.New(ws, builtin.Options{})
 
 	// Agent definitions: diagnostics are shown, never fatal.
-	opts := agentdef.LoadOptions{
-		Dir:        wd,
-		Home:       a.home(),
-		Strict:     cfg.Strict != nil && *cfg.Strict,
-		MCPServers: slices.Sorted(maps.Keys(cfg.MCPServers)),
-		Models:     slices.Sorted(maps.Keys(cfg.Models)),
-	}
-	for _, d := range cfg.AgentsDirs {
-		opts.ExtraDirs = append(opts.ExtraDirs, absUnder(wd, a.expandHome(d)))
+	opts, err := a.loadOptions(cfg, nil, false)
+	if err != nil {
+		return nil, err
 	}
 	cat, diags := agentdef.Load(opts)
 	for _, d := range diags {
@@ -83,6 +122,13 @@ func (a *app) wire(ctx context.Context, cfg *config) (*wiring, error) {
 		}
 	}
 	w.engine.Definitions = cat.All()
+	if cfg.Agent != "" {
+		def, ok := cat.Get(cfg.Agent)
+		if !ok {
+			return nil, fmt.Errorf("--agent %s: there is no agent definition of that name; the agents are: %s (see cadre agents list)", cfg.Agent, strings.Join(cat.Names(), ", "))
+		}
+		w.engine.RootDefinition = def
+	}
 
 	if _, err := w.models.resolve(cfg.Model); err != nil {
 		return nil, fmt.Errorf("model %q: %w", cfg.Model, err)
@@ -115,6 +161,21 @@ func (a *app) wire(ctx context.Context, cfg *config) (*wiring, error) {
 	}
 	w.engine.Soul, w.engine.Identity, w.engine.Guidance = read("SOUL.md"), read("IDENTITY.md"), read("AGENTS.md")
 
+	if con.canAsk() {
+		w.engine.AskUser = func(ctx context.Context, agent cadre.AgentID, question string) (string, error) {
+			return con.ask(ctx, fmt.Sprintf("\n%s asks: %s\nYour answer: ", agent, question))
+		}
+	}
+	w.engine.CreateAgent = a.agentCreator(approver, filepath.Join(proj, ".cadre", "agents", "generated"))
+
+	settings := runSettings{
+		Model: cfg.Model, Agent: cfg.Agent, Workspace: w.workspace, Protocol: cfg.Protocol, Report: cfg.Report,
+		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, Limits: cfg.Limits,
+	}
+	if w.engine.Settings, err = json.Marshal(settings); err != nil {
+		return nil, err
+	}
+
 	loc := a.storePath(cfg)
 	w.storeLocation = loc
 	switch {
@@ -139,22 +200,64 @@ func (a *app) wire(ctx context.Context, cfg *config) (*wiring, error) {
 	return w, nil
 }
 
-// approvalPrompt asks the user on the terminal whether a write or command
-// may run. It returns nil when stdin or stderr is not a terminal: then
-// there is no one to ask and such calls are denied.
-func (a *app) approvalPrompt() func(context.Context, tool.ApprovalRequest) (bool, error) {
-	in, ok := a.io.Stdin.(*os.File)
-	if !ok || !isTerminal(a.io.Stderr) || !isTerminal(in) {
-		return nil
-	}
-	rd := bufio.NewReader(in)
-	return func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
-		fmt.Fprintf(a.io.Stderr, "\n%s wants to run %s: %s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary)
-		line, err := rd.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return false, err
+// agentCreator asks for approval of a definition an agent wrote
+// (agent_create) and saves it in dir as NAME.md, where later runs load it
+// from like any project agent.
+func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Context, cadre.AgentID, *cadre.Definition) (string, error) {
+	return func(ctx context.Context, agent cadre.AgentID, def *cadre.Definition) (string, error) {
+		tools := "its caller's tools"
+		if def.Tools != nil {
+			tools = "tools " + strings.Join(def.Tools, ", ")
+			if len(def.Tools) == 0 {
+				tools = "no tools"
+			}
 		}
-		ans := strings.ToLower(strings.TrimSpace(line))
-		return ans == "y" || ans == "yes", nil
+		summary := fmt.Sprintf("create the agent %s (%s; %s), saved in %s", def.Name, oneLine(def.Description), tools, a.relPath(dir))
+		ok, denial, err := approver.Approve(ctx, tool.ApprovalRequest{Agent: agent, Tool: "agent_create", Summary: summary})
+		if err != nil {
+			return "", fmt.Errorf("no approval could be had: %w", err)
+		}
+		if !ok {
+			return "", errors.New(denial)
+		}
+		path := filepath.Join(dir, def.Name+".md")
+		data, err := definitionFile(def)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("create %s: %w", a.relPath(dir), err)
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%s already exists; choose another name", a.relPath(path))
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Close(); err != nil {
+			return "", err
+		}
+		return a.relPath(path), nil
 	}
+}
+
+// definitionFile writes a definition as a markdown file with frontmatter.
+func definitionFile(def *cadre.Definition) ([]byte, error) {
+	fm := yaml.MapSlice{{Key: "name", Value: def.Name}, {Key: "description", Value: def.Description}}
+	if def.Tools != nil {
+		fm = append(fm, yaml.MapItem{Key: "tools", Value: slices.Clone(def.Tools)})
+	}
+	if def.Model != "" {
+		fm = append(fm, yaml.MapItem{Key: "model", Value: def.Model})
+	}
+	head, err := yaml.Marshal(fm)
+	if err != nil {
+		return nil, fmt.Errorf("write the definition of %s: %w", def.Name, err)
+	}
+	return []byte("---\n" + string(head) + "---\n" + def.Prompt), nil
 }

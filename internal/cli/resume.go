@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/local"
+)
+
+func (a *app) newResumeCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "resume [RUN]",
+		Short: "Carry on a run that stopped before it ended (a crash, a kill, a reboot)",
+		Long: `Carry on a run from the run store. RUN is a run id, a unique prefix of one, or
+"last"; without RUN, the newest run that did not end is carried on.
+
+Every agent picks up where its journal leaves it: completed model and tool
+calls are not made again, a model call that was in flight is made again, a
+write or command that was in flight is not repeated (the agent is told it was
+interrupted), and each report reaches its parent once. The run keeps the
+model, limits, workspace and agents it was started with.`,
+		Example: `  cadre resume
+  cadre resume 20261123-0714
+  cadre resume --json last > events.jsonl`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			f.apply(cfg)
+			arg := ""
+			if len(args) == 1 {
+				arg = args[0]
+			}
+			ctx := cmd.Context()
+			s, where, err := a.openRunStore(ctx, f.store)
+			if err != nil {
+				return err
+			}
+			var rec *cadre.RunRecord
+			if arg == "" {
+				rec, err = newestUnfinished(ctx, s, "")
+				if err == nil && rec == nil {
+					err = fmt.Errorf("every run in %s has ended; there is nothing to resume (see cadre runs list)", where)
+				}
+			} else {
+				rec, err = resolveRun(ctx, s, where, arg)
+			}
+			s.Close()
+			if err != nil {
+				return err
+			}
+			return a.resumeRun(ctx, cfg, &f, rec.ID)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "write newline-delimited JSON events on stdout instead of the answer")
+	fl.BoolVar(&f.noTree, "no-tree", false, "print plain progress lines instead of the live agent tree")
+	fl.StringVar(&f.approve, "approve", "", "approval of writes and commands: ask, all or none (default ask)")
+	fl.StringVar(&f.store, "store", "", "run store: a SQLite file or postgres://… (default .cadre/cadre.db)")
+	return cmd
+}
+
+// resumeRun carries on run id with the settings it was started with.
+func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, id string) error {
+	s, where, err := a.openRunStore(ctx, cfg.Store)
+	if err != nil {
+		return err
+	}
+	rec, err := s.GetRun(ctx, id)
+	s.Close()
+	if err != nil {
+		return fmt.Errorf("run %s in %s: %w", id, where, err)
+	}
+	if rec.Status.Terminal() {
+		return fmt.Errorf("run %s has already ended (%s); there is nothing to resume", id, rec.Status)
+	}
+	if len(rec.Config) > 0 {
+		var rs runSettings
+		if err := json.Unmarshal(rec.Config, &rs); err != nil {
+			return fmt.Errorf("run %s: its recorded settings cannot be read (%v); it was written by another version of cadre", id, err)
+		}
+		rs.apply(cfg)
+	}
+	if cfg.Model == "" {
+		return fmt.Errorf("run %s has no recorded model: pass --model", id)
+	}
+	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
+		return eng.Resume(ctx, id)
+	})
+}
+
+// unfinishedRun returns the id of the newest run of task that did not end,
+// or "" when there is none (or no store).
+func (a *app) unfinishedRun(ctx context.Context, cfg *config, task string) (string, error) {
+	if a.storePath(cfg) == "none" {
+		return "", errors.New("--resume needs the run store, but it is turned off (store: none)")
+	}
+	s, _, err := a.openRunStore(ctx, cfg.Store)
+	var none *errNoStore
+	if errors.As(err, &none) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	rec, err := newestUnfinished(ctx, s, task)
+	if err != nil || rec == nil {
+		return "", err
+	}
+	return rec.ID, nil
+}
+
+// newestUnfinished returns the newest run still marked running, of task
+// when it is not empty, or nil.
+func newestUnfinished(ctx context.Context, s cadre.Store, task string) (*cadre.RunRecord, error) {
+	runs, err := s.ListRuns(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if !r.Status.Terminal() && (task == "" || r.Task == task) {
+			return r, nil
+		}
+	}
+	return nil, nil
+}
