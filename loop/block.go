@@ -30,7 +30,11 @@ func (s *State) startBlock() ([]Action, bool) {
 		return nil, false
 	}
 	var acts []Action
-	if b.Before != "" {
+	// The text before the block is the pre-spawn message shown to the
+	// user. An agent that speaks through <say> blocks shows nothing else:
+	// the <say> blocks of this reply, those before the block included, were
+	// already shown.
+	if b.Before != "" && !s.cfg.Say {
 		acts = append(acts, Emit{Type: cadre.EventSay, Data: map[string]any{"text": b.Before, "pre_spawn": true}})
 	}
 	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate {
@@ -38,12 +42,15 @@ func (s *State) startBlock() ([]Action, bool) {
 			return nil, false // asked once already: take the reply as it is
 		}
 		s.refused = true
-		acts = append(acts, Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
-			"attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth, "tasks": len(b.Tasks),
-		}})
-		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: fmt.Sprintf(
-			"Your <spawn_agents> block was not run: the depth limit is reached (this agent is at depth %d of at most %d). "+
-				"Do the work yourself and reply with the result, without a <spawn_agents> block.", s.cfg.Depth, s.cfg.MaxDepth)})
+		why := "you may not start sub-agents: your definition's tool list does not allow it"
+		if s.cfg.Depth >= s.cfg.MaxDepth {
+			why = fmt.Sprintf("the depth limit is reached (this agent is at depth %d of at most %d)", s.cfg.Depth, s.cfg.MaxDepth)
+			acts = append(acts, Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
+				"attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth, "tasks": len(b.Tasks),
+			}})
+		}
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: "Your <spawn_agents> block was not run: " + why +
+			". Do the work yourself and reply with the result, without a <spawn_agents> block."})
 		return append(acts, s.modelCall()), true
 	}
 	s.blk = &block{
