@@ -1,0 +1,781 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model/scripted"
+	"github.com/cadre-ai/cadre/prompt"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// These tests run whole trees on the <spawn_agents> text protocol: every
+// model answers with text only and is never offered a tool.
+
+// textConfig is an engine configuration on the text protocol. Without
+// definitions the catalogue holds one, "helper", as a real one always
+// holds the built-in agents (see TestTextSpawnWithoutDefinitions).
+func textConfig(m cadre.Model, d ...*cadre.Definition) Config {
+	if len(d) == 0 {
+		d = defs("helper")
+	}
+	return Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Protocol: cadre.ProtocolText, Definitions: d}
+}
+
+// taskOf is the task a generic text-protocol child was given: its first
+// user message that is not a previous step's result.
+func taskOf(req *cadre.Request) string {
+	for _, m := range req.Messages {
+		if m.Role == cadre.RoleUser && !strings.HasPrefix(m.Content, "Previous sub-agent result for context:\n") {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// spawnBlock writes a <spawn_agents> block of generic tasks.
+func spawnBlock(mode string, tasks ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<spawn_agents mode=%q>\n", mode)
+	for _, t := range tasks {
+		fmt.Fprintf(&b, "  <agent task=%q />\n", t)
+	}
+	b.WriteString("</spawn_agents>")
+	return b.String()
+}
+
+// checkNoTools fails for every request that offered the model a tool.
+func checkNoTools(t *testing.T, reqs []cadre.Request) {
+	t.Helper()
+	for _, r := range reqs {
+		if len(r.Tools) > 0 {
+			t.Errorf("%s turn %d was offered %d tools on the text protocol", r.Agent, r.Turn, len(r.Tools))
+		}
+	}
+}
+
+// allRequests returns every request the fake model received.
+func (m *fakeModel) allRequests() []cadre.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.reqs)
+}
+
+// index returns the position of the first event matching ok, or -1.
+func (e *events) index(ok func(cadre.Event) bool) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, ev := range e.all {
+		if ok(ev) {
+			return i
+		}
+	}
+	return -1
+}
+
+// countingModel counts the calls of children in flight at once.
+type countingModel struct {
+	cadre.Model
+	inFlight, peak atomic.Int32
+}
+
+func (m *countingModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
+	inner := m.Model.Stream(ctx, req)
+	return func(yield func(*cadre.Chunk, error) bool) {
+		if req.Agent != cadre.RootID {
+			n := m.inFlight.Add(1)
+			defer m.inFlight.Add(-1)
+			for p := m.peak.Load(); n > p && !m.peak.CompareAndSwap(p, n); p = m.peak.Load() {
+			}
+		}
+		for c, err := range inner {
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
+// The three tasks of a parallel block start at once: every child has
+// started before any child's model call has returned, and the scripted
+// model sees all three calls in flight together. A concurrency limit of two
+// queues the third.
+func TestTextParallelBlockRunsConcurrently(t *testing.T) {
+	checkNoLeaks(t)
+	script, err := scripted.Parse([]byte(`
+root:
+  - text: |
+      I'll split this into three parts.
+      <spawn_agents mode="parallel">
+        <agent task="part one" />
+        <agent task="part two" />
+        <agent task="part three" />
+      </spawn_agents>
+  - text: "All three parts are done."
+sub:
+  - {when: "part one", text: "one is done", delay: 300ms}
+  - {when: "part two", text: "two is done", delay: 300ms}
+  - {when: "part three", text: "three is done", delay: 300ms}
+`), "parallel.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name          string
+		maxConcurrent int
+		wantPeak      int32
+	}{{"unlimited", 0, 3}, {"limit 2", 2, 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sm, err := scripted.New(script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &countingModel{Model: sm}
+			cfg := textConfig(m)
+			cfg.Limits.MaxConcurrent = tc.maxConcurrent
+			res, err, ev := runTask(t, cfg, "Do the three parts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Answer != "All three parts are done." {
+				t.Errorf("answer %q", res.Answer)
+			}
+			checkNoTools(t, sm.Requests())
+			if p := m.peak.Load(); p != tc.wantPeak {
+				t.Errorf("at most %d child model calls were in flight at once, want %d", p, tc.wantPeak)
+			}
+			spawned := ev.of(cadre.EventAgentSpawned)
+			if len(spawned) != 3 {
+				t.Fatalf("%d agent_spawned events, want 3", len(spawned))
+			}
+			for i, e := range spawned {
+				if e.Data["index"] != i+1 || e.Data["total"] != 3 || e.Data["mode"] != "parallel" || e.Parent != cadre.RootID || e.Depth != 1 {
+					t.Errorf("agent_spawned %d: parent %s depth %d data %v", i, e.Parent, e.Depth, e.Data)
+				}
+			}
+			if tc.maxConcurrent == 0 {
+				// Overlap from the event stream: the last child to start did
+				// so before the first child's model call came back.
+				lastStart, firstResponse := -1, -1
+				for _, id := range []cadre.AgentID{"root/sub.1", "root/sub.2", "root/sub.3"} {
+					s := ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventAgentStarted && e.Agent == id })
+					r := ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventModelResponse && e.Agent == id })
+					if s < 0 || r < 0 {
+						t.Fatalf("%s: agent_started at %d, model_response at %d", id, s, r)
+					}
+					lastStart = max(lastStart, s)
+					if firstResponse < 0 || r < firstResponse {
+						firstResponse = r
+					}
+				}
+				if lastStart > firstResponse {
+					t.Errorf("a child started (event %d) only after another child's model call returned (event %d): the block ran one at a time", lastStart, firstResponse)
+				}
+			} else if len(ev.of(cadre.EventAgentQueued)) != 1 {
+				t.Errorf("%d queued events, want 1 (the third task waits for a slot)", len(ev.of(cadre.EventAgentQueued)))
+			}
+			root := sm.RequestsOf(cadre.RootID)
+			synth := lastContent(&root[len(root)-1])
+			want := prompt.Synthesis("Do the three parts", []prompt.Result{
+				{Task: "part one", Status: prompt.StatusCompleted, Output: "one is done"},
+				{Task: "part two", Status: prompt.StatusCompleted, Output: "two is done"},
+				{Task: "part three", Status: prompt.StatusCompleted, Output: "three is done"},
+			})
+			if synth != want {
+				t.Errorf("synthesis message:\n%s\nwant:\n%s", synth, want)
+			}
+			if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || s[0].Agent != cadre.RootID || s[0].Data["tasks"] != 3 {
+				t.Errorf("synthesis_started events %+v", s)
+			}
+		})
+	}
+}
+
+// A sequential block runs one task after the other; each step after the
+// first gets the previous step's result, and only that, before its task.
+func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
+	checkNoLeaks(t)
+	var inFlight, peak atomic.Int32
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			if req.Turn == 1 {
+				return text("Step by step.\n" + spawnBlock("sequential", "gather the data", "analyse the data", "write the report")), nil
+			}
+			return text("report written"), nil
+		}
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		return text("RESULT<" + taskOf(req) + ">"), nil
+	}}
+	res, err, ev := runTask(t, textConfig(m), "Make a report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "report written" {
+		t.Errorf("answer %q", res.Answer)
+	}
+	checkNoTools(t, m.allRequests())
+	if p := peak.Load(); p != 1 {
+		t.Errorf("%d sequential steps ran at once", p)
+	}
+	want := map[cadre.AgentID][]cadre.Message{
+		"root/sub.1": {{Role: cadre.RoleUser, Content: "gather the data"}},
+		"root/sub.2": {
+			{Role: cadre.RoleUser, Content: "Previous sub-agent result for context:\nRESULT<gather the data>"},
+			{Role: cadre.RoleUser, Content: "analyse the data"},
+		},
+		"root/sub.3": {
+			{Role: cadre.RoleUser, Content: "Previous sub-agent result for context:\nRESULT<analyse the data>"},
+			{Role: cadre.RoleUser, Content: "write the report"},
+		},
+	}
+	for id, msgs := range want {
+		reqs := m.requests(id)
+		if len(reqs) != 1 {
+			t.Fatalf("%s made %d model calls, want 1", id, len(reqs))
+		}
+		if d := cmp.Diff(msgs, reqs[0].Messages); d != "" {
+			t.Errorf("%s got other messages (-want +got):\n%s", id, d)
+		}
+	}
+	if sys := m.requests("root/sub.3")[0].System; strings.Contains(sys, "RESULT<gather the data>") {
+		t.Error("the third step saw the first step's result")
+	}
+	// Each step starts only after the step before it has reported.
+	for i := 2; i <= 3; i++ {
+		prev := cadre.AgentID(fmt.Sprintf("root/sub.%d", i-1))
+		reported := ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventAgentReported && e.Data["child"] == string(prev) })
+		spawned := ev.index(func(e cadre.Event) bool {
+			return e.Type == cadre.EventAgentSpawned && e.Agent == cadre.AgentID(fmt.Sprintf("root/sub.%d", i))
+		})
+		if reported < 0 || spawned < reported {
+			t.Errorf("step %d was spawned (event %d) before step %d reported (event %d)", i, spawned, i-1, reported)
+		}
+	}
+	for i, e := range ev.of(cadre.EventAgentSpawned) {
+		if e.Data["index"] != i+1 || e.Data["total"] != 3 || e.Data["mode"] != "sequential" {
+			t.Errorf("agent_spawned %d: %v", i, e.Data)
+		}
+	}
+	root := m.requests(cadre.RootID)
+	synth := lastContent(&root[len(root)-1])
+	if !strings.Contains(synth, "<result task=\"write the report\" status=\"completed\">\nRESULT<write the report>\n</result>") {
+		t.Errorf("synthesis lacks the last step's result:\n%s", synth)
+	}
+}
+
+// A sequential step whose model call fails is run again once, with the
+// same previous result; a step that fails twice is reported as an error
+// and the next step gets the last successful result.
+func TestTextSequentialStepRetriedOnce(t *testing.T) {
+	checkNoLeaks(t)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			if req.Turn == 1 {
+				return text(spawnBlock("sequential", "alpha", "beta", "gamma", "delta")), nil
+			}
+			return text("done"), nil
+		}
+		task := taskOf(req)
+		mu.Lock()
+		calls[task]++
+		n := calls[task]
+		mu.Unlock()
+		switch {
+		case task == "beta" && n == 1, task == "gamma":
+			return nil, errors.New("upstream exploded")
+		}
+		return text(task + " ok"), nil
+	}}
+	res, err, ev := runTask(t, textConfig(m), "Run the four steps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "done" {
+		t.Errorf("answer %q", res.Answer)
+	}
+	if calls["alpha"] != 1 || calls["beta"] != 2 || calls["gamma"] != 2 || calls["delta"] != 1 {
+		t.Errorf("model calls per task %v, want alpha 1, beta 2, gamma 2, delta 1", calls)
+	}
+	// root/sub.1 alpha, sub.2 beta (fails), sub.3 beta again, sub.4 gamma
+	// (fails), sub.5 gamma again (fails), sub.6 delta.
+	prev := func(id cadre.AgentID) string {
+		for _, msg := range m.requests(id)[0].Messages {
+			if s, ok := strings.CutPrefix(msg.Content, "Previous sub-agent result for context:\n"); ok {
+				return s
+			}
+		}
+		return ""
+	}
+	for id, want := range map[cadre.AgentID]string{
+		"root/sub.1": "", "root/sub.2": "alpha ok", "root/sub.3": "alpha ok",
+		"root/sub.4": "beta ok", "root/sub.5": "beta ok", "root/sub.6": "beta ok",
+	} {
+		if got := prev(id); got != want {
+			t.Errorf("%s (%s) got previous result %q, want %q", id, taskOf(&m.requests(id)[0]), got, want)
+		}
+	}
+	status := map[cadre.AgentID]cadre.Status{}
+	for _, a := range res.Agents {
+		status[a.ID] = a.Status
+	}
+	if status["root/sub.2"] != cadre.StatusFailed || status["root/sub.3"] != cadre.StatusDone || status["root/sub.5"] != cadre.StatusFailed || len(res.Agents) != 7 {
+		t.Errorf("agents %v", status)
+	}
+	root := m.requests(cadre.RootID)
+	want := prompt.Synthesis("Run the four steps", []prompt.Result{
+		{Task: "alpha", Status: prompt.StatusCompleted, Output: "alpha ok"},
+		{Task: "beta", Status: prompt.StatusCompleted, Output: "beta ok"},
+		{Task: "gamma", Status: prompt.StatusFailed, Output: "Error: model call failed: upstream exploded"},
+		{Task: "delta", Status: prompt.StatusCompleted, Output: "delta ok"},
+	})
+	if got := lastContent(&root[len(root)-1]); got != want {
+		t.Errorf("synthesis:\n%s\nwant:\n%s", got, want)
+	}
+	// The retried step keeps its place: index 2 of 4 both times.
+	for _, e := range ev.of(cadre.EventAgentSpawned) {
+		if (e.Agent == "root/sub.2" || e.Agent == "root/sub.3") && (e.Data["index"] != 2 || e.Data["total"] != 4) {
+			t.Errorf("retried step spawned as %v", e.Data)
+		}
+	}
+}
+
+// Children run their own blocks down to the depth limit. An agent at the
+// limit sees no <agent_capabilities>; its block is refused once with a
+// depth_limit event, it does the work itself, and the run completes.
+func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
+	checkNoLeaks(t)
+	for _, insist := range []bool{false, true} {
+		t.Run(fmt.Sprintf("insist=%v", insist), func(t *testing.T) {
+			deep := "I'll delegate.\n" + spawnBlock("parallel", "too deep")
+			m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+				switch req.Agent.Depth() {
+				case 0:
+					if req.Turn == 1 {
+						return text(spawnBlock("parallel", "top task")), nil
+					}
+					return text("root final"), nil
+				case 1:
+					if req.Turn == 1 {
+						return text("Splitting further.\n" + spawnBlock("parallel", "middle task")), nil
+					}
+					return text("middle summary"), nil
+				case 2:
+					if req.Turn == 1 || insist {
+						return text(deep), nil
+					}
+					return text("did it myself"), nil
+				}
+				return nil, fmt.Errorf("%s runs past the depth limit", req.Agent)
+			}}
+			cfg := textConfig(m)
+			cfg.Limits.MaxDepth = 2
+			cfg.Soul, cfg.Identity = "Calm and exact.", "Name: Cadre"
+			res, err, ev := runTask(t, cfg, "Top-level request")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Answer != "root final" {
+				t.Errorf("answer %q", res.Answer)
+			}
+			checkNoTools(t, m.allRequests())
+			var ids []cadre.AgentID
+			for _, a := range res.Agents {
+				ids = append(ids, a.ID)
+				if a.Status != cadre.StatusDone {
+					t.Errorf("%s ended %s", a.ID, a.Status)
+				}
+			}
+			if !slices.Equal(ids, []cadre.AgentID{"root", "root/sub.1", "root/sub.1/sub.1"}) {
+				t.Fatalf("agents %v", ids)
+			}
+
+			mid := m.requests("root/sub.1")
+			if sys := mid[0].System; !strings.Contains(sys, "<agent_capabilities>") || !strings.Contains(sys, "you are at level 1") ||
+				!strings.Contains(sys, "<task>\ntop task\n</task>") || !strings.Contains(sys, "<sub_agent_instructions>") ||
+				!strings.Contains(sys, "<soul>\nCalm and exact.\n</soul>") || !strings.Contains(sys, "<identity>\nName: Cadre\n</identity>") {
+				t.Errorf("the middle agent's system prompt:\n%s", sys)
+			}
+			leaf := m.requests("root/sub.1/sub.1")
+			if sys := leaf[0].System; strings.Contains(sys, "agent_capabilities") || !strings.Contains(sys, "<task>\nmiddle task\n</task>") {
+				t.Errorf("the agent at the depth limit was taught to spawn:\n%s", sys)
+			}
+			if len(leaf) != 2 || !strings.Contains(lastContent(&leaf[1]), "Do the work yourself") {
+				t.Fatalf("the agent at the limit made %d calls; last input %q", len(leaf), lastContent(&leaf[len(leaf)-1]))
+			}
+			limits := ev.of(cadre.EventDepthLimit)
+			if len(limits) != 1 || limits[0].Agent != "root/sub.1/sub.1" || limits[0].Data["attempted_depth"] != 3 || limits[0].Data["max_depth"] != 2 {
+				t.Errorf("depth_limit events %+v", limits)
+			}
+			// The middle agent synthesised its child's work for its own task.
+			leafReport := "did it myself"
+			if insist {
+				leafReport = deep // a second block is taken as the reply
+			}
+			midSynth := lastContent(&mid[len(mid)-1])
+			if want := prompt.Synthesis("top task", []prompt.Result{{Task: "middle task", Status: prompt.StatusCompleted, Output: leafReport}}); midSynth != want {
+				t.Errorf("the middle agent's synthesis:\n%s\nwant:\n%s", midSynth, want)
+			}
+			root := m.requests(cadre.RootID)
+			if want := prompt.Synthesis("Top-level request", []prompt.Result{{Task: "top task", Output: "middle summary"}}); lastContent(&root[1]) != want {
+				t.Errorf("the root's synthesis:\n%s", lastContent(&root[1]))
+			}
+			if n := len(ev.of(cadre.EventSynthesisStarted)); n != 2 {
+				t.Errorf("%d synthesis_started events, want 2", n)
+			}
+		})
+	}
+}
+
+// A child whose definition may not delegate is below the depth limit: its
+// block is refused for that reason, without a depth_limit event.
+func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch defName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				return text(`<spawn_agents><agent name="reader" task="read it" /></spawn_agents>`), nil
+			}
+			return text("root final"), nil
+		case "reader":
+			if req.Turn == 1 {
+				return text(spawnBlock("parallel", "read it for me")), nil
+			}
+			return text("read it myself"), nil
+		}
+		return nil, errors.New("unexpected agent " + string(req.Agent))
+	}}
+	d := defs("reader")
+	d[0].Tools = []string{"read_file"}
+	res, err, ev := runTask(t, textConfig(m, d...), "Read it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Agents) != 2 || res.Answer != "root final" {
+		t.Fatalf("%d agents, answer %q", len(res.Agents), res.Answer)
+	}
+	reader := m.requests("root/reader.1")
+	if strings.Contains(reader[0].System, "agent_capabilities") {
+		t.Errorf("a reader that may not delegate was taught to spawn:\n%s", reader[0].System)
+	}
+	if len(reader) != 2 {
+		t.Fatalf("the reader made %d calls, want 2", len(reader))
+	}
+	if got := lastContent(&reader[1]); !strings.Contains(got, "tool list does not allow it") || strings.Contains(got, "depth limit") {
+		t.Errorf("the reader was told %q", got)
+	}
+	if n := len(ev.of(cadre.EventDepthLimit)); n != 0 {
+		t.Errorf("%d depth_limit events for an agent at depth 1 of 3", n)
+	}
+	root := m.requests(cadre.RootID)
+	if got := lastContent(&root[1]); !strings.Contains(got, "read it myself") {
+		t.Errorf("the root's synthesis:\n%s", got)
+	}
+}
+
+// The synthesis message a root receives matches the golden file: results
+// in task order although they completed in reverse, task text escaped, a
+// failure as "Error: …", an empty <response> as "(no output)", and the
+// original request.
+func TestTextSynthesisGolden(t *testing.T) {
+	checkNoLeaks(t)
+	const request = "Compare the vendors & tell me who wins"
+	reported := map[string]chan struct{}{"root/sub.2": make(chan struct{}), "root/sub.3": make(chan struct{})}
+	onEvent := func(e cadre.Event) {
+		if e.Type != cadre.EventAgentReported {
+			return
+		}
+		if c, ok := reported[e.Data["child"].(string)]; ok {
+			close(c)
+		}
+	}
+	wait := func(ctx context.Context, id string) error {
+		select {
+		case <-reported[id]:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch req.Agent {
+		case cadre.RootID:
+			if req.Turn == 1 {
+				return text(`I'll look at each part.
+<spawn_agents mode="parallel">
+  <agent task="Compare A &amp; B &lt;details&gt;" />
+  <agent task='List "top" vendors' />
+  <agent task="Summarize" />
+</spawn_agents>`), nil
+			}
+			return text("A wins."), nil
+		case "root/sub.1": // completes last
+			if err := wait(ctx, "root/sub.2"); err != nil {
+				return nil, err
+			}
+			return text("Some notes first.\n<response>\nA is faster than B.\n</response>"), nil
+		case "root/sub.2": // fails second
+			if err := wait(ctx, "root/sub.3"); err != nil {
+				return nil, err
+			}
+			return nil, errors.New("server exploded")
+		case "root/sub.3": // completes first, with an empty response
+			return text("<response>  </response>"), nil
+		}
+		return nil, errors.New("unexpected agent " + string(req.Agent))
+	}}
+	cfg := textConfig(m)
+	cfg.Handlers = []func(cadre.Event){onEvent}
+	res, err, ev := runTask(t, cfg, request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "A wins." {
+		t.Errorf("answer %q", res.Answer)
+	}
+	var order []string
+	for _, e := range ev.of(cadre.EventAgentReported) {
+		order = append(order, e.Data["child"].(string))
+	}
+	if !slices.Equal(order, []string{"root/sub.3", "root/sub.2", "root/sub.1"}) {
+		t.Fatalf("reports arrived in order %v, want the reverse of the tasks", order)
+	}
+	root := m.requests(cadre.RootID)
+	if len(root) != 2 {
+		t.Fatalf("the root made %d model calls, want 2", len(root))
+	}
+	got := lastContent(&root[1])
+	if !strings.Contains(got, request) {
+		t.Errorf("the synthesis does not hold the original request %q", request)
+	}
+	if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || s[0].Data["tasks"] != 3 {
+		t.Errorf("synthesis_started events %+v", s)
+	}
+	golden(t, filepath.Join("testdata", "synthesis_run.golden"), got)
+}
+
+// golden compares got with the file, or rewrites it with -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// A named task runs that definition with its own prompt and a
+// Context/Task first message; a task without a name runs a general
+// subagent; an unknown name fails that task only.
+func TestTextSpawnNamedDefinitions(t *testing.T) {
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch defName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				return text(`<spawn_agents>
+  <agent name="researcher" task="Find the release date" context="The user means version 2." />
+  <agent task="Draft a changelog entry" />
+  <agent name="nosuch" task="Do something" />
+</spawn_agents>`), nil
+			}
+			return text("combined"), nil
+		case "researcher":
+			return text("3 March"), nil
+		case "sub":
+			return text("Draft: fixed bugs."), nil
+		}
+		return nil, errors.New("unexpected agent " + string(req.Agent))
+	}}
+	res, err, ev := runTask(t, textConfig(m, defs("researcher")...), "Prepare the release notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "combined" {
+		t.Errorf("answer %q", res.Answer)
+	}
+	checkNoTools(t, m.allRequests())
+	rs := m.requests("root/researcher.1")
+	if len(rs) != 1 {
+		t.Fatalf("the researcher made %d calls", len(rs))
+	}
+	if sys := rs[0].System; !strings.HasPrefix(sys, "You are researcher.\n\n"+prompt.ChildHeader) || !strings.Contains(sys, "reply with your full result") ||
+		strings.Contains(sys, "send_agent_message") || strings.Contains(sys, "<sub_agent_instructions>") {
+		t.Errorf("the researcher's system prompt:\n%s", sys)
+	}
+	if want := []cadre.Message{{Role: cadre.RoleUser, Content: "Context:\nThe user means version 2.\n\nTask:\nFind the release date"}}; cmp.Diff(want, rs[0].Messages) != "" {
+		t.Errorf("the researcher's messages (-want +got):\n%s", cmp.Diff(want, rs[0].Messages))
+	}
+	gen := m.requests("root/sub.1")
+	if len(gen) != 1 || !strings.Contains(gen[0].System, "<task>\nDraft a changelog entry\n</task>") || !strings.Contains(gen[0].System, "<sub_agent_instructions>") {
+		t.Fatalf("the general subagent's requests %+v", gen)
+	}
+	spawned := ev.of(cadre.EventAgentSpawned)
+	if len(spawned) != 2 || spawned[0].Data["definition"] != "researcher" || spawned[0].Data["index"] != 1 ||
+		spawned[1].Data["definition"] != "sub" || spawned[1].Data["index"] != 2 || spawned[1].Data["total"] != 3 {
+		t.Errorf("agent_spawned events %+v", spawned)
+	}
+	root := m.requests(cadre.RootID)
+	want := prompt.Synthesis("Prepare the release notes", []prompt.Result{
+		{Task: "Find the release date", Output: "3 March"},
+		{Task: "Draft a changelog entry", Output: "Draft: fixed bugs."},
+		{Task: "Do something", Status: prompt.StatusFailed, Output: `Error: there is no subagent named "nosuch"`},
+	})
+	if got := lastContent(&root[len(root)-1]); got != want {
+		t.Errorf("synthesis:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The root's system prompt teaches the text protocol, naming the
+// definitions it may use, and offers no tool.
+func TestTextRootPromptHasCapabilities(t *testing.T) {
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		return text("nothing to delegate"), nil
+	}}
+	if _, err, _ := runTask(t, textConfig(m, defs("researcher", "writer")...), "hello"); err != nil {
+		t.Fatal(err)
+	}
+	root := m.requests(cadre.RootID)
+	sys := root[0].System
+	for _, want := range []string{"<agent_capabilities>", `<spawn_agents mode="sequential">`, "  - researcher: the researcher agent", "  - writer: the writer agent", "you are at level 0"} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("the root's system prompt lacks %q:\n%s", want, sys)
+		}
+	}
+	if strings.Contains(sys, prompt.DiscoveryHeader) {
+		t.Error("the root's system prompt describes spawn_agent on the text protocol")
+	}
+	checkNoTools(t, root)
+}
+
+// On the text protocol general subagents need no definition: a run with an
+// empty catalogue still teaches and runs <spawn_agents>.
+func TestTextSpawnWithoutDefinitions(t *testing.T) {
+	t.Skip("newRoot and newChild allow delegation only when the catalogue has a user-facing definition, which general subagents of the text protocol do not need")
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			if req.Turn == 1 {
+				return text(spawnBlock("parallel", "look it up")), nil
+			}
+			return text("final"), nil
+		}
+		return text("found it"), nil
+	}}
+	cfg := textConfig(m)
+	cfg.Definitions = nil
+	res, err, ev := runTask(t, cfg, "Find it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := m.requests(cadre.RootID)
+	if !strings.Contains(root[0].System, "<agent_capabilities>") {
+		t.Errorf("the root's system prompt lacks <agent_capabilities> when there are no definitions")
+	}
+	if n := len(ev.of(cadre.EventDepthLimit)); n != 0 {
+		t.Errorf("the root's block was refused (%d depth_limit events) although it is at depth 0 of 3", n)
+	}
+	if len(res.Agents) != 2 || res.Answer != "final" {
+		t.Errorf("%d agents, answer %q; want the root and one subagent", len(res.Agents), res.Answer)
+	}
+}
+
+// The text before a block is the pre-spawn message, shown as a say event.
+// With say on, only <say> blocks are shown, each as its own event, in
+// order; the journal keeps the whole reply.
+func TestTextSayAndPreSpawn(t *testing.T) {
+	checkNoLeaks(t)
+	const first = "<say>Let me split this up.</say>\nPrivate plan: ask two helpers.\n"
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			switch req.Turn {
+			case 1:
+				return text(first + spawnBlock("parallel", "one", "two")), nil
+			case 2:
+				return text("Notes to self. <say>Here is the answer.</say> More notes. <say>Second part.</say>"), nil
+			}
+		}
+		return text("child result"), nil
+	}}
+	type said struct {
+		agent    cadre.AgentID
+		text     string
+		preSpawn bool
+	}
+	says := func(ev *events) []said {
+		var out []said
+		for _, e := range ev.of(cadre.EventSay) {
+			p, _ := e.Data["pre_spawn"].(bool)
+			out = append(out, said{e.Agent, e.Data["text"].(string), p})
+		}
+		return out
+	}
+	t.Run("say off", func(t *testing.T) {
+		_, err, ev := runTask(t, textConfig(m), "Answer in two parts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []said{{cadre.RootID, strings.TrimSpace(first), true}}
+		if got := says(ev); !slices.Equal(got, want) {
+			t.Errorf("say events %+v, want %+v", got, want)
+		}
+	})
+	t.Run("say on", func(t *testing.T) {
+		cfg := textConfig(m)
+		cfg.Say = true
+		res, err, ev := runTask(t, cfg, "Answer in two parts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []said{
+			{cadre.RootID, "Let me split this up.", false},
+			{cadre.RootID, "Here is the answer.", false},
+			{cadre.RootID, "Second part.", false},
+		}
+		if got := says(ev); !slices.Equal(got, want) {
+			t.Errorf("say events %+v, want %+v", got, want)
+		}
+		// The journal, and so the next call, keeps the whole reply.
+		root := m.requests(cadre.RootID)
+		last := root[len(root)-1]
+		if !slices.ContainsFunc(last.Messages, func(msg cadre.Message) bool {
+			return msg.Role == cadre.RoleAssistant && strings.Contains(msg.Content, "Private plan: ask two helpers.")
+		}) {
+			t.Error("the root's conversation lost the text outside <say>")
+		}
+		if !strings.Contains(res.Answer, "Notes to self.") {
+			t.Errorf("answer %q", res.Answer)
+		}
+	})
+}
