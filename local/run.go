@@ -246,6 +246,7 @@ func (r *Run) catalog() []loop.CatalogEntry {
 		out = append(out, loop.CatalogEntry{
 			Name: d.Name, Internal: !d.UserFacing(), OnboardingRequired: d.Onboarding == cadre.OnboardingRequired,
 			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: d.MaxQuestions,
+			Background: d.Extra["background"] == true,
 		})
 	}
 	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })

@@ -77,13 +77,29 @@ func (r *Run) spawn(parent *agent, spec loop.ChildSpec) (*agent, string) {
 func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition) (*agent, loop.Start, string) {
 	e := r.e
 	lim := e.cfg.Limits
-	name, warning := e.cfg.Models.Choose(def, parent.modelName)
-	if warning != "" {
-		parent.emit(cadre.EventWarning, map[string]any{"message": warning, "child": string(spec.ID)})
+	var (
+		name string
+		m    cadre.Model
+		err  error
+	)
+	if spec.Model != "" {
+		// The caller's choice comes first, when it names a model cadre knows.
+		if m, err = e.cfg.Models.Open(spec.Model); err == nil {
+			name = spec.Model
+		} else {
+			parent.emit(cadre.EventWarning, map[string]any{"child": string(spec.ID),
+				"message": fmt.Sprintf("%s asked for the model %q for %s, which cannot be used (%v); the agent's own choice applies", parent.id, spec.Model, spec.ID, err)})
+		}
 	}
-	m, err := e.cfg.Models.Open(name)
-	if err != nil {
-		return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
+	if m == nil {
+		var warning string
+		name, warning = e.cfg.Models.Choose(def, parent.modelName)
+		if warning != "" {
+			parent.emit(cadre.EventWarning, map[string]any{"message": warning, "child": string(spec.ID)})
+		}
+		if m, err = e.cfg.Models.Open(name); err != nil {
+			return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
+		}
 	}
 	depth := parent.depth + 1
 	maxDepth := lim.MaxDepth

@@ -33,7 +33,10 @@ type ChildSpec struct {
 	// child without one (it gets the generic sub-agent prompt).
 	Definition string `json:"definition,omitempty"`
 	// Name is the display name given by the model, if any.
-	Name    string `json:"name,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Model, when set, is the model the caller asked for, overriding the
+	// definition's.
+	Model   string `json:"model,omitempty"`
 	Task    string `json:"task"`
 	Context string `json:"context,omitempty"`
 	// Messages are extra user messages placed before the task message

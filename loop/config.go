@@ -72,6 +72,9 @@ type CatalogEntry struct {
 	AskCaller bool `json:"ask_caller,omitempty"`
 	// MaxQuestions is the definition's question limit (0: the default).
 	MaxQuestions int `json:"max_questions,omitempty"`
+	// Background agents always run in the background: spawn_agent starts
+	// them as start_background_agent does.
+	Background bool `json:"background,omitempty"`
 }
 
 func (c *Config) isChild() bool { return c.Parent != "" }

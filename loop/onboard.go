@@ -177,7 +177,7 @@ func (s *State) callAgent(i int, call string, args subagentArgs, spawn *Spawn) [
 		s.fill(i, "Error: call_agent needs exactly one of `handle` (from agent_onboard or agent_fork) or `agent` (a subagent name).", true)
 		return nil
 	case hasAgent:
-		return s.syncSpawn(i, call, args.Agent, args.Input, "", "", spawn)
+		return s.syncSpawn(i, ChildSpec{Ref: call, Definition: args.Agent, Task: args.Input}, spawn)
 	}
 	h := s.handleFor(i, args.Handle)
 	if h == nil {

@@ -51,13 +51,13 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 			s.fill(i, "Error: spawn_agent needs both `agent` (a subagent name) and `task`. Available agents: "+s.available()+".", true)
 			return nil
 		}
-		return s.syncSpawn(i, c.ID, args.Agent, args.Task, args.Context, "", spawn)
+		return s.syncSpawn(i, ChildSpec{Ref: c.ID, Definition: args.Agent, Task: args.Task, Context: args.Context, Model: strings.TrimSpace(args.Model)}, spawn)
 	case ToolAgentCall:
 		if blank(args.Agent) || blank(args.Input) {
 			s.fill(i, "Error: agent_call needs both `agent` (an agent name) and `input` (its task). Available agents: "+s.available()+".", true)
 			return nil
 		}
-		return s.syncSpawn(i, c.ID, args.Agent, args.Input, "", "", spawn)
+		return s.syncSpawn(i, ChildSpec{Ref: c.ID, Definition: args.Agent, Task: args.Input}, spawn)
 	case ToolStartBackground:
 		def := strings.TrimSpace(args.Agent)
 		if def == "" {
@@ -71,7 +71,8 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 			s.fill(i, msg, true)
 			return nil
 		}
-		ch := s.addChild(ChildSpec{Ref: c.ID, Definition: def, Name: strings.TrimSpace(args.Name), Task: args.Prompt, Background: true, Mode: "background"}, "")
+		ch := s.addChild(ChildSpec{Ref: c.ID, Definition: def, Name: strings.TrimSpace(args.Name), Model: strings.TrimSpace(args.Model),
+			Task: args.Prompt, Background: true, Mode: "background"}, "")
 		spawn.Children = append(spawn.Children, ch.spec)
 	case ToolSendAgentMessage:
 		return s.send(i, args.Text, cadre.AgentID(strings.TrimSpace(args.AgentID)), args.Steering)
@@ -111,15 +112,23 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// syncSpawn starts a child whose report will be the result of call. first,
-// when set, replaces the first user message built from task and context.
-func (s *State) syncSpawn(i int, call, def, task, context, first string, spawn *Spawn) []Action {
-	def = strings.TrimSpace(def)
-	if msg := s.checkDefinition(def, true); msg != "" {
+// syncSpawn starts a child whose report will be the result of the call
+// spec.Ref.
+func (s *State) syncSpawn(i int, spec ChildSpec, spawn *Spawn) []Action {
+	spec.Definition = strings.TrimSpace(spec.Definition)
+	if msg := s.checkDefinition(spec.Definition, true); msg != "" {
 		s.fill(i, msg, true)
 		return nil
 	}
-	ch := s.addChild(ChildSpec{Ref: call, Definition: def, Task: task, Context: context, First: first, Mode: "sync"}, call)
+	if e, _ := s.cfg.entry(spec.Definition); e.Background && spec.First == "" {
+		// Its definition says it always runs in the background.
+		spec.Background, spec.Mode = true, "background"
+		ch := s.addChild(spec, "")
+		spawn.Children = append(spawn.Children, ch.spec)
+		return nil
+	}
+	spec.Mode = "sync"
+	ch := s.addChild(spec, spec.Ref)
 	spawn.Children = append(spawn.Children, ch.spec)
 	return nil
 }
@@ -212,7 +221,11 @@ func (s *State) spawned(in Spawned) []Action {
 		if name == "" {
 			name = c.spec.Definition
 		}
-		return s.fillCall(in.Ref, fmt.Sprintf("Background agent started (%s): %s.", name, c.spec.ID), false)
+		text := fmt.Sprintf("Background agent started (%s): %s.", name, c.spec.ID)
+		if i := s.slotByCall(in.Ref); i >= 0 && s.slots[i].call.Name != ToolStartBackground {
+			text += " Its definition runs it in the background: its report will arrive later as a message; use wait_agent to wait for it."
+		}
+		return s.fillCall(in.Ref, text, false)
 	}
 	return nil
 }

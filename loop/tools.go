@@ -63,7 +63,8 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Parameters: schema(`{"type":"object","properties":{` +
 			`"agent":{"type":"string","description":"Name of the subagent definition to run."},` +
 			`"task":{"type":"string","description":"What the subagent must do, self-contained."},` +
-			`"context":{"type":"string","description":"Optional background for this call, placed before the task."}},` +
+			`"context":{"type":"string","description":"Optional background for this call, placed before the task."},` +
+			`"model":{"type":"string","description":"Optional model for this call, overriding the agent's own."}},` +
 			`"required":["agent","task"]}`),
 	},
 	ToolStartBackground: {
@@ -73,7 +74,8 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Parameters: schema(`{"type":"object","properties":{` +
 			`"prompt":{"type":"string","description":"The task for the background agent."},` +
 			`"name":{"type":"string","description":"Optional short name to recognise it by."},` +
-			`"agent":{"type":"string","description":"Optional subagent definition; default general-purpose."}},` +
+			`"agent":{"type":"string","description":"Optional subagent definition; default general-purpose."},` +
+			`"model":{"type":"string","description":"Optional model for this agent, overriding the definition's."}},` +
 			`"required":["prompt"]}`),
 	},
 	ToolSendAgentMessage: {
