@@ -201,3 +201,38 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+// When an agent fails while its background children work, they are
+// cancelled and end before it: no orphan keeps running, no goroutine leaks.
+func TestFailedRootStopsItsChildren(t *testing.T) {
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			if req.Turn == 1 {
+				return calls(tc("a", loop.ToolStartBackground, map[string]string{"prompt": "slow work", "agent": "worker"})), nil
+			}
+			return nil, errors.New("the server exploded")
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker")}, "go")
+	var re *RunError
+	if !errors.As(err, &re) || res.Status != cadre.StatusFailed || !strings.Contains(res.Error, "the server exploded") {
+		t.Fatalf("err %v result %+v", err, res)
+	}
+	cancelled := ev.of(cadre.EventAgentCancelled)
+	failed := ev.of(cadre.EventAgentFailed)
+	if len(cancelled) != 1 || cancelled[0].Agent != "root/worker.1" || len(failed) != 1 || failed[0].Agent != cadre.RootID {
+		t.Fatalf("cancelled %+v failed %+v", cancelled, failed)
+	}
+	order := map[cadre.AgentID]int{}
+	for i, e := range ev.all {
+		if e.Type == cadre.EventAgentCancelled || e.Type == cadre.EventAgentFailed {
+			order[e.Agent] = i
+		}
+	}
+	if order["root/worker.1"] > order[cadre.RootID] {
+		t.Error("the child must end before its parent")
+	}
+}
