@@ -445,6 +445,51 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 	}
 }
 
+// A definition's maxDepth bounds its whole subtree: the general subagents
+// it starts do not get the run's deeper limit back.
+func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
+	t.Skip("newChild computes a child's MaxDepth from the run's limit and the child's own definition only, so a general subagent of a definition with maxDepth gets the run's limit back")
+	checkNoLeaks(t)
+	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch {
+		case req.Agent == cadre.RootID:
+			if req.Turn == 1 {
+				return text(`<spawn_agents><agent name="planner" task="plan it" /></spawn_agents>`), nil
+			}
+			return text("root final"), nil
+		case defName(req.Agent) == "planner":
+			if req.Turn == 1 {
+				return text(spawnBlock("parallel", "one step")), nil
+			}
+			return text("planned"), nil
+		case req.Agent.Depth() == 2:
+			if req.Turn == 1 {
+				return text(spawnBlock("parallel", "one level too deep")), nil
+			}
+			return text("stepped myself"), nil
+		}
+		return text("too deep"), nil
+	}}
+	d := defs("planner")
+	d[0].MaxDepth = 1 // the planner's children, and nothing below them
+	res, err, ev := runTask(t, textConfig(m, d...), "Plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range res.Agents {
+		if a.Depth > 2 {
+			t.Errorf("%s runs at depth %d, below the planner's limit", a.ID, a.Depth)
+		}
+	}
+	step := m.requests("root/planner.1/sub.1")
+	if len(step) == 0 || strings.Contains(step[0].System, "agent_capabilities") {
+		t.Errorf("the planner's child was taught to spawn")
+	}
+	if n := len(ev.of(cadre.EventDepthLimit)); n != 1 {
+		t.Errorf("%d depth_limit events, want 1", n)
+	}
+}
+
 // A child whose definition may not delegate is below the depth limit: its
 // block is refused for that reason, without a depth_limit event.
 func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
