@@ -150,6 +150,18 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			if strings.Contains(ce.Msg, "unknown field") {
 				ce.Msg += " (see the documented keys in README.md, section Configuration)"
 			}
+			if strings.Contains(ce.Msg, "cannot unmarshal") && ce.Line > 0 {
+				lines := strings.Split(string(data), "\n")
+				if ce.Line <= len(lines) {
+					if key, value, ok := strings.Cut(strings.TrimSpace(lines[ce.Line-1]), ":"); ok {
+						want := "another kind of value"
+						if _, typ, ok := strings.Cut(ce.Msg, " of type "); ok {
+							want = "a value of type " + typ
+						}
+						ce.Msg = fmt.Sprintf("%s: %s is not valid here; give %s", key, strings.TrimSpace(value), want)
+					}
+				}
+			}
 			return ce
 		}
 		return &ConfigError{File: file, Msg: err.Error()}

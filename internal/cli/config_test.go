@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+		want       []string
+	}{
+		{"unknown key", "model: openai:x\nlimts:\n  maxDepth: 2\n", 2, []string{"limts", "README.md"}},
+		{"unknown nested key", "limits:\n  maxDeph: 2\n", 2, []string{"maxDeph"}},
+		{"bad approve", "approve: sometimes\n", 1, []string{"approve", `"sometimes"`, "ask, all or none"}},
+		{"bad protocol", "model: x\nprotocol: smoke\n", 2, []string{"protocol", "auto, tools or text"}},
+		{"bad report", "report: email\n", 1, []string{"report", "tool or tag"}},
+		{"negative depth", "limits:\n  maxDepth: -1\n", 2, []string{"maxDepth"}},
+		{"budget below -1", "limits:\n  budgetTokens: -5\n", 2, []string{"budgetTokens", "-1 for no budget"}},
+		{"named model without model", "models:\n  fast:\n    maxTokens: 10\n", 2, []string{"models.fast", "provider:model"}},
+		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
+		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
+		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fc fileConfig
+			err := parseConfig("/p/.cadre/config.yaml", []byte(tt.yaml), &fc)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a *ConfigError, got %v", err)
+			}
+			if ce.File != "/p/.cadre/config.yaml" || ce.Line != tt.line {
+				t.Errorf("at %s:%d, want line %d (%v)", ce.File, ce.Line, tt.line, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "model: openai:from-user\napprove: none\nlimits:\n  maxDepth: 5\n  maxTurns: 9\n")
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "model: openai:from-project\nlimits:\n  maxDepth: 2\n")
+	env := map[string]string{"HOME": home}
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model != "openai:from-project" || cfg.Approve != "none" || cfg.Limits.MaxDepth != 2 || cfg.Limits.MaxTurns != 9 {
+		t.Fatalf("merged %+v", cfg.fileConfig)
+	}
+	env["CADRE_MODEL"] = "openai:from-env"
+	cfg, _ = a.loadConfig()
+	if cfg.Model != "openai:from-env" {
+		t.Fatalf("env: %s", cfg.Model)
+	}
+	f := runFlags{model: "openai:from-flag", maxDepth: 1}
+	f.apply(cfg)
+	if cfg.Model != "openai:from-flag" || cfg.Limits.MaxDepth != 1 || cfg.Limits.MaxTurns != 9 {
+		t.Fatalf("flags: %+v", cfg.fileConfig)
+	}
+
+	// A bad project file stops every command with the place to fix.
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "model: x\nbogus: 1\n")
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "task"}, IO{Dir: proj, Getenv: func(k string) string { return env[k] }, Stderr: &stderr, Stdout: &bytes.Buffer{}})
+	if code == 0 || !strings.Contains(stderr.String(), filepath.Join(proj, ".cadre", "config.yaml")+":2:") || !strings.Contains(stderr.String(), "bogus") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
