@@ -721,6 +721,9 @@ func TestTextRootPromptHasCapabilities(t *testing.T) {
 	if strings.Contains(sys, prompt.DiscoveryHeader) {
 		t.Error("the root's system prompt describes spawn_agent on the text protocol")
 	}
+	if strings.Contains(sys, "with your tools") {
+		t.Errorf("the root's system prompt promises tools it is never offered:\n%s", sys)
+	}
 	checkNoTools(t, root)
 }
 

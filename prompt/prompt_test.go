@@ -353,8 +353,8 @@ func TestRoot(t *testing.T) {
 		{"guidance", RootParams{Guidance: "\nRun make test.\n"}, []string{"<project_guidance>\nRun make test.\n</project_guidance>"}, nil},
 		{"tools", RootParams{CanDelegate: true, Protocol: cadre.ProtocolTools, Defs: catalog(), MaxDepth: 3}, []string{DiscoveryHeader}, []string{"<agent_capabilities>"}},
 		{"auto_is_tools", RootParams{CanDelegate: true, Protocol: cadre.ProtocolAuto, Defs: catalog(), MaxDepth: 3}, []string{DiscoveryHeader}, nil},
-		{"text", RootParams{CanDelegate: true, Protocol: cadre.ProtocolText, Defs: catalog(), MaxDepth: 3}, []string{"<agent_capabilities>", "up to 3 levels deep"}, []string{DiscoveryHeader}},
-		{"cannot_delegate", RootParams{Protocol: cadre.ProtocolText, Defs: catalog(), MaxDepth: 3}, nil, []string{"<agent_capabilities>", DiscoveryHeader}},
+		{"text", RootParams{CanDelegate: true, Protocol: cadre.ProtocolText, Defs: catalog(), MaxDepth: 3}, []string{"<agent_capabilities>", "up to 3 levels deep", "You cannot call tools"}, []string{DiscoveryHeader, "with your tools", "workspace with tools"}},
+		{"cannot_delegate", RootParams{Protocol: cadre.ProtocolText, Defs: catalog(), MaxDepth: 3}, []string{"You cannot call tools"}, []string{"<agent_capabilities>", DiscoveryHeader, "workspace with tools"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

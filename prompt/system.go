@@ -17,6 +17,12 @@ const rootBase = `You are an agent working in a workspace with tools. Work on th
 - Ask the user only when you cannot find the answer yourself and a wrong guess would waste the work.
 - When you finish, reply with the result: what you did, what you found, and what is still open. Be concise.`
 
+// rootBaseText opens the root agent's system prompt on the text protocol,
+// where no tool is offered to the model.
+const rootBaseText = `You are an agent working on the user's task. You cannot call tools: you cannot read files, run commands or fetch pages yourself. Work on the task until it is done or you are truly blocked:
+- Work from what the user gave you and what you know; where you cannot check a fact, say so instead of guessing.
+- When you finish, reply with the result: what you did, what you found, and what is still open. Be concise.`
+
 // Sentences of the <sub_agent_instructions> section of SubAgent.
 const (
 	subAgentFocus  = "You are executing a focused sub-task."
@@ -95,14 +101,19 @@ type RootParams struct {
 	Depth, MaxDepth int
 }
 
-// Root is the root agent's system prompt: cadre's base instruction, the
-// <soul> and <identity> sections when given, the project guidance in a
-// <project_guidance> section when given, then, when the agent may delegate,
-// Discovery(Defs) for tool delegation or Capabilities for the text
-// protocol.
+// Root is the root agent's system prompt: cadre's base instruction (for
+// the text protocol one that does not promise tools, since none are
+// offered), the <soul> and <identity> sections when given, the project
+// guidance in a <project_guidance> section when given, then, when the agent
+// may delegate, Discovery(Defs) for tool delegation or Capabilities for the
+// text protocol.
 func Root(p RootParams) string {
+	base := rootBase
+	if p.Protocol == cadre.ProtocolText {
+		base = rootBaseText
+	}
 	return join(
-		rootBase,
+		base,
 		wrap("soul", p.Soul),
 		wrap("identity", p.Identity),
 		wrap("project_guidance", p.Guidance),
