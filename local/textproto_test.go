@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/memstore"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/prompt"
 )
@@ -826,4 +827,107 @@ func TestTextSayAndPreSpawn(t *testing.T) {
 			t.Errorf("answer %q", res.Answer)
 		}
 	})
+}
+
+// textTreeScript is a text-protocol tree whose replies depend only on the
+// agent and its turn: the root runs a sequential block whose first step
+// runs a parallel block of its own and whose second step fails once and is
+// retried; every synthesis is echoed into the reply after it, so the
+// answer shows what each agent received.
+func textTreeScript(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	switch req.Agent {
+	case cadre.RootID:
+		if req.Turn == 1 {
+			return text("Two steps.\n" + spawnBlock("sequential", "step one", "step two")), nil
+		}
+		return text("final:\n" + lastContent(req)), nil
+	case "root/sub.1":
+		if req.Turn == 1 {
+			return text(spawnBlock("parallel", "part a", "part b")), nil
+		}
+		return text("one from [" + lastContent(req) + "]"), nil
+	case "root/sub.2":
+		return nil, errors.New("flaky")
+	case "root/sub.3":
+		return text("two after " + req.Messages[0].Content), nil
+	case "root/sub.1/sub.1", "root/sub.1/sub.2":
+		return text("did " + taskOf(req)), nil
+	}
+	return nil, fmt.Errorf("no reply for %s turn %d", req.Agent, req.Turn)
+}
+
+// A text-protocol run resumed after the process died at any point of its
+// journal ends with the same answer as an uninterrupted one, and no model
+// call whose result was journaled is made again.
+func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
+	checkNoLeaks(t)
+	config := func(cc *callCounter, s cadre.Store) Config {
+		m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+			cc.mu.Lock()
+			cc.calls[fmt.Sprintf("%s#%d", req.Agent, req.Turn)]++
+			cc.mu.Unlock()
+			return textTreeScript(ctx, req)
+		}}
+		cfg := textConfig(m)
+		cfg.Store = s
+		return cfg
+	}
+	full := memstore.New()
+	r, err := New(config(&callCounter{calls: map[string]int{}}, full)).Start(context.Background(), "two steps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{"one from [<sub_agent_results>", "did part a", "did part b", "two after Previous sub-agent result for context:\none from ["} {
+		if !strings.Contains(want.Answer, part) {
+			t.Fatalf("the uninterrupted answer lacks %q:\n%s", part, want.Answer)
+		}
+	}
+	total := 0
+	agents, _ := full.ListAgents(context.Background(), r.ID())
+	for _, a := range agents {
+		e, _ := full.Journal(context.Background(), r.ID(), a.ID)
+		total += len(e)
+	}
+	if len(agents) != 6 || total < 20 {
+		t.Fatalf("the run has %d agents and journaled %d entries", len(agents), total)
+	}
+	for limit := 1; limit < total; limit++ {
+		t.Run(fmt.Sprint(limit), func(t *testing.T) {
+			mem := memstore.New()
+			crash := &crashStore{Store: mem, limit: limit}
+			r, err := New(config(&callCounter{calls: map[string]int{}}, crash)).Start(context.Background(), "two steps")
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Wait()
+			if !crash.dead() {
+				t.Fatalf("the store never crashed at %d of %d entries", limit, total)
+			}
+			completed := journaledTurns(t, mem, r.ID())
+			second := &callCounter{calls: map[string]int{}}
+			r2, err := New(config(second, mem)).Resume(context.Background(), r.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r2.Wait()
+			if err != nil {
+				t.Fatalf("resumed run: %v", err)
+			}
+			if res.Answer != want.Answer {
+				t.Errorf("resumed answer:\n%s\nwant:\n%s", res.Answer, want.Answer)
+			}
+			for call := range second.calls {
+				if completed[call] {
+					t.Errorf("model call %s was completed before the crash and made again", call)
+				}
+			}
+			if len(res.Agents) != 6 {
+				t.Errorf("%d agents after the resume, want 6", len(res.Agents))
+			}
+		})
+	}
 }
