@@ -9,8 +9,14 @@ build:
 test:
 	$(GO) test -race -count=1 -timeout 40m ./...
 
+# Benchmarks print figures and check none. BENCH selects some of them
+# (make bench BENCH=FanOut/sync), BENCHTIME runs each longer (BENCHTIME=5x
+# or 3s); see local/bench_test.go for what the engine's figures mean.
+BENCH ?= .
+BENCHTIME ?= 1x
+
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./local/ ./sqlite/
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 30m ./local/ ./sqlite/
 
 demo: build
 	./bin/cadre demo
