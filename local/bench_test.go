@@ -261,23 +261,25 @@ func BenchmarkTree(b *testing.B) {
 
 // BenchmarkStore compares a sync fan-out of 100 workers without a store
 // and with the SQLite store journaling every input and event, to show the
-// journal's share of a run.
+// journal's share of a run, with an instant model and with a slow one.
 func BenchmarkStore(b *testing.B) {
 	const n = 100
 	first := fanOutReply(n, loop.ToolSpawnAgent)
-	b.Run("store=none/children=100", func(b *testing.B) {
-		w := &workload{rootFirst: first}
-		measure(b, w, w.engine(nil), n+1)
-	})
-	b.Run("store=sqlite/children=100", func(b *testing.B) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cadre.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		w := &workload{rootFirst: first}
-		measure(b, w, w.engine(s), n+1)
-	})
+	for _, lat := range latencies {
+		b.Run(fmt.Sprintf("store=none/children=%d/latency=%s", n, lat), func(b *testing.B) {
+			w := &workload{latency: lat, rootFirst: first}
+			measure(b, w, w.engine(nil), n+1)
+		})
+		b.Run(fmt.Sprintf("store=sqlite/children=%d/latency=%s", n, lat), func(b *testing.B) {
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cadre.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			w := &workload{latency: lat, rootFirst: first}
+			measure(b, w, w.engine(s), n+1)
+		})
+	}
 }
 
 // BenchmarkIdleAgents measures the memory of agents waiting for their
