@@ -29,6 +29,9 @@ type Limits struct {
 	MaxTurns int `json:"max_turns,omitempty"`
 	// Timeout bounds the whole run; 0 means none.
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// MaxQuestions is how many questions an agent may ask its caller
+	// (ask_caller) when its definition does not say.
+	MaxQuestions int `json:"max_questions,omitempty"`
 }
 
 // WithDefaults returns l with zero fields set to their defaults.
@@ -47,6 +50,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.MaxTurns <= 0 {
 		l.MaxTurns = DefaultMaxTurns
+	}
+	if l.MaxQuestions <= 0 {
+		l.MaxQuestions = DefaultMaxQuestions
 	}
 	return l
 }

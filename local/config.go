@@ -28,7 +28,11 @@ type Config struct {
 	// (and the run cannot be resumed).
 	Store  cadre.Store
 	Limits cadre.Limits
-	// Protocol is the root's protocol, already resolved to tools or text.
+	// Protocol is how agents delegate. ProtocolTools or ProtocolText apply
+	// to every agent of the run; ProtocolAuto (or empty) lets a
+	// definition's protocol decide, then the agent's model: the text
+	// protocol when Models says the model does not call tools (see
+	// ToolCaller), tool calls otherwise.
 	Protocol cadre.Protocol
 	// Report is the report mode of children whose definition sets none.
 	Report cadre.ReportMode
@@ -65,6 +69,12 @@ type ModelSource interface {
 	// Open returns the model of that name. It is called once per agent and
 	// may return a shared instance.
 	Open(name string) (cadre.Model, error)
+}
+
+// ToolCaller is a ModelSource that knows which models cannot call tools.
+type ToolCaller interface {
+	// ToolCalling reports whether the named model calls tools.
+	ToolCalling(name string) bool
 }
 
 // OneModel is a ModelSource that gives every agent the same model.

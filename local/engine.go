@@ -30,8 +30,8 @@ func New(cfg Config) *Engine {
 	if cfg.Runner == nil {
 		cfg.Runner = directRunner{}
 	}
-	if cfg.Protocol == "" || cfg.Protocol == cadre.ProtocolAuto {
-		cfg.Protocol = cadre.ProtocolTools
+	if cfg.Protocol == "" {
+		cfg.Protocol = cadre.ProtocolAuto
 	}
 	if cfg.Report == "" {
 		cfg.Report = cadre.ReportTool
@@ -138,6 +138,22 @@ func (e *Engine) StartID(ctx context.Context, id, task string) (*Run, error) {
 	return r, nil
 }
 
+// protocolFor resolves how an agent of def on the named model delegates:
+// the run's protocol when it is forced, else the definition's, else the
+// model's ability.
+func (e *Engine) protocolFor(def *cadre.Definition, model string) cadre.Protocol {
+	if p := e.cfg.Protocol; p == cadre.ProtocolText || p == cadre.ProtocolTools {
+		return p
+	}
+	if def != nil && (def.Protocol == cadre.ProtocolText || def.Protocol == cadre.ProtocolTools) {
+		return def.Protocol
+	}
+	if tc, ok := e.cfg.Models.(ToolCaller); ok && !tc.ToolCalling(model) {
+		return cadre.ProtocolText
+	}
+	return cadre.ProtocolTools
+}
+
 // newRoot builds the root agent and its Start input.
 func (r *Run) newRoot() (*agent, loop.Start, error) {
 	e := r.e
@@ -155,8 +171,10 @@ func (r *Run) newRoot() (*agent, loop.Start, error) {
 		tools = filterTools(tools, def)
 	}
 	userFacing := r.userFacing()
-	delegate := lim.MaxDepth > 0 && len(userFacing) > 0 && mayDelegate(def, true)
-	protocol := e.cfg.Protocol
+	protocol := e.protocolFor(def, name)
+	// On the text protocol an agent may delegate to general subagents even
+	// when there is no definition to name.
+	delegate := lim.MaxDepth > 0 && (len(userFacing) > 0 || protocol == cadre.ProtocolText) && mayDelegate(def, true)
 	var system string
 	if def != nil {
 		system = prompt.Child(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
@@ -178,7 +196,7 @@ func (r *Run) newRoot() (*agent, loop.Start, error) {
 			cfg.MaxTurns = def.MaxTurns
 		}
 		cfg.AskCaller = def.AskCaller
-		cfg.MaxQuestions = def.MaxQuestions
+		cfg.MaxQuestions = e.maxQuestions(def)
 		cfg.Temperature = def.Temperature
 	}
 	a := r.newAgent(cfg, nil, def, m, tools)

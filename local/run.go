@@ -238,6 +238,14 @@ func (r *Run) definition(name string) *cadre.Definition {
 	return r.defs[name]
 }
 
+// maxQuestions is the question limit of agents of def.
+func (e *Engine) maxQuestions(def *cadre.Definition) int {
+	if def != nil && def.MaxQuestions > 0 {
+		return def.MaxQuestions
+	}
+	return e.cfg.Limits.MaxQuestions
+}
+
 func (r *Run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -245,7 +253,7 @@ func (r *Run) catalog() []loop.CatalogEntry {
 	for _, d := range r.defs {
 		out = append(out, loop.CatalogEntry{
 			Name: d.Name, Internal: !d.UserFacing(), OnboardingRequired: d.Onboarding == cadre.OnboardingRequired,
-			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: d.MaxQuestions,
+			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: r.e.maxQuestions(d),
 			Background: d.Extra["background"] == true,
 		})
 	}

@@ -102,17 +102,19 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		}
 	}
 	depth := parent.depth + 1
-	maxDepth := lim.MaxDepth
+	// A definition's maxDepth bounds its whole subtree.
+	maxDepth := min(lim.MaxDepth, parent.cfg.MaxDepth)
 	if def != nil && def.MaxDepth > 0 && depth+def.MaxDepth < maxDepth {
 		maxDepth = depth + def.MaxDepth
 	}
 	userFacing := r.userFacing()
-	delegate := depth < maxDepth && mayDelegate(def, parent.cfg.Delegate) && len(userFacing) > 0 && !spec.Onboarding
-	tools := filterTools(parent.tools, def)
-	protocol := parent.cfg.Protocol
-	if def != nil && (def.Protocol == cadre.ProtocolText || def.Protocol == cadre.ProtocolTools) {
-		protocol = def.Protocol
+	protocol := e.protocolFor(def, name)
+	if def == nil && e.cfg.Protocol != cadre.ProtocolTools {
+		// A general subagent exists only on the text protocol.
+		protocol = cadre.ProtocolText
 	}
+	delegate := depth < maxDepth && mayDelegate(def, parent.cfg.Delegate) && (len(userFacing) > 0 || protocol == cadre.ProtocolText) && !spec.Onboarding
+	tools := filterTools(parent.tools, def)
 	report := e.cfg.Report
 	if def != nil && def.Report != "" {
 		report = def.Report
@@ -131,9 +133,9 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 	case spec.Onboarding:
 		cfg.Mode = loop.ModeOnboarding
 		cfg.System = def.Prompt
-		cfg.MaxQuestions = def.MaxQuestions
+		cfg.MaxQuestions = e.maxQuestions(def)
 		cfg.Protocol = cadre.ProtocolTools
-		first = prompt.Onboarding(spec.Context, def.MaxQuestions)
+		first = prompt.Onboarding(spec.Context, cfg.MaxQuestions)
 	case def != nil:
 		cfg.System = prompt.Child(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
 			CanDelegate: delegate, Protocol: protocol, Depth: depth, MaxDepth: maxDepth, AskCaller: def.AskCaller, Report: report})
@@ -149,7 +151,7 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		cfg.TimeoutSeconds = int(def.Timeout().Seconds())
 		if !spec.Onboarding {
 			cfg.AskCaller = def.AskCaller
-			cfg.MaxQuestions = def.MaxQuestions
+			cfg.MaxQuestions = e.maxQuestions(def)
 			cfg.OutputSchema = def.OutputSchema
 		}
 	}

@@ -449,7 +449,6 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 // A definition's maxDepth bounds its whole subtree: the general subagents
 // it starts do not get the run's deeper limit back.
 func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
-	t.Skip("newChild computes a child's MaxDepth from the run's limit and the child's own definition only, so a general subagent of a definition with maxDepth gets the run's limit back")
 	checkNoLeaks(t)
 	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch {
@@ -731,7 +730,6 @@ func TestTextRootPromptHasCapabilities(t *testing.T) {
 // On the text protocol general subagents need no definition: a run with an
 // empty catalogue still teaches and runs <spawn_agents>.
 func TestTextSpawnWithoutDefinitions(t *testing.T) {
-	t.Skip("newRoot and newChild allow delegation only when the catalogue has a user-facing definition, which general subagents of the text protocol do not need")
 	checkNoLeaks(t)
 	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {

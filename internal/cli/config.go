@@ -80,6 +80,9 @@ type limitsConfig struct {
 	BudgetTokens   int64 `yaml:"budgetTokens"`
 	MaxTurns       int   `yaml:"maxTurns"`
 	TimeoutSeconds int   `yaml:"timeoutSeconds"`
+	// MaxQuestions is how many questions an agent may ask its caller when
+	// its definition does not say.
+	MaxQuestions int `yaml:"maxQuestions"`
 }
 
 // config is the merged configuration of one command.
@@ -184,7 +187,7 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 		key string
 		n   int64
 	}{{"maxDepth", int64(l.MaxDepth)}, {"maxConcurrent", int64(l.MaxConcurrent)}, {"maxAgents", int64(l.MaxAgents)},
-		{"maxTurns", int64(l.MaxTurns)}, {"timeoutSeconds", int64(l.TimeoutSeconds)}} {
+		{"maxTurns", int64(l.MaxTurns)}, {"timeoutSeconds", int64(l.TimeoutSeconds)}, {"maxQuestions", int64(l.MaxQuestions)}} {
 		if v.n < 0 {
 			return bad(v.key, fmt.Sprint(v.n), "a number of 0 (the default) or more")
 		}
@@ -285,6 +288,7 @@ func (c *config) merge(f fileConfig) {
 	setN(&c.Limits.MaxAgents, f.Limits.MaxAgents)
 	setN(&c.Limits.MaxTurns, f.Limits.MaxTurns)
 	setN(&c.Limits.TimeoutSeconds, f.Limits.TimeoutSeconds)
+	setN(&c.Limits.MaxQuestions, f.Limits.MaxQuestions)
 	if f.Limits.BudgetTokens != 0 {
 		c.Limits.BudgetTokens = f.Limits.BudgetTokens
 	}
@@ -295,7 +299,8 @@ func (c *config) limits() cadre.Limits {
 	return cadre.Limits{
 		MaxDepth: c.Limits.MaxDepth, MaxConcurrent: c.Limits.MaxConcurrent, MaxAgents: c.Limits.MaxAgents,
 		BudgetTokens: c.Limits.BudgetTokens, MaxTurns: c.Limits.MaxTurns,
-		Timeout: time.Duration(c.Limits.TimeoutSeconds) * time.Second,
+		Timeout:      time.Duration(c.Limits.TimeoutSeconds) * time.Second,
+		MaxQuestions: c.Limits.MaxQuestions,
 	}
 }
 

@@ -186,7 +186,6 @@ func TestE2ETextProtocolFromModelConfig(t *testing.T) {
 // With --say only the <say> blocks of the root's replies reach the user,
 // each on its own line and in order; the rest of the reply is not shown.
 func TestE2ETextSayShowsOnlySayBlocks(t *testing.T) {
-	t.Skip("cadre run prints the root's whole final reply on stdout with --say, and on a terminal its say events go to the discarded renderer")
 	dir := t.TempDir()
 	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
 		return chatReply{Text: "Thinking aloud. <say>Hello there.</say> Private notes. <say>Bye.</say>"}
@@ -224,7 +223,6 @@ func TestE2ETextSayShowsOnlySayBlocks(t *testing.T) {
 // model has toolCalling: false is sent no tools even when its parent calls
 // tools, and reports with its final text.
 func TestE2ETextProtocolForChildModel(t *testing.T) {
-	t.Skip("the engine resolves protocol auto once, from the root's model; a child inherits its parent's protocol whatever its own model supports")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), "models:\n  small:\n    model: \"openai:small-model\"\n    toolCalling: false\n")
 	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), "---\nname: helper\ndescription: Helps.\nmodel: small\n---\nYou are helper.\n")

@@ -50,8 +50,9 @@ func (m *models) resolve(name string) (string, error) {
 	return name, nil
 }
 
-// toolCalling reports whether a model calls tools, as the config says.
-func (m *models) toolCalling(name string) bool {
+// ToolCalling reports whether a model calls tools, as the config says
+// (local.ToolCaller).
+func (m *models) ToolCalling(name string) bool {
 	for {
 		nm, ok := m.cfg.Models[name]
 		if !ok {

@@ -211,9 +211,17 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	default:
 		out = newRenderer(a.io.Stderr, tty)
 	}
+	// With say, what the root says is the answer: its <say> blocks go to
+	// stdout as they come, one per line, and nothing else of its replies.
+	say := w.engine.Say && !f.json
+	out.rootSays = say
 	w.engine.Handlers = append(w.engine.Handlers, out.handle, func(ev cadre.Event) {
 		if v := view.Load(); v != nil {
 			v.handle(ev)
+		}
+		if say && ev.Type == cadre.EventSay && ev.Agent == cadre.RootID {
+			text, _ := ev.Data["text"].(string)
+			fmt.Fprintln(a.io.Stdout, text)
 		}
 	})
 	run, err := begin(ctx, local.New(w.engine))
@@ -232,7 +240,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	}
 	out.close()
 	if res != nil && !f.json {
-		if res.Answer != "" {
+		if res.Answer != "" && !say {
 			fmt.Fprintln(a.io.Stdout, res.Answer)
 		}
 		printSummary(a.io.Stderr, res)
@@ -295,6 +303,8 @@ type renderer struct {
 	json   bool
 	tty    bool
 	inText bool // the root's streamed text is mid-line
+	// rootSays: the root's say events are the answer, printed elsewhere.
+	rootSays bool
 }
 
 func newJSONRenderer(w io.Writer) *renderer { return &renderer{w: w, json: true} }
@@ -331,7 +341,7 @@ func (r *renderer) plain(ev cadre.Event) {
 	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
 	switch ev.Type {
 	case cadre.EventModelDelta:
-		if r.tty && ev.Agent == cadre.RootID {
+		if r.tty && ev.Agent == cadre.RootID && !r.rootSays {
 			fmt.Fprint(r.w, str("text"))
 			r.inText = true
 		}
@@ -366,7 +376,9 @@ func (r *renderer) plain(ev cadre.Event) {
 		b, _ := json.Marshal(ev.Data)
 		r.line("%s %s %s", who, ev.Type, b)
 	case cadre.EventSay:
-		r.line("%s", str("text"))
+		if !(r.rootSays && ev.Agent == cadre.RootID) {
+			r.line("%s: %s", who, str("text"))
+		}
 	case cadre.EventFinding:
 		r.line("%s finding %s", who, str("title"))
 	}

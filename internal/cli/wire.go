@@ -137,17 +137,8 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	w.engine.RootModel = cfg.Model
 	w.engine.Limits = cfg.limits()
 
-	switch cadre.Protocol(cfg.Protocol) {
-	case cadre.ProtocolText:
-		w.engine.Protocol = cadre.ProtocolText
-	case cadre.ProtocolTools:
-		w.engine.Protocol = cadre.ProtocolTools
-	default:
-		w.engine.Protocol = cadre.ProtocolTools
-		if !w.models.toolCalling(cfg.Model) {
-			w.engine.Protocol = cadre.ProtocolText
-		}
-	}
+	// auto is resolved per agent, from its definition and its model.
+	w.engine.Protocol = cadre.Protocol(cfg.Protocol)
 	w.engine.Report = cadre.ReportMode(cfg.Report)
 	w.engine.Say = cfg.Say != nil && *cfg.Say
 
