@@ -9,6 +9,10 @@ import (
 	"github.com/cadre-ai/cadre/textproto"
 )
 
+// EmptyReport is delivered for a child whose report has no text (an empty
+// <response></response> block, or a blank message).
+const EmptyReport = "(no output)"
+
 type phase int
 
 const (
@@ -603,6 +607,10 @@ func (s *State) deliverReport(text string, status cadre.Status, incomplete bool)
 		return nil
 	}
 	s.reported = true
+	if strings.TrimSpace(text) == "" && !s.cfg.onboarding() {
+		// The parent hears back even from a child with nothing to say.
+		text = EmptyReport
+	}
 	d := Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone,
 		Cancelled: status == cadre.StatusCancelled, Incomplete: incomplete}
 	s.report = &d

@@ -444,3 +444,12 @@ func TestPendingAfterReplay(t *testing.T) {
 		t.Fatalf("report %#v %v", d, ok)
 	}
 }
+
+// An empty <response></response> is still a report: the parent hears back.
+func TestEmptyReportIsDelivered(t *testing.T) {
+	h := start(t, childConfig(cadre.ReportTag), "task")
+	mustFinish(t, h.reply("<response>  </response>"))
+	if rep := h.reports(); len(rep) != 1 || rep[0].Text != EmptyReport || rep[0].Failed {
+		t.Fatalf("reports %#v", rep)
+	}
+}
