@@ -213,18 +213,7 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 	case loop.CallTools:
 		a.callTools(act)
 	case loop.Spawn:
-		// Each child is acknowledged before it is launched, so the parent
-		// steps Spawned before anything the child sends.
-		for _, spec := range act.Children {
-			child, err := a.run.spawn(a, spec)
-			if err == "" {
-				a.kids[spec.ID] = true
-			}
-			a.box.put(loop.Spawned{Ref: spec.Ref, Child: spec.ID, Err: err})
-			if child != nil {
-				a.run.launch(child, nil)
-			}
-		}
+		a.spawnAll(act.Children)
 	case loop.Deliver:
 		a.run.deliver(a, act)
 	case loop.Ask:
@@ -451,6 +440,7 @@ func (a *agent) createAgent(act loop.CreateAgent) {
 			return
 		}
 		r.defs[def.Name] = &def
+		r.defsGen++
 		r.mu.Unlock()
 		a.box.put(loop.AgentCreated{Ref: act.Ref, Definition: &def, File: file})
 	}()

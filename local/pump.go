@@ -15,6 +15,8 @@ type pump struct {
 	handlers []func(cadre.Event)
 	log      *slog.Logger
 
+	kept []cadre.Event // the store's share of a batch, reused
+
 	mu     sync.Mutex
 	queue  []cadre.Event
 	closed bool
@@ -29,6 +31,9 @@ func newPump(s cadre.Store, handlers []func(cadre.Event), log *slog.Logger) *pum
 }
 
 func (p *pump) publish(ev cadre.Event) {
+	if p.store == nil && len(p.handlers) == 0 {
+		return
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -52,8 +57,27 @@ func (p *pump) run() {
 		p.mu.Unlock()
 		if len(batch) > 0 {
 			if p.store != nil {
-				if err := p.store.AppendEvents(context.Background(), batch); err != nil {
-					p.log.Warn("store events", "err", err)
+				// Streamed text is for watchers; the store keeps the whole
+				// reply in model_response.
+				kept := p.kept[:0]
+				for _, ev := range batch {
+					if ev.Type != cadre.EventModelDelta {
+						kept = append(kept, ev)
+					}
+				}
+				p.kept = kept
+				if len(kept) > 0 {
+					if err := p.store.AppendEvents(context.Background(), kept); err != nil {
+						p.log.Warn("store events", "err", err)
+					}
+					// Handlers see the numbers the store gave.
+					j := 0
+					for i := range batch {
+						if batch[i].Type != cadre.EventModelDelta {
+							batch[i].Seq = kept[j].Seq
+							j++
+						}
+					}
 				}
 			}
 			for _, ev := range batch {

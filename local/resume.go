@@ -176,6 +176,7 @@ func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 			status = finishStatus(fin)
 		}
 		r.register(a, st.Task(), "", status)
+		r.created++
 		r.mu.Lock()
 		in := r.infos[a.id]
 		in.Started, in.Turns, in.Usage = x.rec.Started, st.Turns(), st.Usage()

@@ -32,6 +32,8 @@ type Run struct {
 	infos     map[cadre.AgentID]*AgentInfo
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
+	defsGen   int                          // changes when defs does
+	prompts   map[promptKey]string
 	created   int
 	tasks     map[string]int
 	usage     cadre.Usage
@@ -268,7 +270,6 @@ func (r *Run) register(a *agent, task, mode string, status cadre.Status) {
 	r.agents[a.id] = a
 	if _, ok := r.infos[a.id]; !ok {
 		r.order = append(r.order, a.id)
-		r.created++
 	}
 	var parent cadre.AgentID
 	if a.parent != nil {

@@ -4,61 +4,136 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/prompt"
 )
 
-// spawn creates a child for spec, or says why it may not exist, in words
-// the parent's model can act on. The child is returned to be launched; it
-// is nil when it already exists (after a resume: it is acknowledged, not
-// created again).
-func (r *Run) spawn(parent *agent, spec loop.ChildSpec) (*agent, string) {
+// A birth is one child of a Spawn action on its way to being started.
+type birth struct {
+	spec  loop.ChildSpec
+	child *agent
+	start loop.Start
+	err   string // why the child may not exist, for the parent's model
+}
+
+// spawnAll starts the children of a Spawn action. Limits are checked in
+// order; the children's records and Starts are then written together (the
+// store groups them), so that each child is durable before its parent
+// learns of it; last, each child is acknowledged and launched, in order.
+// A child that already exists (after a resume) is acknowledged, not
+// created again.
+func (a *agent) spawnAll(specs []loop.ChildSpec) {
+	r := a.run
+	births := make([]birth, len(specs))
+	for i, spec := range specs {
+		births[i] = r.prepare(a, spec)
+	}
+	create := func(b *birth) {
+		if b.child == nil {
+			return
+		}
+		if err := r.create(b.child, b.start); err != nil {
+			r.mu.Lock()
+			r.created--
+			r.mu.Unlock()
+			b.child, b.err = nil, "the subagent could not be started: "+err.Error()
+		}
+	}
+	if r.e.cfg.Store != nil && len(births) > 1 {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 64)
+		for i := range births {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				create(&births[i])
+			}()
+		}
+		wg.Wait()
+	} else {
+		for i := range births {
+			create(&births[i])
+		}
+	}
+	for _, b := range births {
+		if b.child != nil {
+			r.born(b.child, b.spec)
+		}
+		if b.err == "" {
+			a.kids[b.spec.ID] = true
+		}
+		a.box.put(loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
+		if b.child != nil {
+			r.launch(b.child, nil)
+		}
+	}
+}
+
+// prepare checks the run-wide limits for spec and builds the child. It
+// reserves the child's place in the agent count.
+func (r *Run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	e := r.e
 	lim := e.cfg.Limits
+	b := birth{spec: spec}
 	r.mu.Lock()
 	_, exists := r.agents[spec.ID]
 	info, known := r.infos[spec.ID]
 	r.mu.Unlock()
 	if exists || known && info.Status.Terminal() {
-		return nil, ""
+		return b
 	}
 	var def *cadre.Definition
 	if spec.Definition != "" {
 		def = r.definition(spec.Definition)
 		if def == nil {
-			return nil, fmt.Sprintf("there is no subagent named %q", spec.Definition)
+			b.err = fmt.Sprintf("there is no subagent named %q", spec.Definition)
+			return b
 		}
 	}
 	if spec.Onboarding && def == nil {
-		return nil, "onboarding needs a subagent definition"
+		b.err = "onboarding needs a subagent definition"
+		return b
 	}
 	norm := strings.ToLower(strings.TrimSpace(spec.Task))
 	r.mu.Lock()
 	if r.created >= lim.MaxAgents {
 		r.mu.Unlock()
 		parent.emit(cadre.EventAgentLimit, map[string]any{"max_agents": lim.MaxAgents, "task": spec.Task})
-		return nil, fmt.Sprintf("agent limit reached: this run has already created %d agents, the most it allows (maxAgents %d). Finish the work with the agents you have, or do it yourself.", lim.MaxAgents, lim.MaxAgents)
+		b.err = fmt.Sprintf("agent limit reached: this run has already created %d agents, the most it allows (maxAgents %d). Finish the work with the agents you have, or do it yourself.", lim.MaxAgents, lim.MaxAgents)
+		return b
 	}
 	if !spec.Onboarding && r.tasks[norm] >= cadre.DefaultCycleRepeats {
 		n := r.tasks[norm]
 		r.mu.Unlock()
 		parent.emit(cadre.EventCycleDetected, map[string]any{"task": spec.Task, "count": n + 1})
-		return nil, fmt.Sprintf("cycle detected: this same task was already delegated %d times in this run. Do not delegate it again; work with the results you have.", n)
+		b.err = fmt.Sprintf("cycle detected: this same task was already delegated %d times in this run. Do not delegate it again; work with the results you have.", n)
+		return b
 	}
 	if !spec.Onboarding {
 		r.tasks[norm]++
 	}
+	r.created++
 	r.mu.Unlock()
 
-	a, start, msg := r.newChild(parent, spec, def)
+	child, start, msg := r.newChild(parent, spec, def)
 	if msg != "" {
-		return nil, msg
+		r.mu.Lock()
+		r.created--
+		r.mu.Unlock()
+		b.err = msg
+		return b
 	}
-	if err := r.create(a, start); err != nil {
-		return nil, "the subagent could not be started: " + err.Error()
-	}
+	b.child, b.start = child, start
+	return b
+}
+
+// born records how a new child was asked for and announces it.
+func (r *Run) born(a *agent, spec loop.ChildSpec) {
 	r.mu.Lock()
 	r.infos[a.id].Mode = spec.Mode
 	r.mu.Unlock()
@@ -70,7 +145,6 @@ func (r *Run) spawn(parent *agent, spec loop.ChildSpec) (*agent, string) {
 		data["name"] = spec.Name
 	}
 	a.emit(cadre.EventAgentSpawned, data)
-	return a, ""
 }
 
 // newChild builds a child agent and its Start input.
@@ -137,7 +211,7 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		cfg.Protocol = cadre.ProtocolTools
 		first = prompt.Onboarding(spec.Context, cfg.MaxQuestions)
 	case def != nil:
-		cfg.System = prompt.Child(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
+		cfg.System = r.childPrompt(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
 			CanDelegate: delegate, Protocol: protocol, Depth: depth, MaxDepth: maxDepth, AskCaller: def.AskCaller, Report: report})
 	default:
 		cfg.System = prompt.SubAgent(prompt.SubAgentParams{Soul: e.cfg.Soul, Identity: e.cfg.Identity, Task: spec.Task,
@@ -202,4 +276,34 @@ func mayDelegate(def *cadre.Definition, parent bool) bool {
 		return parent && (def == nil || !slices.Contains(def.DisallowedTools, loop.ToolSpawnAgent))
 	}
 	return parent && (slices.Contains(def.Tools, loop.ToolSpawnAgent) || slices.Contains(def.Tools, loop.ToolStartBackground))
+}
+
+// promptKey identifies a child's system prompt: the same inputs give the
+// same text, so children of one definition share one string.
+type promptKey struct {
+	def             *cadre.Definition
+	defs            int // the catalogue's generation
+	delegate        bool
+	protocol        cadre.Protocol
+	depth, maxDepth int
+	report          cadre.ReportMode
+}
+
+// childPrompt returns prompt.Child(p), built once per distinct input.
+func (r *Run) childPrompt(p prompt.ChildParams) string {
+	r.mu.Lock()
+	key := promptKey{def: p.Def, defs: r.defsGen, delegate: p.CanDelegate, protocol: p.Protocol, depth: p.Depth, maxDepth: p.MaxDepth, report: p.Report}
+	if s, ok := r.prompts[key]; ok {
+		r.mu.Unlock()
+		return s
+	}
+	r.mu.Unlock()
+	s := prompt.Child(p)
+	r.mu.Lock()
+	if r.prompts == nil {
+		r.prompts = map[promptKey]string{}
+	}
+	r.prompts[key] = s
+	r.mu.Unlock()
+	return s
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
@@ -74,8 +75,9 @@ type State struct {
 	askCall  string // the ask_caller call waiting for an answer
 	question string
 
-	slots []slot
-	open  int
+	slots  []slot
+	slotOf map[string]int // call ID -> index in slots
+	open   int
 	queue []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
 	interrupting bool
@@ -92,6 +94,11 @@ type State struct {
 	blk *block
 
 	finished *Finish
+
+	// specs and offered are the tools offered to the model, computed once
+	// and again when the catalogue changes.
+	specs   []cadre.ToolSpec
+	offered map[string]bool
 }
 
 // New returns a State ready for its Start input.
@@ -294,17 +301,26 @@ func (s *State) modelCall() CallModel {
 }
 
 // toolSpecs are the tools offered to the model: the ordinary ones (none
-// while onboarding), then the subagent tools.
+// while onboarding), then the subagent tools. The slice is shared and must
+// not be modified.
 func (s *State) toolSpecs() []cadre.ToolSpec {
-	var specs []cadre.ToolSpec
-	if !s.cfg.onboarding() {
-		specs = append(specs, s.cfg.Tools...)
+	if s.offered == nil {
+		var specs []cadre.ToolSpec
+		if !s.cfg.onboarding() {
+			specs = append(specs, s.cfg.Tools...)
+		}
+		s.offered = map[string]bool{}
+		for _, name := range s.cfg.subagentTools() {
+			specs = append(specs, subagentSpecs[name])
+			s.offered[name] = true
+		}
+		s.specs = specs[:len(specs):len(specs)]
 	}
-	for _, name := range s.cfg.subagentTools() {
-		specs = append(specs, subagentSpecs[name])
-	}
-	return specs
+	return s.specs
 }
+
+// catalogChanged drops the tools computed from the catalogue.
+func (s *State) catalogChanged() { s.specs, s.offered = nil, nil }
 
 func (s *State) hasTool(name string) bool {
 	if s.cfg.onboarding() {
@@ -319,12 +335,8 @@ func (s *State) hasTool(name string) bool {
 }
 
 func (s *State) offers(name string) bool {
-	for _, n := range s.cfg.subagentTools() {
-		if n == name {
-			return true
-		}
-	}
-	return false
+	s.toolSpecs()
+	return s.offered[name]
 }
 
 func (s *State) toolNames() []string {
@@ -388,6 +400,7 @@ func (s *State) modelResult(in ModelResult) []Action {
 // dispatch handles the tool calls of one assistant message.
 func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	s.slots = make([]slot, len(calls))
+	s.slotOf = make(map[string]int, len(calls))
 	s.open = len(calls)
 	s.phase = phaseTools
 	var (
@@ -396,11 +409,21 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		spawn    Spawn
 	)
 	for i, c := range calls {
-		if c.ID == "" {
+		if _, dup := s.slotOf[c.ID]; c.ID == "" || dup {
+			// Every call needs an ID of its own to be answered.
 			c.ID = fmt.Sprintf("call_%d_%d", s.turns, i+1)
-			s.messages[len(s.messages)-1].ToolCalls[i].ID = c.ID
+			for n := 2; ; n++ {
+				if _, taken := s.slotOf[c.ID]; !taken {
+					break
+				}
+				c.ID = fmt.Sprintf("call_%d_%d_%d", s.turns, i+1, n)
+			}
+			calls := slices.Clone(s.messages[len(s.messages)-1].ToolCalls)
+			calls[i].ID = c.ID
+			s.messages[len(s.messages)-1].ToolCalls = calls
 		}
 		s.slots[i].call = c
+		s.slotOf[c.ID] = i
 		switch {
 		case IsSubagentTool(c.Name) && s.offers(c.Name):
 			acts = append(acts, s.subagentCall(i, c, &spawn)...)
@@ -434,13 +457,8 @@ func (s *State) fill(i int, content string, isError bool) {
 }
 
 func (s *State) slotByCall(id string) int {
-	if id == "" {
-		return -1
-	}
-	for i, sl := range s.slots {
-		if sl.call.ID == id {
-			return i
-		}
+	if i, ok := s.slotOf[id]; ok && id != "" {
+		return i
 	}
 	return -1
 }
@@ -486,7 +504,7 @@ func (s *State) afterTools() []Action {
 			Content: sl.result.Content, IsError: sl.result.IsError,
 		})
 	}
-	s.slots = nil
+	s.slots, s.slotOf = nil, nil
 	s.flushQueue()
 	if s.turns >= s.cfg.maxTurns() && !s.final {
 		s.final = true

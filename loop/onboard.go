@@ -296,6 +296,7 @@ func (s *State) agentCreated(in AgentCreated) []Action {
 		return s.fillCall(in.Ref, "Error: agent "+def.Name+" was not created: "+in.Err, true)
 	}
 	s.cfg.Catalog = append(s.cfg.Catalog, CatalogEntry{Name: def.Name})
+	s.catalogChanged()
 	where := ""
 	if in.File != "" {
 		where = " and written to " + in.File

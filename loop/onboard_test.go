@@ -453,3 +453,29 @@ func TestEmptyReportIsDelivered(t *testing.T) {
 		t.Fatalf("reports %#v", rep)
 	}
 }
+
+// Calls that share an ID, or have none, each get one of their own and are
+// all answered.
+func TestDuplicateCallIDs(t *testing.T) {
+	h := start(t, rootConfig(), "t")
+	acts := h.reply("", call("x", "read_file", `{"path":"a"}`), call("x", "read_file", `{"path":"b"}`), call("", "read_file", `{"path":"c"}`))
+	ct, _ := only[CallTools](acts)
+	ids := map[string]bool{}
+	for _, c := range ct.Calls {
+		ids[c.ID] = true
+	}
+	if len(ct.Calls) != 3 || len(ids) != 3 {
+		t.Fatalf("calls %#v", ct.Calls)
+	}
+	var res []ToolResult
+	for _, c := range ct.Calls {
+		res = append(res, ToolResult{CallID: c.ID, Content: "ok"})
+	}
+	if _, ok := only[CallModel](h.step(ToolResults{Results: res})); !ok {
+		t.Fatal("every call must be answered")
+	}
+	last := h.s.Messages()[len(h.s.Messages())-4]
+	if last.Role != cadre.RoleAssistant || last.ToolCalls[1].ID == "x" || last.ToolCalls[2].ID == "" {
+		t.Fatalf("the assistant message must carry the new IDs: %#v", last.ToolCalls)
+	}
+}
