@@ -59,6 +59,8 @@ type Store struct {
 	w    *sql.DB    // one connection: every write, made by c
 	r    *sql.DB    // read-only connections
 	c    *committer // group-commits writes
+	// Statements of the busiest writes, prepared once on w.
+	insJournal, insEvent *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -124,9 +126,22 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
+	if s.insJournal, err = w.PrepareContext(ctx, insertJournal); err == nil {
+		s.insEvent, err = w.PrepareContext(ctx, insertEvent)
+	}
+	if err != nil {
+		_ = errors.Join(r.Close(), w.Close())
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
 	go s.run()
 	return s, nil
 }
+
+// The statements of the busiest writes.
+const (
+	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`
+	insertEvent   = `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`
+)
 
 // dsn is a file: URI for the driver, so that any path works.
 func dsn(abs string, q url.Values) string {
@@ -139,7 +154,7 @@ func dsn(abs string, q url.Values) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.c.close()
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
@@ -371,10 +386,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		}
 	}
 	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: append journal: %w", err)
-		}
+		stmt := tx.StmtContext(ctx, s.insJournal)
 		defer stmt.Close()
 		for i := range entries {
 			e := &entries[i]
@@ -482,10 +494,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			}
 			next[run] = last - count[run] + 1
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("sqlite: append events: %w", err)
-		}
+		stmt := tx.StmtContext(ctx, s.insEvent)
 		defer stmt.Close()
 		for i := range events {
 			ev := &events[i]
