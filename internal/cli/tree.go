@@ -63,15 +63,21 @@ const (
 	maxTreeText = 8
 	// maxTreeNotes is how many notes (failures, limits) are kept.
 	maxTreeNotes = 5
+	// minTreeTask is the fewest cells an agent's task gets before its
+	// line leaves out the turns and tokens.
+	minTreeTask = 20
 )
 
+// newTreeView starts drawing run.
 func newTreeView(con *console, run *local.Run, budget int64) *treeView {
 	v := makeTreeView(con, run, budget)
-	go v.loop()
+	v.start(run)
 	return v
 }
 
-// makeTreeView returns a view that does not draw until its loop is started.
+// makeTreeView returns a view that collects events but draws nothing until
+// it is started. Made before a run starts, it misses none of the root's
+// text.
 func makeTreeView(con *console, run treeSource, budget int64) *treeView {
 	v := &treeView{con: con, run: run, budget: budget, interval: 100 * time.Millisecond, now: time.Now,
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -118,6 +124,12 @@ func (v *treeView) note(s string) {
 	}
 }
 
+// start draws src until the view is closed.
+func (v *treeView) start(src treeSource) {
+	v.run = src
+	go v.loop()
+}
+
 func (v *treeView) loop() {
 	defer close(v.done)
 	t := time.NewTicker(v.interval)
@@ -133,7 +145,8 @@ func (v *treeView) loop() {
 	}
 }
 
-// close draws the last frame and leaves it on screen.
+// close draws the last frame and leaves it on screen. The view must have
+// been started.
 func (v *treeView) close() {
 	close(v.stop)
 	<-v.done
@@ -249,8 +262,16 @@ func (f treeFrame) render() []string {
 		nameCol = max(nameCol, displayWidth(agentLabel(a)))
 	}
 	nameCol = min(nameCol, cols/3)
+	// On a narrow terminal the turns and tokens make way for the task.
+	compact := false
 	for _, a := range shown {
-		lines = append(lines, fitWidth(f.agentLine(a, nameCol), cols))
+		if cols-displayWidth(f.agentStats(a, nameCol, false)) < minTreeTask {
+			compact = true
+		}
+	}
+	for _, a := range shown {
+		line := f.agentStats(a, nameCol, compact) + sanitize(strings.Join(strings.Fields(a.Task), " "))
+		lines = append(lines, fitWidth(line, cols))
 	}
 	if len(hidden) > 0 {
 		lines = append(lines, fitWidth(hiddenLine(hidden), cols))
@@ -289,16 +310,21 @@ func agentLabel(a local.AgentInfo) string {
 	return strings.Repeat("  ", a.Depth) + statusMark(a.Status) + " " + sanitize(name)
 }
 
-func (f treeFrame) agentLine(a local.AgentInfo, nameCol int) string {
+// agentStats is an agent's line up to its task: its label, padded to
+// nameCol, its status, turns, tokens and elapsed time. Compact leaves out
+// the turns and tokens.
+func (f treeFrame) agentStats(a local.AgentInfo, nameCol int, compact bool) string {
 	end := f.Now
 	if !a.Ended.IsZero() {
 		end = a.Ended
 	}
 	label := agentLabel(a)
-	pad := max(nameCol-displayWidth(label), 0)
-	return fmt.Sprintf("%s%s  %-9s  turns %-2d %5s tok  %5s  %s",
-		label, strings.Repeat(" ", pad), a.Status, a.Turns, humanTokens(a.Usage.Total()),
-		elapsedText(end.Sub(a.Started)), sanitize(strings.Join(strings.Fields(a.Task), " ")))
+	pad := strings.Repeat(" ", max(nameCol-displayWidth(label), 0))
+	if compact {
+		return fmt.Sprintf("%s%s  %-9s  %5s  ", label, pad, a.Status, elapsedText(end.Sub(a.Started)))
+	}
+	return fmt.Sprintf("%s%s  %-9s  turns %-2d %5s tok  %5s  ",
+		label, pad, a.Status, a.Turns, humanTokens(a.Usage.Total()), elapsedText(end.Sub(a.Started)))
 }
 
 func (f treeFrame) budgetLine() string {

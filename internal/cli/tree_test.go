@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +165,37 @@ func TestTreeFrameFitsWidth(t *testing.T) {
 			}
 			if _, l := lineWith(lines, "Erase"); width >= 80 && !strings.Contains(l, "Erase[2J the screen tab") {
 				t.Errorf("control characters were not dropped: %q", l)
+			}
+		})
+	}
+}
+
+// On a narrow terminal the turns and tokens make way for the task; the
+// status and elapsed time stay.
+func TestTreeFrameNarrow(t *testing.T) {
+	for _, tt := range []struct {
+		width   int
+		compact bool
+	}{{40, true}, {60, true}, {100, false}, {200, false}} {
+		t.Run(fmt.Sprint(tt.width), func(t *testing.T) {
+			f := treeFrame{Agents: sampleTree(), Now: treeT0.Add(5 * time.Second), Budget: 100, Width: tt.width, Height: 30}
+			lines := f.render()
+			for i, a := range treeOrder(sampleTree()) {
+				l := lines[i]
+				if !strings.Contains(l, "  "+string(a.Status)+" ") || !regexp.MustCompile(`  \d+\.\ds  `).MatchString(l) {
+					t.Errorf("line %q lacks the status or the elapsed time", l)
+				}
+				if got := strings.Contains(l, " turns "); got == tt.compact {
+					t.Errorf("line %q: shows the turns %v on %d columns", l, got, tt.width)
+				}
+				task := l[strings.LastIndex(l, "  ")+2:]
+				least := min(minTreeTask, displayWidth(a.Task))
+				if tt.width < 60 {
+					least = 2 // too narrow for more than the start of it
+				}
+				if displayWidth(task) < least || !strings.HasPrefix(a.Task, strings.TrimSuffix(task, "…")) {
+					t.Errorf("line %q shows %q of the task %q", l, task, a.Task)
+				}
 			}
 		})
 	}
@@ -443,5 +476,82 @@ func TestTreeViewClose(t *testing.T) {
 	defer con.mu.Unlock()
 	if con.frame != 0 {
 		t.Errorf("the console would erase the last frame (%d lines)", con.frame)
+	}
+}
+
+// fruitScript is a run of the scripted model: the root spawns alpha and
+// beta in one reply; each takes a while, reports and ends; the root
+// answers. Each reply takes a while, so that a frame is drawn between any
+// two of them (and the live view is set up before the root streams).
+const fruitScript = `
+root:
+  - delay: 200ms
+    text: "Splitting the work."
+    tool_calls:
+      - name: spawn_agent
+        arguments: {agent: alpha, task: "Count the apples in the basket."}
+      - name: spawn_agent
+        arguments: {agent: beta, task: "Count the pears in the basket."}
+    usage: {input: 400, output: 50}
+  - delay: 300ms
+    text: "There are 3 apples and 4 pears."
+    usage: {input: 600, output: 20}
+alpha:
+  - delay: 800ms
+    tool_calls:
+      - name: send_agent_message
+        arguments: {text: "3 apples"}
+    usage: {input: 100, output: 10}
+  - text: "Sent."
+    repeat: true
+beta:
+  - delay: 800ms
+    tool_calls:
+      - name: send_agent_message
+        arguments: {text: "4 pears"}
+    usage: {input: 100, output: 10}
+  - text: "Sent."
+    repeat: true
+`
+
+const fruitAnswer = "There are 3 apples and 4 pears."
+
+// scriptedProject writes a project with the agents alpha and beta and a
+// script for the scripted model, and returns its folder and the model to
+// pass to --model.
+func scriptedProject(t *testing.T, script string) (dir, model string) {
+	t.Helper()
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "alpha.md"), "---\nname: alpha\ndescription: Counts apples.\n---\nYou count apples.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "beta.md"), "---\nname: beta\ndescription: Counts pears.\n---\nYou count pears.\n")
+	writeFile(t, filepath.Join(dir, "script.yaml"), script)
+	return dir, "scripted:" + filepath.Join(dir, "script.yaml")
+}
+
+// When stderr is not a terminal there is no tree: progress is plain lines.
+func TestTreeOffWhenNotTerminal(t *testing.T) {
+	dir, model := scriptedProject(t, fruitScript)
+	res := runBinary(t, dir, nil, "run", "--store", "none", "--approve", "none", "-m", model, "Count the fruit")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	if res.stdout != fruitAnswer+"\n" {
+		t.Errorf("stdout %q, want the answer alone", res.stdout)
+	}
+	if strings.ContainsRune(res.stderr, '\x1b') {
+		t.Errorf("stderr holds escape sequences:\n%q", res.stderr)
+	}
+	for _, want := range []string{
+		"root ⇢ root/alpha.1 (alpha, sync): Count the apples in the basket.\n",
+		"root ⇢ root/beta.1 (beta, sync): Count the pears in the basket.\n",
+		"root/alpha.1 done\n",
+		"root/beta.1 done\n",
+	} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	if strings.Contains(res.stderr, "turns ") || strings.Contains(res.stderr, "budget") {
+		t.Errorf("stderr shows the tree:\n%s", res.stderr)
 	}
 }
