@@ -56,6 +56,18 @@ func (c *console) eraseLocked(b *strings.Builder) {
 	}
 }
 
+// println writes a line below the screen's frame, which the next frame is
+// drawn after.
+func (c *console) println(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	c.eraseLocked(&b)
+	b.WriteString(s)
+	b.WriteString("\n")
+	io.WriteString(c.w, b.String())
+}
+
 // keep leaves the current frame on screen for good: later output starts
 // below it.
 func (c *console) keep() {

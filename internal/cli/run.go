@@ -224,15 +224,20 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 			fmt.Fprintln(a.io.Stdout, text)
 		}
 	})
+	// The view exists before the run starts, so it sees the first events.
+	var tree *treeView
+	if tty && !f.noTree && !f.json {
+		tree = makeTreeView(con, nil, w.engine.Limits.WithDefaults().BudgetTokens)
+		view.Store(tree)
+	}
 	run, err := begin(ctx, local.New(w.engine))
 	if err != nil {
 		return err
 	}
-	if tty && !f.noTree && !f.json {
-		budget := w.engine.Limits.WithDefaults().BudgetTokens
-		view.Store(newTreeView(con, run, budget))
+	if tree != nil {
+		tree.start(run)
 	}
-	stopSignals := a.watchInterrupts(run)
+	stopSignals := a.watchInterrupts(run, con)
 	defer stopSignals()
 	res, err := run.Wait()
 	if v := view.Load(); v != nil {
@@ -416,7 +421,7 @@ func (a *app) storePath(cfg *config) string {
 
 // watchInterrupts cancels the run gracefully on the first Ctrl+C and aborts
 // it on the second. It returns a function that stops watching.
-func (a *app) watchInterrupts(run *local.Run) func() {
+func (a *app) watchInterrupts(run *local.Run, con *console) func() {
 	if a.io.Interrupts == nil {
 		return func() {}
 	}
@@ -430,7 +435,7 @@ func (a *app) watchInterrupts(run *local.Run) func() {
 			case <-a.io.Interrupts:
 				n++
 				if n == 1 {
-					fmt.Fprintln(a.io.Stderr, "\ncadre: stopping the run (press Ctrl+C again to abort at once)")
+					con.println("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
 					run.Cancel("interrupted by Ctrl+C")
 				} else {
 					run.Abort()
