@@ -88,9 +88,20 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
 	root := agents[cadre.RootID]
-	if root == nil {
-		r.abandon(nil)
-		return nil, fmt.Errorf("resume run %s: its root agent never started; start the task again with cadre run", id)
+	fresh := root == nil
+	if fresh {
+		// The process stopped before the root's start was recorded: nothing
+		// was done yet, so the run starts from the beginning.
+		var start loop.Start
+		root, start, err = r.newRoot()
+		if err == nil {
+			r.created++
+			err = r.create(root, start)
+		}
+		if err != nil {
+			r.abandon(err)
+			return nil, fmt.Errorf("resume run %s: start its root agent: %w", id, err)
+		}
 	}
 	rec.Status = cadre.StatusRunning
 	if err := s.UpdateRun(ctx, rec); err != nil {
@@ -99,6 +110,10 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 	}
 	r.emit(cadre.Event{Type: cadre.EventRunResumed, Data: map[string]any{"task": rec.Task, "agents": len(all)}})
 	r.watch(ctx)
+	if fresh {
+		r.launch(root, nil)
+		return r, nil
+	}
 	if fin, ok := root.st.Finished(); ok {
 		// The root had ended: only the run's own end was not recorded.
 		go r.finish(fin)

@@ -613,13 +613,8 @@ func (c *crashRun) complete(rng *rand.Rand, span time.Duration, stats *crashStat
 			t.Fatalf("the run ended %s: %s\n%s", st.run.Status, st.run.Error, c.context(st.journal))
 		case !st.rootStarted:
 			// Killed between recording the run and journaling its root's
-			// start: that run cannot be resumed, and cadre resume says so.
-			p := c.exec(false, 0, c.resumeArgs()...)
-			stats.procs++
-			if p.code == 0 || !strings.Contains(p.stderr, "never started") || len(c.model.phaseCalls(p.phase)) > 0 {
-				t.Errorf("resuming a run whose root never started: %s\nstderr:\n%s", p, p.stderr)
-			}
-			args = c.runArgs()
+			// start: resuming starts the run from the beginning.
+			args = c.resumeArgs()
 		case rng.IntN(3) == 0:
 			args = c.runResumeArgs()
 		default:
@@ -986,14 +981,19 @@ func TestE2ERunResumeAfterKillBeforeRootStarted(t *testing.T) {
 	}
 	s.Close()
 
-	res = runBinaryWithin(t, time.Minute, dir, env, "resume", "--store", db)
-	if res.code == 0 || !strings.Contains(lastLine(res.stderr), "never started") {
-		t.Errorf("resume: exit %d, stderr %q", res.code, res.stderr)
-	}
 	for try := range 2 {
 		res = runBinaryWithin(t, time.Minute, dir, env, "run", "--resume", "--store", db, "-m", "openai:test-model", task)
 		if res.code != 0 || strings.TrimSpace(res.stdout) != "answer to "+task {
 			t.Errorf("run --resume, try %d: exit %d, stdout %q, stderr:\n%s", try+1, res.code, res.stdout, res.stderr)
 		}
+	}
+	// The first try carried on the run the kill left, from its start.
+	s, err = sqlite.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rec, err := s.GetRun(ctx, orphan.ID); err != nil || rec.Status != cadre.StatusDone || rec.Answer != "answer to "+task {
+		t.Errorf("the interrupted run: %+v, %v", rec, err)
 	}
 }
