@@ -351,7 +351,7 @@ func TestToolCallErrors(t *testing.T) {
 		"c": "internal agent",
 		"d": `no subagent named "ghost"`,
 		"e": "requires onboarding",
-		"f": "needs both `agent`",
+		"f": `missing required argument "agent"`,
 		"g": "not one of your subagents",
 		"h": "no parent agent",
 	}

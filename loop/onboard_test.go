@@ -479,3 +479,17 @@ func TestDuplicateCallIDs(t *testing.T) {
 		t.Fatalf("the assistant message must carry the new IDs: %#v", last.ToolCalls)
 	}
 }
+
+// Arguments of the wrong kind are reported against the tool's parameters.
+func TestSubagentArgumentTypes(t *testing.T) {
+	h := start(t, rootConfig(), "t")
+	h.reply("", call("a", ToolSpawnAgent, `{"agent": 5, "task": "x"}`), call("b", ToolFork, `{"handle":"h","count":"three"}`))
+	for _, m := range h.s.Messages() {
+		if m.Role == cadre.RoleTool && (!m.IsError || !strings.Contains(m.Content, "do not match its parameters")) {
+			t.Errorf("%s: %q", m.ToolCallID, m.Content)
+		}
+	}
+	if m := h.s.Messages()[len(h.s.Messages())-2]; !strings.Contains(m.Content, "Available agents: careful, researcher.") {
+		t.Errorf("spawn_agent's error should list the agents: %q", m.Content)
+	}
+}

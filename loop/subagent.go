@@ -9,6 +9,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // subagentArgs holds the arguments of every subagent tool.
@@ -41,8 +42,22 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 	if raw == "" || raw == "null" {
 		raw = "{}"
 	}
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
 		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%v). Call it again with a JSON object.", c.Name, err), true)
+		return nil
+	}
+	if err := tool.Validate(subagentSpecs[c.Name].Parameters, json.RawMessage(raw)); err != nil {
+		msg := fmt.Sprintf("Error: the arguments of %s do not match its parameters: %v. Call it again with arguments that do.", c.Name, err)
+		switch c.Name {
+		case ToolSpawnAgent, ToolStartBackground, ToolOnboard, ToolAgentCall, ToolCallAgent:
+			msg += " Available agents: " + s.available() + "."
+		}
+		s.fill(i, msg, true)
+		return nil
+	}
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		s.fill(i, fmt.Sprintf("Error: the arguments of %s do not match its parameters (%v). Call it again with arguments that do.", c.Name, err), true)
 		return nil
 	}
 	switch c.Name {
