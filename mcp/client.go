@@ -1,0 +1,468 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// Defaults of Config.
+const (
+	// DefaultConnectTimeout bounds starting a server, the MCP handshake and
+	// listing its tools. Servers run with npx or uvx may download
+	// themselves on first use, hence the generous time.
+	DefaultConnectTimeout = 60 * time.Second
+	// DefaultStopTimeout is how long Close waits for a stdio server to exit
+	// after closing its stdin, and again after SIGTERM, before killing it.
+	DefaultStopTimeout = 2 * time.Second
+	// DefaultClientName is how the Client introduces itself to servers.
+	DefaultClientName = "cadre"
+)
+
+// Config configures a Client. Only Servers is needed; the rest have
+// working zero values.
+type Config struct {
+	// Servers are the MCP servers to use, by name. The name is the SERVER
+	// of the tools' names mcp__SERVER__TOOL.
+	Servers map[string]ServerConfig
+	// ConnectTimeout bounds connecting to one server and listing its
+	// tools; 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// StopTimeout is how long Close gives a stdio server to exit, first
+	// after closing its stdin and again after SIGTERM; 0 means
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
+	// HTTPClient reaches the servers configured with a URL. Nil means
+	// http.DefaultTransport, with no overall timeout (a call lasts as long
+	// as the tool takes).
+	HTTPClient *http.Client
+	// Name and Version are how the Client introduces itself to servers;
+	// empty means DefaultClientName and "dev".
+	Name, Version string
+	// Logger receives the SDK's records and a debug record of each call.
+	// Nil means no logging.
+	Logger *slog.Logger
+}
+
+// A ServerConfig says how to reach one MCP server: set Command (a program
+// speaking MCP on its stdin and stdout) or URL (a streamable HTTP
+// endpoint), or Transport.
+type ServerConfig struct {
+	// Command and Args start the server. Command is looked up in PATH
+	// when it has no slash.
+	Command string
+	Args    []string
+	// Env is added to cadre's own environment for the server.
+	Env map[string]string
+	// Dir is the server's working directory; empty means cadre's.
+	Dir string
+
+	// URL is the server's streamable HTTP endpoint.
+	URL string
+	// Headers are sent with every request to URL (an Authorization
+	// header, for instance).
+	Headers map[string]string
+
+	// Transport, when set, is used instead of Command and URL: a server
+	// in the same process (sdk.NewInMemoryTransports) or a transport of
+	// one's own.
+	Transport sdk.Transport
+}
+
+// kind names the transport of sc for listings and errors.
+func (sc ServerConfig) kind() string {
+	switch {
+	case sc.Transport != nil:
+		return "custom"
+	case sc.URL != "":
+		return "http"
+	}
+	return "stdio"
+}
+
+// describe says where sc leads, such as "stdio: npx -y server" or
+// "http: https://example.com/mcp".
+func (sc ServerConfig) describe() string {
+	switch sc.kind() {
+	case "custom":
+		return fmt.Sprintf("custom: %T", sc.Transport)
+	case "http":
+		return "http: " + sc.URL
+	}
+	return "stdio: " + sc.commandLine()
+}
+
+// commandLine is Command and Args as one line.
+func (sc ServerConfig) commandLine() string {
+	return strings.Join(append([]string{sc.Command}, sc.Args...), " ")
+}
+
+// A Client connects to MCP servers and offers their tools as cadre tools.
+// Use NewClient, then Connect, then Tools; Close stops every server.
+type Client struct {
+	cfg    Config
+	sdk    *sdk.Client
+	logger *slog.Logger
+
+	// ctx ends when Close begins, which aborts the calls in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	connected bool
+	closed    bool
+	servers   map[string]*server
+	// connecting and calls count Connect and the tool calls under way;
+	// Add only under mu while not closed.
+	connecting sync.WaitGroup
+	calls      sync.WaitGroup
+}
+
+// NewClient returns a Client for cfg. It starts nothing.
+func NewClient(cfg Config) *Client {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.Name == "" {
+		cfg.Name = DefaultClientName
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		cfg:    cfg,
+		logger: logger,
+		sdk: sdk.NewClient(&sdk.Implementation{Name: cfg.Name, Version: cfg.Version}, &sdk.ClientOptions{
+			Logger: logger,
+			// No roots, sampling or elicitation: cadre only calls tools.
+			Capabilities: &sdk.ClientCapabilities{},
+		}),
+		ctx:     ctx,
+		cancel:  cancel,
+		servers: map[string]*server{},
+	}
+}
+
+// Connect starts or reaches every configured server at once, completes the
+// MCP handshake and lists its tools. It returns when each has succeeded or
+// failed: the error joins one *ServerError per server that failed, in the
+// order of their names, and the servers that succeeded are ready. A Client
+// connects once; later calls return an error.
+func (c *Client) Connect(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if c.connected {
+		c.mu.Unlock()
+		return errors.New("mcp: Connect was already called")
+	}
+	c.connected = true
+	for name, sc := range c.cfg.Servers {
+		c.servers[name] = &server{name: name, cfg: sc, client: c}
+	}
+	c.connecting.Add(1)
+	defer c.connecting.Done()
+	c.mu.Unlock()
+
+	// Close gives up on connections under way.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.ctx, cancel)
+	defer stop()
+
+	var wg sync.WaitGroup
+	for _, s := range c.servers {
+		wg.Go(func() { s.connect(ctx) })
+	}
+	wg.Wait()
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(c.servers)) {
+		if err := c.servers[name].err; err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Tools returns the tools of every connected server, sorted by name.
+func (c *Client) Tools() []cadre.Tool {
+	var out []cadre.Tool
+	for _, s := range c.Servers() {
+		for _, t := range s.Tools {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b cadre.Tool) int { return strings.Compare(a.Spec().Name, b.Spec().Name) })
+	return out
+}
+
+// ServerInfo is what a Client knows of one server after Connect.
+type ServerInfo struct {
+	// Name is the server's configured name.
+	Name string
+	// Transport is "stdio", "http" or "custom"; Target is the command line
+	// or URL.
+	Transport, Target string
+	// Tools are the server's tools, sorted by name; nil when it failed.
+	Tools []*Tool
+	// Err says why the server could not be used; nil when it connected.
+	Err error
+}
+
+// Servers describes every configured server, sorted by name.
+func (c *Client) Servers() []ServerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ServerInfo
+	for _, name := range slices.Sorted(maps.Keys(c.servers)) {
+		s := c.servers[name]
+		info := ServerInfo{Name: name, Transport: s.cfg.kind(), Target: s.cfg.describe(), Err: s.err}
+		if s.err == nil {
+			info.Tools = slices.Clone(s.tools)
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Close stops every server: it aborts the calls in flight, ends each
+// session and stops each process (see the package documentation). When
+// ctx ends first, the processes that are left are killed; Close still
+// returns only once they have been reaped, with ctx's error. Close may be
+// called more than once.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	servers := make([]*server, 0, len(c.servers))
+	for _, s := range c.servers {
+		servers = append(servers, s)
+	}
+	c.mu.Unlock()
+	// Cancelling the calls in flight tells their servers; let them say so
+	// before the sessions end.
+	c.cancel()
+	c.connecting.Wait()
+	callsDone := make(chan struct{})
+	go func() {
+		c.calls.Wait()
+		close(callsDone)
+	}()
+	select {
+	case <-callsDone:
+	case <-ctx.Done():
+	}
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() { s.close(ctx) })
+	}
+	wg.Wait()
+	// With every session ended and process stopped, no call is left
+	// waiting.
+	<-callsDone
+	return ctx.Err()
+}
+
+// isClosed reports whether Close has begun.
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// beginCall counts a call in flight, or reports false when the Client is
+// closed. A call that began must call c.calls.Done.
+func (c *Client) beginCall() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.calls.Add(1)
+	return true
+}
+
+// A server is one configured server and its session.
+type server struct {
+	name   string
+	cfg    ServerConfig
+	client *Client
+
+	// Set by connect, read-only afterwards.
+	session *sdk.ClientSession
+	proc    *process         // nil unless started from Command
+	http    *headerTransport // nil unless reached by URL
+	tools   []*Tool
+	err     error
+
+	closeOnce sync.Once
+}
+
+// connect starts or reaches the server, completes the handshake and lists
+// its tools, setting s.err on failure.
+func (s *server) connect(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.client.cfg.ConnectTimeout)
+	defer cancel()
+	// A failure after the process started must not leave it running.
+	defer func() {
+		if s.err != nil {
+			s.close(context.Background())
+		}
+	}()
+	var t sdk.Transport
+	switch s.cfg.kind() {
+	case "custom":
+		t = s.cfg.Transport
+	case "http":
+		base := http.DefaultTransport
+		hc := s.client.cfg.HTTPClient
+		if hc != nil && hc.Transport != nil {
+			base = hc.Transport
+		}
+		s.http = &headerTransport{base: base, headers: s.cfg.Headers}
+		client := &http.Client{Transport: s.http}
+		if hc != nil {
+			client.Jar, client.CheckRedirect = hc.Jar, hc.CheckRedirect
+		}
+		t = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, MaxRetries: 2}
+	default:
+		if s.cfg.Command == "" {
+			s.err = &ServerError{Server: s.name, Op: "start", Err: errors.New("no command, URL or transport is configured"),
+				Hint: fmt.Sprintf("give mcpServers.%s a command or a url", s.name)}
+			return
+		}
+		p, pt, err := startProcess(s.cfg)
+		if err != nil {
+			s.err = startError(s.name, s.cfg, err)
+			return
+		}
+		s.proc, t = p, pt
+	}
+	session, err := s.client.sdk.Connect(ctx, t, nil)
+	if err != nil {
+		s.err = s.failure(ctx, "connect", err)
+		return
+	}
+	s.session = session
+	var tools []*Tool
+	for st, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			s.err = s.failure(ctx, "list tools", err)
+			return
+		}
+		tools = append(tools, newTool(s, st))
+	}
+	slices.SortFunc(tools, func(a, b *Tool) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	for i := 1; i < len(tools); i++ {
+		if tools[i].spec.Name == tools[i-1].spec.Name {
+			s.err = &ServerError{Server: s.name, Op: "list tools",
+				Err:  fmt.Errorf("the tools %q and %q both become %s", tools[i-1].remote, tools[i].remote, tools[i].spec.Name),
+				Hint: "cadre cannot tell them apart; this server cannot be used as it is"}
+			return
+		}
+	}
+	s.tools = tools
+	s.client.logger.Debug("mcp server connected", "server", s.name, "tools", len(tools))
+}
+
+// failure describes an error of op (connect, list tools) with what is known
+// of the server: whether its process exited, its stderr, its HTTP status.
+func (s *server) failure(ctx context.Context, op string, err error) *ServerError {
+	se := &ServerError{Server: s.name, Op: op, Err: err}
+	switch {
+	case s.proc != nil:
+		// The handshake fails as the process exits; give it a moment to
+		// be reaped so its status can be told.
+		if s.proc.hasExited(time.Second) {
+			se.Err = fmt.Errorf("the server exited (%s) before it answered", s.proc.exitStatus())
+			se.Hint = fmt.Sprintf("check that %s runs on its own and speaks MCP on stdin and stdout", s.cfg.commandLine())
+		} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			se.Err = fmt.Errorf("no answer within %s", s.client.cfg.ConnectTimeout)
+			se.Hint = fmt.Sprintf("check that %s is an MCP server speaking on stdin and stdout", s.cfg.commandLine())
+		}
+		se.Stderr = s.proc.stderr.String()
+	case s.http != nil:
+		if r := s.http.lastRefusal(); r != "" {
+			se.Err = errors.New(r)
+			se.Hint = httpHint(s.name, r)
+		} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			se.Err = fmt.Errorf("no answer from %s within %s", s.cfg.URL, s.client.cfg.ConnectTimeout)
+			se.Hint = httpHint(s.name, "")
+		} else {
+			se.Hint = httpHint(s.name, "")
+		}
+	}
+	return se
+}
+
+// callFailure describes a failed call of the server's tool remote.
+func (s *server) callFailure(remote string, err error) error {
+	op := "call " + remote
+	if s.client.isClosed() {
+		return &ServerError{Server: s.name, Op: op, Err: ErrClosed}
+	}
+	stopped := errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	se := &ServerError{Server: s.name, Op: op, Err: err}
+	if s.proc != nil && s.proc.hasExited(200*time.Millisecond) {
+		stopped = true
+		se.Stderr = s.proc.stderr.String()
+		se.Err = fmt.Errorf("%w (%s)", ErrServerStopped, s.proc.exitStatus())
+	} else if stopped {
+		se.Err = fmt.Errorf("%w: %v", ErrServerStopped, err)
+	}
+	if stopped {
+		se.Hint = fmt.Sprintf("its tools (mcp__%s__…) cannot be used for the rest of this run; carry on without them", s.name)
+	} else if s.http != nil {
+		if r := s.http.lastRefusal(); r != "" {
+			se.Err = fmt.Errorf("%v (%s)", err, r)
+		}
+	}
+	return se
+}
+
+// close ends the session and stops the process, once.
+func (s *server) close(ctx context.Context) {
+	s.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		if s.session != nil {
+			// Ending the session closes the process's stdin, which asks
+			// it to exit; for HTTP, it ends the session on the server.
+			wg.Go(func() { _ = s.session.Close() })
+		}
+		if s.proc != nil {
+			s.proc.stop(ctx, s.client.cfg.StopTimeout)
+		}
+		wg.Wait()
+	})
+}
+
+// toolName turns a server's tool name into a cadre tool name:
+// mcp__SERVER__TOOL, with characters model APIs refuse in names replaced
+// by _.
+func toolName(server, tool string) string {
+	return "mcp__" + server + "__" + badNameChars.ReplaceAllString(tool, "_")
+}
+
+var badNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)

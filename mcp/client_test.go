@@ -1,0 +1,275 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cadre-ai/cadre"
+)
+
+func TestListAndCall(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	var names []string
+	for _, tl := range c.Tools() {
+		names = append(names, tl.Spec().Name)
+	}
+	want := []string{"mcp__demo__crash", "mcp__demo__echo", "mcp__demo__env", "mcp__demo__fail", "mcp__demo__get_weather",
+		"mcp__demo__mixed", "mcp__demo__slow", "mcp__demo__structured", "mcp__demo__write"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Fatalf("tool names (-want +got):\n%s", diff)
+	}
+
+	echo := tool(t, c, "mcp__demo__echo")
+	spec := echo.Spec()
+	if spec.Description != "Echo the text back." {
+		t.Errorf("description %q", spec.Description)
+	}
+	var schema struct {
+		Type       string `json:"type"`
+		Properties map[string]struct {
+			Type        string `json:"type"`
+			Description string `json:"description"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	if err := json.Unmarshal(spec.Parameters, &schema); err != nil {
+		t.Fatalf("parameters %s: %v", spec.Parameters, err)
+	}
+	if schema.Type != "object" || schema.Properties["text"].Type != "string" || schema.Properties["text"].Description != "the text to echo" ||
+		!slices.Equal(schema.Required, []string{"text"}) {
+		t.Errorf("parameters %s", spec.Parameters)
+	}
+	if echo.Server() != "demo" || echo.RemoteName() != "echo" {
+		t.Errorf("server %q, remote name %q", echo.Server(), echo.RemoteName())
+	}
+
+	got, err := echo.Call(context.Background(), json.RawMessage(`{"text":"hello"}`))
+	if err != nil || got != "echo: hello" {
+		t.Fatalf("echo: %q, %v", got, err)
+	}
+	// A name the model API would refuse is rewritten; the call uses the
+	// server's own name.
+	if got, err := tool(t, c, "mcp__demo__get_weather").Call(context.Background(), nil); err != nil || got != "sunny" {
+		t.Fatalf("get.weather: %q, %v", got, err)
+	}
+	if got, err := tool(t, c, "mcp__demo__structured").Call(context.Background(), json.RawMessage(`{}`)); err != nil || got != `{"temp":21}` {
+		t.Fatalf("structured: %q, %v", got, err)
+	}
+}
+
+// The calls of one reply run at the same time over one session.
+func TestConcurrentCalls(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	echo := tool(t, c, "mcp__demo__echo")
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Go(func() {
+			want := fmt.Sprintf("echo: call %d", i)
+			got, err := echo.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"text":"call %d"}`, i)))
+			if err != nil || got != want {
+				errs <- fmt.Errorf("call %d: %q, %v", i, got, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestReadOnlyAnnotation(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	for name, want := range map[string]bool{"mcp__demo__echo": false, "mcp__demo__write": true, "mcp__demo__fail": true} {
+		if got := cadre.Mutates(tool(t, c, name)); got != want {
+			t.Errorf("%s mutates: %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestErrorResult(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	_, err := tool(t, c, "mcp__demo__fail").Call(context.Background(), json.RawMessage(`{"text":"42"}`))
+	var te *ToolError
+	if !errors.As(err, &te) || te.Tool != "mcp__demo__fail" || !strings.Contains(err.Error(), "no such record: 42") {
+		t.Fatalf("error %T %v", err, err)
+	}
+	// Arguments the server's schema refuses are an error result too.
+	_, err = tool(t, c, "mcp__demo__echo").Call(context.Background(), json.RawMessage(`{"text":3}`))
+	if err == nil {
+		t.Fatal("a call with arguments of the wrong type succeeded")
+	}
+}
+
+func TestContentKinds(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	got, err := tool(t, c, "mcp__demo__mixed").Call(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		"a chart:",
+		"[image: image/png, 12 KB]",
+		"[audio: audio/wav, 900 bytes]",
+		"[resource link: file:///tmp/report.csv (report), text/csv]",
+		"[resource file:///notes.txt]\nthe notes",
+		"[resource file:///blob.bin: unknown type, 2.5 MB]",
+	}, "\n")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+}
+
+// One server failing does not keep the others from being used.
+func TestCommandNotFound(t *testing.T) {
+	c := NewClient(Config{Servers: map[string]ServerConfig{
+		"demo":   inMemory(t, newTestServer()),
+		"broken": {Command: "cadre-test-no-such-command"},
+	}})
+	defer c.Close(context.Background())
+	err := c.Connect(context.Background())
+	var se *ServerError
+	if !errors.As(err, &se) || se.Server != "broken" || se.Op != "start" {
+		t.Fatalf("error %T %v", err, err)
+	}
+	for _, want := range []string{`mcp server "broken"`, `command "cadre-test-no-such-command" not found`, "mcpServers.broken"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if len(c.Tools()) == 0 {
+		t.Error("the working server's tools are missing")
+	}
+	infos := c.Servers()
+	if len(infos) != 2 || infos[0].Name != "broken" || infos[0].Err == nil || infos[0].Tools != nil || infos[1].Err != nil {
+		t.Errorf("servers %+v", infos)
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return newTestServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer good" {
+			http.Error(w, "invalid token", http.StatusUnauthorized)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	c := connect(t, Config{Servers: map[string]ServerConfig{
+		"web": {URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer good"}},
+	}})
+	got, err := tool(t, c, "mcp__web__echo").Call(context.Background(), json.RawMessage(`{"text":"over http"}`))
+	if err != nil || got != "echo: over http" {
+		t.Fatalf("echo: %q, %v", got, err)
+	}
+	if info := c.Servers()[0]; info.Transport != "http" || info.Target != "http: "+srv.URL {
+		t.Errorf("info %+v", info)
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tool(t, c, "mcp__web__echo").Call(context.Background(), json.RawMessage(`{"text":"x"}`)); !errors.Is(err, ErrClosed) {
+		t.Errorf("call after Close: %v", err)
+	}
+
+	bad := NewClient(Config{Servers: map[string]ServerConfig{
+		"web": {URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer bad"}},
+	}})
+	defer bad.Close(context.Background())
+	err = bad.Connect(context.Background())
+	for _, want := range []string{`mcp server "web"`, "HTTP 401", "invalid token", "headers of mcpServers.web"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+func TestHTTPUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	c := NewClient(Config{Servers: map[string]ServerConfig{"gone": {URL: url}}})
+	defer c.Close(context.Background())
+	err := c.Connect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `mcp server "gone"`) || !strings.Contains(err.Error(), "that the server is up") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// Close aborts a call in flight and returns without waiting for it.
+func TestCloseAbortsCall(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	slow := tool(t, c, "mcp__demo__slow")
+	done := make(chan error, 1)
+	go func() {
+		_, err := slow.Call(context.Background(), nil)
+		done <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("call in flight ended with %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight did not end")
+	}
+}
+
+// A call whose context ends returns the context's error, and the server
+// carries on serving.
+func TestCallCancelled(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := tool(t, c, "mcp__demo__slow").Call(ctx, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error %v", err)
+	}
+	if got, err := tool(t, c, "mcp__demo__echo").Call(context.Background(), json.RawMessage(`{"text":"still here"}`)); err != nil || got != "echo: still here" {
+		t.Fatalf("echo after a cancelled call: %q, %v", got, err)
+	}
+}
+
+func TestConnectTwice(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	if err := c.Connect(context.Background()); err == nil {
+		t.Fatal("a second Connect succeeded")
+	}
+}
+
+func TestNoCommandNoURL(t *testing.T) {
+	c := NewClient(Config{Servers: map[string]ServerConfig{"empty": {}}})
+	defer c.Close(context.Background())
+	err := c.Connect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "give mcpServers.empty a command or a url") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+	got := tool(t, c, "mcp__demo__write").Summary(json.RawMessage(`{ "text" : "x" }`))
+	if got != `write (MCP server demo) {"text":"x"}` {
+		t.Errorf("summary %q", got)
+	}
+}

@@ -1,0 +1,52 @@
+// Package mcp connects cadre to the Model Context Protocol, both ways.
+//
+// As a client, a Client starts or reaches the configured MCP servers — a
+// program speaking MCP on its stdin and stdout, or a streamable HTTP
+// endpoint — lists their tools and offers each as a cadre.Tool named
+// mcp__SERVER__TOOL, the names Claude Code uses and agent files refer to.
+// Calling such a tool calls the server's tool. Its text content becomes the
+// result; other content (images, audio, resources) is described in a few
+// words; a result the server marks as an error becomes a *ToolError.
+//
+// As a server, an AgentServer offers cadre's agents to other MCP clients
+// (Claude Code, editors): one tool per user-facing agent definition and a
+// generic run_task, each running a cadre run through a function the caller
+// provides.
+//
+// # Approval
+//
+// An MCP tool is a cadre.Mutator that mutates unless its server annotates
+// it with readOnlyHint: true, so calls of other tools go through the
+// approval policy like writes and commands do. The annotation is the
+// server's claim; configure only servers you trust.
+//
+// # Lifecycle and goroutines
+//
+// NewClient starts nothing. Connect starts every server at once and waits
+// for each to answer or fail; a server that fails does not stop the others.
+// A stdio server is one process (on Unix, in a process group of its own, so
+// a Ctrl+C meant for cadre does not reach it), with one goroutine waiting
+// for it to exit. Close stops every server: it cancels the calls in flight,
+// closes each process's stdin, waits for it to exit, then sends SIGTERM and
+// finally SIGKILL to its group, and returns only when every process has
+// been reaped and every goroutine of the Client has ended. The tools of a
+// server are those it listed when it connected; later changes to its list
+// are not followed.
+//
+// # Concurrency
+//
+// A Client and its tools are safe for concurrent use once Connect has
+// returned: the tool calls of one reply run at the same time over the
+// server's one session. An AgentServer runs the calls it receives
+// concurrently, each through the caller's function.
+//
+// # Errors
+//
+// A server that cannot be started, connected or listed gives a *ServerError
+// naming the server and saying what to check: a command not found, the
+// exit status and last lines of stderr of a server that stopped, the HTTP
+// status of an endpoint that refused. Connect joins one such error per
+// failed server. A server that stops during a run makes each later call of
+// its tools fail with a *ServerError wrapping ErrServerStopped, a text the
+// model can read and act on. Calls after Close fail with ErrClosed.
+package mcp

@@ -1,0 +1,186 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// A Tool is one tool of an MCP server, offered as a cadre tool named
+// mcp__SERVER__TOOL. It is safe for concurrent use.
+type Tool struct {
+	spec     cadre.ToolSpec
+	server   *server
+	remote   string
+	readOnly bool
+}
+
+var _ cadre.Tool = (*Tool)(nil)
+var _ cadre.Mutator = (*Tool)(nil)
+
+// emptySchema is the parameters of a tool whose server gave none.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func newTool(s *server, st *sdk.Tool) *Tool {
+	params := emptySchema
+	if st.InputSchema != nil {
+		if b, err := json.Marshal(st.InputSchema); err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+			params = b
+		}
+	}
+	desc := strings.TrimSpace(st.Description)
+	if desc == "" {
+		desc = st.Title
+	}
+	if desc == "" && st.Annotations != nil {
+		desc = st.Annotations.Title
+	}
+	if desc == "" {
+		desc = fmt.Sprintf("The tool %s of the MCP server %s.", st.Name, s.name)
+	}
+	return &Tool{
+		spec:     cadre.ToolSpec{Name: toolName(s.name, st.Name), Description: desc, Parameters: params},
+		server:   s,
+		remote:   st.Name,
+		readOnly: st.Annotations != nil && st.Annotations.ReadOnlyHint,
+	}
+}
+
+// Spec implements cadre.Tool: the name mcp__SERVER__TOOL, the server's
+// description and input schema.
+func (t *Tool) Spec() cadre.ToolSpec { return t.spec }
+
+// Mutates implements cadre.Mutator: true unless the server annotated the
+// tool with readOnlyHint: true.
+func (t *Tool) Mutates() bool { return !t.readOnly }
+
+// Server returns the configured name of the tool's server.
+func (t *Tool) Server() string { return t.server.name }
+
+// RemoteName returns the tool's name on its server.
+func (t *Tool) RemoteName() string { return t.remote }
+
+// Call implements cadre.Tool: it calls the tool on its server with args
+// and returns the text of the result. A result the server marks as an
+// error is a *ToolError; a server that has stopped gives a *ServerError
+// wrapping ErrServerStopped.
+func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	s := t.server
+	if !s.client.beginCall() {
+		return "", &ServerError{Server: s.name, Op: "call " + t.remote, Err: ErrClosed}
+	}
+	defer s.client.calls.Done()
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	// Close aborts the calls in flight.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.client.ctx, cancel)
+	defer stop()
+
+	res, err := s.session.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !s.client.isClosed() {
+			return "", fmt.Errorf("call %s: %w", t.spec.Name, cause)
+		}
+		return "", s.callFailure(t.remote, err)
+	}
+	s.client.logger.Debug("mcp tool called", "server", s.name, "tool", t.remote, "error", res.IsError)
+	text := resultText(res)
+	if res.IsError {
+		return "", &ToolError{Tool: t.spec.Name, Message: text}
+	}
+	return text, nil
+}
+
+// Summary implements tool.Summarizer: the tool's name, its server and the
+// arguments, for the person asked to approve the call.
+func (t *Tool) Summary(args json.RawMessage) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, args) != nil {
+		buf.Reset()
+		buf.Write(args)
+	}
+	a := buf.String()
+	if len(a) > 300 {
+		a = strings.ToValidUTF8(a[:300], "") + "…"
+	}
+	return fmt.Sprintf("%s (MCP server %s) %s", t.remote, t.server.name, a)
+}
+
+// resultText joins the content of a result: text as it is, other kinds
+// described in brackets. A result with structured content only gives that
+// content as JSON.
+func resultText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		parts = append(parts, contentText(c))
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// contentText renders one content item for a model.
+func contentText(c sdk.Content) string {
+	switch c := c.(type) {
+	case *sdk.TextContent:
+		return c.Text
+	case *sdk.ImageContent:
+		return fmt.Sprintf("[image: %s, %s]", orUnknown(c.MIMEType), size(len(c.Data)))
+	case *sdk.AudioContent:
+		return fmt.Sprintf("[audio: %s, %s]", orUnknown(c.MIMEType), size(len(c.Data)))
+	case *sdk.ResourceLink:
+		s := "[resource link: " + c.URI
+		if c.Name != "" && c.Name != c.URI {
+			s += " (" + c.Name + ")"
+		}
+		if c.MIMEType != "" {
+			s += ", " + c.MIMEType
+		}
+		if c.Description != "" {
+			s += ": " + c.Description
+		}
+		return s + "]"
+	case *sdk.EmbeddedResource:
+		r := c.Resource
+		if r == nil {
+			return "[resource]"
+		}
+		if r.Text != "" {
+			return fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text)
+		}
+		return fmt.Sprintf("[resource %s: %s, %s]", r.URI, orUnknown(r.MIMEType), size(len(r.Blob)))
+	case nil:
+		return ""
+	}
+	return fmt.Sprintf("[content of kind %T]", c)
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "unknown type"
+	}
+	return mime
+}
+
+// size writes a number of bytes as people read it: 900 bytes, 12 KB, 3.4 MB.
+func size(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%d KB", (n+500)/1000)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
