@@ -3,8 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,8 +40,32 @@ type fileConfig struct {
 	// Agent is the definition the root agent runs as (default: the
 	// generic root).
 	Agent string `yaml:"agent"`
-	// MCPServers names configured MCP servers (their tools are mcp__NAME__tool).
-	MCPServers map[string]any `yaml:"mcpServers"`
+	// MCPServers are the MCP servers whose tools agents may use, by name
+	// (their tools are mcp__NAME__TOOL). The project's .mcp.json adds
+	// more; entries here win on the same name.
+	MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
+}
+
+// mcpServerConfig is one entry of mcpServers: a program cadre starts
+// (command), or a server reached over streamable HTTP (url). Values may
+// use ${VAR} and ${VAR:-default}.
+type mcpServerConfig struct {
+	// Type is stdio or http; empty means what command or url implies.
+	Type    string            `yaml:"type"`
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	// Cwd is the server's working directory, relative to the project;
+	// empty means the project's directory.
+	Cwd     string            `yaml:"cwd"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+
+	// file is where the entry was read; problem, when set, is why the
+	// server cannot be used (an entry of .mcp.json that cadre does not
+	// support, reported when the server is needed).
+	file    string
+	problem string
 }
 
 type namedModel struct {
@@ -110,6 +138,9 @@ func (e *ConfigError) Error() string {
 // environment. Flags are applied by each command afterwards.
 func (a *app) loadConfig() (*config, error) {
 	c := &config{}
+	if err := a.loadMCPJSON(c); err != nil {
+		return nil, err
+	}
 	var files []string
 	if home := a.home(); home != "" {
 		files = append(files, filepath.Join(home, ".cadre", "config.yaml"))
@@ -215,6 +246,137 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("models.%s: model is missing; give it as provider:model, for example openai:gpt-4o-mini", name)}
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
+		e := fc.MCPServers[name]
+		if err := checkMCPServer(file, data, name, e); err != nil {
+			return err
+		}
+		e.file = file
+		fc.MCPServers[name] = e
+	}
+	return nil
+}
+
+// mcpServerName is what a server's name may be: it is the middle of the
+// names mcp__NAME__TOOL of its tools.
+var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// checkMCPServer checks one entry of mcpServers read from file.
+func checkMCPServer(file string, data []byte, name string, e mcpServerConfig) *ConfigError {
+	bad := func(key, msg string) *ConfigError {
+		line, col := findMCPKey(data, name, key)
+		return &ConfigError{File: file, Line: line, Column: col, Msg: "mcpServers." + name + ": " + msg}
+	}
+	switch {
+	case !mcpServerName.MatchString(name) || strings.Contains(name, "__"):
+		return bad("", "a server name may have letters, digits, - and _ (but not __), since its tools are named mcp__NAME__TOOL; rename it")
+	case e.Type == "sse":
+		return bad("type", "type sse (the HTTP+SSE transport of older servers) is not supported; give the server's streamable HTTP endpoint as url, with type http")
+	case e.Type != "" && e.Type != "stdio" && e.Type != "http":
+		return bad("type", fmt.Sprintf("type %q is not known; use stdio (with command) or http (with url)", e.Type))
+	case e.Command != "" && e.URL != "":
+		return bad("url", "give either command (a program cadre starts) or url (a server reached over HTTP), not both")
+	case e.Command == "" && e.URL == "":
+		return bad("", "command or url is missing; give command (a program speaking MCP on stdin and stdout) or url (a streamable HTTP endpoint)")
+	case e.Type == "stdio" && e.URL != "":
+		return bad("type", "type stdio needs a command, not a url; use type http for a url")
+	case e.Type == "http" && e.Command != "":
+		return bad("type", "type http needs a url, not a command; use type stdio for a command")
+	case e.URL != "" && (len(e.Args) > 0 || len(e.Env) > 0 || e.Cwd != ""):
+		return bad("url", "args, env and cwd are for servers cadre starts with a command; this one has a url")
+	case e.Command != "" && len(e.Headers) > 0:
+		return bad("headers", "headers are for servers reached by url; this one has a command (give it env instead)")
+	}
+	if e.URL != "" && !strings.Contains(e.URL, "${") {
+		if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("url", fmt.Sprintf("url %q is not an http:// or https:// address", e.URL))
+		}
+	}
+	return nil
+}
+
+// findMCPKey locates key in the entry of server name under mcpServers, or
+// the entry itself when key is empty or not found, in YAML or JSON.
+func findMCPKey(data []byte, name, key string) (int, int) {
+	lines := strings.Split(string(data), "\n")
+	at := func(i int, k string) (int, bool) {
+		t := strings.TrimLeft(lines[i], " \t{,")
+		if strings.HasPrefix(t, k+":") || strings.HasPrefix(t, `"`+k+`"`) {
+			return len(lines[i]) - len(t) + 1, true
+		}
+		return 0, false
+	}
+	start := 0
+	for i := range lines {
+		if strings.Contains(lines[i], "mcpServers") {
+			start = i
+			break
+		}
+	}
+	for i := start; i < len(lines); i++ {
+		col, ok := at(i, name)
+		if !ok {
+			continue
+		}
+		if key != "" {
+			for j := i; j < len(lines); j++ {
+				if c, ok := at(j, key); ok {
+					return j + 1, c
+				}
+				if j > i && strings.Contains(lines[j], "}") && !strings.Contains(lines[j], "{") {
+					break
+				}
+			}
+		}
+		return i + 1, col
+	}
+	return 0, 0
+}
+
+// loadMCPJSON reads the mcpServers of the project's .mcp.json, the file
+// Claude Code uses, under what the config files set. Entries cadre
+// cannot use are kept with their problem, which is reported when the
+// servers are connected, so the file does not stop commands that do not
+// need them.
+func (a *app) loadMCPJSON(c *config) error {
+	proj := a.projectDir()
+	if proj == "" {
+		return nil
+	}
+	file := filepath.Join(proj, ".mcp.json")
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	var doc struct {
+		MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
+	}
+	// JSON is YAML, and the YAML decoder tells where an error is.
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		ce := &ConfigError{File: file, Msg: err.Error()}
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			ce.Msg = ye.GetMessage()
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
+			}
+		}
+		return ce
+	}
+	for name, e := range doc.MCPServers {
+		e.file = file
+		if ce := checkMCPServer(file, data, name, e); ce != nil {
+			e.problem = ce.Error()
+		}
+		if c.MCPServers == nil {
+			c.MCPServers = map[string]mcpServerConfig{}
+		}
+		c.MCPServers[name] = e
+	}
+	c.Files = append(c.Files, file)
 	return nil
 }
 
@@ -256,7 +418,7 @@ func (c *config) merge(f fileConfig) {
 	}
 	for k, v := range f.MCPServers {
 		if c.MCPServers == nil {
-			c.MCPServers = map[string]any{}
+			c.MCPServers = map[string]mcpServerConfig{}
 		}
 		c.MCPServers[k] = v
 	}
