@@ -98,6 +98,7 @@ inside limits you set, with every step recorded.`,
 		a.newRunCmd(), a.newResumeCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
 		a.newRunsCmd(),
+		a.newMCPCmd(),
 		// Commands are listed here, one constructor per file.
 	)
 	return root

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/agentdef"
 	"github.com/cadre-ai/cadre/local"
+	"github.com/cadre-ai/cadre/mcp"
 	"github.com/cadre-ai/cadre/postgres"
 	"github.com/cadre-ai/cadre/sqlite"
 	"github.com/cadre-ai/cadre/tool"
@@ -31,9 +32,12 @@ type wiring struct {
 	// storeLocation is where the store lives, as the user would name it.
 	storeLocation string
 	workspace     string
+	// mcpClient holds the MCP servers whose tools are in engine.Tools.
+	mcpClient *mcp.Client
 }
 
 func (w *wiring) close() {
+	closeMCP(w.mcpClient)
 	if w.store != nil {
 		w.store.Close()
 	}
@@ -188,6 +192,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		w.store = s
 	}
 	w.engine.Store = w.store
+	// MCP servers' tools join the built-in ones last, when nothing can
+	// fail any more, so no server is left running by an error above.
+	w.engine.Tools = append(w.engine.Tools, a.mcpTools(ctx, cfg, w)...)
 	return w, nil
 }
 

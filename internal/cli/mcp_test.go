@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/mcp"
+)
+
+// echoServer builds the test MCP server of package mcp into a folder of
+// the test: a program speaking MCP on stdin and stdout, with the tools echo
+// and lookup (read-only).
+func echoServer(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "echoserver")
+	out, err := exec.Command("go", "build", "-o", path, "github.com/cadre-ai/cadre/mcp/testdata/echoserver").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return path
+}
+
+func TestMCPConfig(t *testing.T) {
+	var fc fileConfig
+	err := parseConfig("c.yaml", []byte(`mcpServers:
+  demo:
+    command: npx
+    args: ["-y", "demo-server"]
+    env: {DEMO_KEY: "${DEMO_KEY}"}
+    cwd: tools
+  web:
+    type: http
+    url: https://example.com/mcp
+    headers: {Authorization: "Bearer ${TOKEN:-none}"}
+`), &fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]mcpServerConfig{
+		"demo": {Command: "npx", Args: []string{"-y", "demo-server"}, Env: map[string]string{"DEMO_KEY": "${DEMO_KEY}"}, Cwd: "tools", file: "c.yaml"},
+		"web":  {Type: "http", URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ${TOKEN:-none}"}, file: "c.yaml"},
+	}
+	if diff := cmp.Diff(want, fc.MCPServers, cmp.AllowUnexported(mcpServerConfig{})); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+}
+
+func TestMCPConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+		want       []string
+	}{
+		{"both", "mcpServers:\n  demo:\n    command: x\n    url: http://h/mcp\n", 4, []string{"mcpServers.demo", "either command", "not both"}},
+		{"neither", "model: m\nmcpServers:\n  demo:\n    args: [a]\n", 3, []string{"mcpServers.demo", "command or url is missing"}},
+		{"sse", "mcpServers:\n  old:\n    type: sse\n    url: http://h/sse\n", 3, []string{"mcpServers.old", "sse", "not supported", "type http"}},
+		{"unknown type", "mcpServers:\n  demo:\n    type: websocket\n    url: ws://h\n", 3, []string{`type "websocket"`, "stdio", "http"}},
+		{"stdio with url", "mcpServers:\n  demo:\n    type: stdio\n    url: http://h/mcp\n", 3, []string{"type stdio needs a command"}},
+		{"http with command", "mcpServers:\n  demo:\n    type: http\n    command: x\n", 3, []string{"type http needs a url"}},
+		{"bad name", "mcpServers:\n  my__server:\n    command: x\n", 2, []string{"mcpServers.my__server", "mcp__NAME__TOOL"}},
+		{"headers on command", "mcpServers:\n  demo:\n    command: x\n    headers: {A: b}\n", 4, []string{"headers are for servers reached by url"}},
+		{"args on url", "mcpServers:\n  demo:\n    url: http://h/mcp\n    args: [a]\n", 3, []string{"args, env and cwd"}},
+		{"bad url", "mcpServers:\n  demo:\n    url: h/mcp\n", 3, []string{`url "h/mcp"`, "http://"}},
+		{"unknown key", "mcpServers:\n  demo:\n    command: x\n    argv: [a]\n", 4, []string{"argv"}},
+		{"wrong kind", "mcpServers:\n  demo:\n    command: x\n    args: a b\n", 4, []string{"sequence"}},
+		{"second server", "mcpServers:\n  good:\n    command: x\n  bad:\n    url: http://h/mcp\n    cwd: /tmp\n", 5, []string{"mcpServers.bad"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fc fileConfig
+			err := parseConfig("/p/.cadre/config.yaml", []byte(tt.yaml), &fc)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("want a *ConfigError, got %v", err)
+			}
+			if ce.File != "/p/.cadre/config.yaml" || ce.Line != tt.line {
+				t.Errorf("at %s:%d, want line %d (%v)", ce.File, ce.Line, tt.line, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q does not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// .mcp.json adds servers under the config files, which win on a name;
+// entries cadre cannot use are kept with the reason.
+func TestMCPJSON(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(proj, ".mcp.json"), `{
+	"mcpServers": {
+		"shared": {"command": "from-json"},
+		"jsononly": {"type": "stdio", "command": "node", "args": ["server.js"], "env": {"K": "V"}},
+		"remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}},
+		"legacy": {"type": "sse", "url": "https://example.com/sse"}
+	}
+}
+`)
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "mcpServers:\n  shared:\n    command: from-user\n")
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "mcpServers:\n  projonly:\n    url: http://127.0.0.1:1/mcp\n")
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := slices.Sorted(maps.Keys(cfg.MCPServers))
+	if diff := cmp.Diff([]string{"jsononly", "legacy", "projonly", "remote", "shared"}, names); diff != "" {
+		t.Errorf("servers (-want +got):\n%s", diff)
+	}
+	if s := cfg.MCPServers["shared"]; s.Command != "from-user" {
+		t.Errorf("shared comes from %+v, want the user's config", s)
+	}
+	if s := cfg.MCPServers["jsononly"]; s.Command != "node" || !slices.Equal(s.Args, []string{"server.js"}) || s.Env["K"] != "V" || s.problem != "" {
+		t.Errorf("jsononly %+v", s)
+	}
+	if s := cfg.MCPServers["remote"]; s.URL != "https://example.com/mcp" || s.Headers["Authorization"] != "Bearer x" || s.problem != "" {
+		t.Errorf("remote %+v", s)
+	}
+	legacy := cfg.MCPServers["legacy"].problem
+	if !strings.Contains(legacy, filepath.Join(proj, ".mcp.json")+":6:") || !strings.Contains(legacy, "sse") {
+		t.Errorf("legacy's problem %q", legacy)
+	}
+	if cfg.Files[0] != filepath.Join(proj, ".mcp.json") {
+		t.Errorf("files %v", cfg.Files)
+	}
+
+	// A file that is not JSON stops commands with the place to fix.
+	writeFile(t, filepath.Join(proj, ".mcp.json"), "{\n  \"mcpServers\": {\n    \"x\": {\"command\": [}\n  }\n}\n")
+	_, err = a.loadConfig()
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.File != filepath.Join(proj, ".mcp.json") || ce.Line == 0 {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestExpandVars(t *testing.T) {
+	env := map[string]string{"TOKEN": "abc", "EMPTY": ""}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct{ in, want, err string }{
+		{"plain", "plain", ""},
+		{"Bearer ${TOKEN}", "Bearer abc", ""},
+		{"${TOKEN}-${TOKEN}", "abc-abc", ""},
+		{"${MISSING:-fallback}", "fallback", ""},
+		{"${EMPTY:-d}", "d", ""},
+		{"${TOKEN:-unused}", "abc", ""},
+		{"$TOKEN stays", "$TOKEN stays", ""},
+		{"${unclosed", "${unclosed", ""},
+		{"x ${MISSING} y", "", "${MISSING} is not set"},
+	}
+	for _, tt := range tests {
+		got, err := expandVars(tt.in, getenv)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: error %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%q: %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+// mcpProject writes a project whose config has the echo server as demo, a
+// server whose command does not exist, and an agent allowed the echo tool.
+func mcpProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), fmt.Sprintf(`mcpServers:
+  demo:
+    command: %q
+  broken:
+    command: cadre-test-no-such-server
+`, echoServer(t)))
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "echoer.md"),
+		"---\nname: echoer\ndescription: Echoes text through the demo server.\ntools: mcp__demo__echo\n---\nYou are echoer.\n")
+	return dir
+}
+
+func TestMCPList(t *testing.T) {
+	dir := mcpProject(t)
+	var stdout, stderr bytes.Buffer
+	home := t.TempDir()
+	code := Main(context.Background(), []string{"mcp", "list"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }})
+	if code != 1 {
+		t.Errorf("exit %d with a broken server, want 1; stderr %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"broken (stdio: cadre-test-no-such-server; from .cadre/config.yaml)",
+		`not available: mcp server "broken": start: command "cadre-test-no-such-server" not found`,
+		"demo (stdio: ",
+		"mcp__demo__echo    asks approval  Echo the text back.",
+		"mcp__demo__lookup  read-only      Look the text up.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	stdout.Reset()
+	code = Main(context.Background(), []string{"mcp", "list", "--json"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }})
+	var got struct {
+		Servers []mcpServerInfo `json:"servers"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || code != 1 || len(got.Servers) != 2 {
+		t.Fatalf("exit %d, %v: %s", code, err, stdout.String())
+	}
+	if s := got.Servers[1]; s.Name != "demo" || s.Error != "" || len(s.Tools) != 2 || s.Tools[1] != (mcpToolInfo{Name: "mcp__demo__lookup", Description: "Look the text up.", ReadOnly: true}) {
+		t.Errorf("demo %+v", s)
+	}
+	if s := got.Servers[0]; s.Name != "broken" || s.Error == "" || len(s.Tools) != 0 {
+		t.Errorf("broken %+v", s)
+	}
+
+	// No servers: a hint, and success.
+	empty := t.TempDir()
+	writeFile(t, filepath.Join(empty, ".cadre", "config.yaml"), "model: openai:x\n")
+	stdout.Reset()
+	code = Main(context.Background(), []string{"mcp", "list"}, IO{Dir: empty, Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }})
+	if code != 0 || !strings.Contains(stdout.String(), "No MCP servers are configured") {
+		t.Errorf("exit %d: %s", code, stdout.String())
+	}
+}
+
+// A child allowed mcp__demo__echo calls it; the server's answer reaches the
+// model; the broken server is a warning, not a failure.
+func TestMCPE2EChildCallsTool(t *testing.T) {
+	dir := mcpProject(t)
+	var (
+		mu       sync.Mutex
+		problems []string
+	)
+	problem := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
+		if strings.HasPrefix(req.system(), "You are echoer.") {
+			switch len(req.Messages) {
+			case 2:
+				if names := req.toolNames(); !slices.Contains(names, "mcp__demo__echo") || slices.Contains(names, "mcp__demo__lookup") || slices.Contains(names, "read_file") {
+					problem("echoer's tools: " + strings.Join(names, ","))
+				}
+				return chatReply{Calls: []toolCall{{Name: "mcp__demo__echo", Args: `{"text":"hello"}`}}}
+			case 4:
+				last := req.Messages[len(req.Messages)-1]
+				return chatReply{Calls: []toolCall{{Name: "send_agent_message", Args: fmt.Sprintf(`{"text":%q}`, "the server said: "+contentText(last.Content))}}}
+			default:
+				return chatReply{Text: "reported"}
+			}
+		}
+		if len(req.Messages) == 2 {
+			if !slices.Contains(req.toolNames(), "mcp__demo__echo") {
+				problem("the root lacks the MCP tools: " + strings.Join(req.toolNames(), ","))
+			}
+			return chatReply{Calls: []toolCall{{Name: "spawn_agent", Args: `{"agent":"echoer","task":"echo hello"}`}}}
+		}
+		return chatReply{Text: "Answer: " + req.last()}
+	})
+	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
+
+	res := runBinary(t, dir, env, "run", "--json", "--store", "none", "--approve", "all", "-m", "openai:test-model", "Echo hello through the demo server")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if !strings.Contains(res.stderr, `warning: mcp server "broken"`) || !strings.Contains(res.stderr, "goes on without its tools") {
+		t.Errorf("stderr lacks the warning about broken:\n%s", res.stderr)
+	}
+	evs := res.events(t)
+	var toolResult string
+	for _, ev := range evs {
+		if ev["type"] == "tool_result" && ev["tool"] == "mcp__demo__echo" {
+			toolResult, _ = ev["content"].(string)
+		}
+	}
+	if toolResult != "echo: hello" {
+		t.Errorf("tool result %q", toolResult)
+	}
+	if last := evs[len(evs)-1]; last["answer"] != "Answer: the server said: echo: hello" {
+		t.Errorf("answer %v", last["answer"])
+	}
+
+	// With --approve none the call is denied: MCP tools mutate unless
+	// they say they only read.
+	res = runBinary(t, dir, env, "run", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "Echo hello through the demo server")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	evs = res.events(t)
+	if last := evs[len(evs)-1]; !strings.Contains(fmt.Sprint(last["answer"]), "was not run") {
+		t.Errorf("answer with --approve none: %v", last["answer"])
+	}
+}
+
+// cadre mcp serve offers the agents to an MCP client; a call runs the task
+// and returns the answer, with nothing but the protocol on stdout.
+func TestMCPServe(t *testing.T) {
+	dir := mcpProject(t)
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
+		if strings.HasPrefix(req.system(), "You are echoer.") {
+			return chatReply{Text: "echoer got: " + req.firstUser()}
+		}
+		return chatReply{Text: "root got: " + req.firstUser()}
+	})
+	c := mcp.NewClient(mcp.Config{Servers: map[string]mcp.ServerConfig{"cadre": {
+		Command: cadreBinary(t),
+		Args:    []string{"mcp", "serve", "--store", "none", "-m", "openai:test-model"},
+		Env:     map[string]string{"HOME": t.TempDir(), "OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "k", "CADRE_MODEL": ""},
+		Dir:     dir,
+	}}})
+	defer c.Close(context.Background())
+	if err := c.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string]cadre.Tool{}
+	for _, tl := range c.Tools() {
+		tools[tl.Spec().Name] = tl
+	}
+	if tools["mcp__cadre__agent_echoer"] == nil || tools["mcp__cadre__run_task"] == nil {
+		t.Fatalf("tools %v", tools)
+	}
+	if d := tools["mcp__cadre__agent_echoer"].Spec().Description; !strings.HasPrefix(d, "Echoes text through the demo server.") {
+		t.Errorf("description %q", d)
+	}
+	got, err := tools["mcp__cadre__agent_echoer"].Call(context.Background(), json.RawMessage(`{"task":"say hi","context":"be brief"}`))
+	if err != nil || got != "echoer got: Context:\nbe brief\n\nTask:\nsay hi" {
+		t.Errorf("agent_echoer: %q, %v", got, err)
+	}
+	got, err = tools["mcp__cadre__run_task"].Call(context.Background(), json.RawMessage(`{"task":"plan the week"}`))
+	if err != nil || got != "root got: plan the week" {
+		t.Errorf("run_task: %q, %v", got, err)
+	}
+}
