@@ -30,6 +30,9 @@ const (
 	DefaultStopTimeout = 2 * time.Second
 	// DefaultClientName is how the Client introduces itself to servers.
 	DefaultClientName = "cadre"
+	// DefaultMaxResultBytes is how much of a tool's result reaches the
+	// model; the rest is cut, with a note saying so.
+	DefaultMaxResultBytes = 100_000
 )
 
 // Config configures a Client. Only Servers is needed; the rest have
@@ -49,6 +52,9 @@ type Config struct {
 	// http.DefaultTransport, with no overall timeout (a call lasts as long
 	// as the tool takes).
 	HTTPClient *http.Client
+	// MaxResultBytes is how much of a tool's result is returned; 0 means
+	// DefaultMaxResultBytes.
+	MaxResultBytes int
 	// Name and Version are how the Client introduces itself to servers;
 	// empty means DefaultClientName and "dev".
 	Name, Version string
@@ -138,6 +144,9 @@ func NewClient(cfg Config) *Client {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultClientName

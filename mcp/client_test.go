@@ -273,3 +273,25 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+func TestLongResultIsCut(t *testing.T) {
+	tests := []struct {
+		name, text string
+		max        int
+		want       string
+	}{
+		{"short", "abc", 9, "echo: abc"},
+		{"at a rune", "ééé", 9, "echo: é\n[… the result was cut: it has 12 bytes, of which the first 8 are shown]"},
+		{"at a line", "ab\ncdefghij", 14, "echo: ab\n[… the result was cut: it has 17 bytes, of which the first 8 are shown]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := connect(t, Config{MaxResultBytes: tt.max, Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
+			args, _ := json.Marshal(map[string]string{"text": tt.text})
+			got, err := tool(t, c, "mcp__demo__echo").Call(context.Background(), args)
+			if err != nil || got != tt.want {
+				t.Errorf("got %q, %v\nwant %q", got, err, tt.want)
+			}
+		})
+	}
+}

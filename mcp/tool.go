@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -93,7 +94,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 		return "", s.callFailure(t.remote, err)
 	}
 	s.client.logger.Debug("mcp tool called", "server", s.name, "tool", t.remote, "error", res.IsError)
-	text := resultText(res)
+	text := clip(resultText(res), s.client.cfg.MaxResultBytes)
 	if res.IsError {
 		return "", &ToolError{Tool: t.spec.Name, Message: text}
 	}
@@ -129,6 +130,22 @@ func resultText(res *sdk.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// clip cuts text to at most max bytes on a line or rune boundary, saying
+// how much was left out.
+func clip(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	if nl := strings.LastIndexByte(text[:cut], '\n'); nl > cut/2 {
+		cut = nl
+	}
+	return fmt.Sprintf("%s\n[… the result was cut: it has %d bytes, of which the first %d are shown]", text[:cut], len(text), cut)
 }
 
 // contentText renders one content item for a model.
