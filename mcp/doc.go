@@ -5,8 +5,9 @@
 // endpoint — lists their tools and offers each as a cadre.Tool named
 // mcp__SERVER__TOOL, the names Claude Code uses and agent files refer to.
 // Calling such a tool calls the server's tool. Its text content becomes the
-// result; other content (images, audio, resources) is described in a few
-// words; a result the server marks as an error becomes a *ToolError.
+// result, cut at Config.MaxResultBytes; other content (images, audio,
+// resources) is described in a few words; a result the server marks as an
+// error becomes a *ToolError.
 //
 // As a server, an AgentServer offers cadre's agents to other MCP clients
 // (Claude Code, editors): one tool per user-facing agent definition and a
