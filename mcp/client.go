@@ -403,13 +403,15 @@ func (s *server) failure(ctx context.Context, op string, err error) *ServerError
 	switch {
 	case s.proc != nil:
 		// The handshake fails as the process exits; give it a moment to
-		// be reaped so its status can be told.
-		if s.proc.hasExited(time.Second) {
-			se.Err = fmt.Errorf("the server exited (%s) before it answered", s.proc.exitStatus())
-			se.Hint = fmt.Sprintf("check that %s runs on its own and speaks MCP on stdin and stdout", s.cfg.commandLine())
-		} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// be reaped so its status can be told. (A server that never
+		// answered may exit too, once the failed handshake closes its
+		// stdin.)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			se.Err = fmt.Errorf("no answer within %s", s.client.cfg.ConnectTimeout)
 			se.Hint = fmt.Sprintf("check that %s is an MCP server speaking on stdin and stdout", s.cfg.commandLine())
+		} else if s.proc.hasExited(time.Second) {
+			se.Err = fmt.Errorf("the server exited (%s) before it answered", s.proc.exitStatus())
+			se.Hint = fmt.Sprintf("check that %s runs on its own and speaks MCP on stdin and stdout", s.cfg.commandLine())
 		}
 		se.Stderr = s.proc.stderr.String()
 	case s.http != nil:
