@@ -78,7 +78,7 @@ type State struct {
 	slots  []slot
 	slotOf map[string]int // call ID -> index in slots
 	open   int
-	queue []cadre.Message // inbox messages for the next model call
+	queue  []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
 	interrupting bool
 
