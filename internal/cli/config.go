@@ -184,13 +184,20 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			if strings.Contains(ce.Msg, "unknown field") {
 				ce.Msg += " (see the documented keys in README.md, section Configuration)"
 			}
-			if strings.Contains(ce.Msg, "cannot unmarshal") && ce.Line > 0 {
+			if (strings.Contains(ce.Msg, "cannot unmarshal") || strings.Contains(ce.Msg, " was used where ")) && ce.Line > 0 {
 				lines := strings.Split(string(data), "\n")
 				if ce.Line <= len(lines) {
 					if key, value, ok := strings.Cut(strings.TrimSpace(lines[ce.Line-1]), ":"); ok {
 						want := "another kind of value"
 						if _, typ, ok := strings.Cut(ce.Msg, " of type "); ok {
 							want = "a value of type " + typ
+						} else if _, kind, ok := strings.Cut(ce.Msg, " was used where "); ok {
+							switch strings.TrimSuffix(kind, " is expected") {
+							case "sequence":
+								want = "a list, such as [a, b] or one item per line starting with -"
+							case "mapping":
+								want = "a map of keys and values, such as {key: value}"
+							}
 						}
 						ce.Msg = fmt.Sprintf("%s: %s is not valid here; give %s", key, strings.TrimSpace(value), want)
 					}

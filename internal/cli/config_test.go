@@ -26,6 +26,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
 		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
 		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
+		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -167,16 +167,12 @@ writes and commands are denied. Pass --approve=all to allow them.`,
 		Example: `  claude mcp add cadre -- cadre mcp serve --model openai:gpt-4o-mini --approve all`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			cfg, err := a.loadConfig()
+			cfg, err := a.flagConfig(&f)
 			if err != nil {
 				return err
 			}
-			f.apply(cfg)
 			if cfg.Model == "" {
-				return errors.New("no model chosen: pass --model provider:model (for example --model openai:gpt-4o-mini), set CADRE_MODEL, or set model: in .cadre/config.yaml")
+				return errNoModel
 			}
 			return a.serveMCP(cmd.Context(), cfg)
 		},

@@ -30,14 +30,10 @@ model, limits, workspace and agents it was started with.`,
   cadre resume --json last > events.jsonl`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			cfg, err := a.loadConfig()
+			cfg, err := a.flagConfig(&f)
 			if err != nil {
 				return err
 			}
-			f.apply(cfg)
 			arg := ""
 			if len(args) == 1 {
 				arg = args[0]

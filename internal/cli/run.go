@@ -107,6 +107,23 @@ func (f *runFlags) apply(c *config) {
 	}
 }
 
+// errNoModel says how to choose a model.
+var errNoModel = errors.New("no model chosen: pass --model provider:model (for example --model openai:gpt-4o-mini or --model ollama:llama3.2), set CADRE_MODEL, or set model: in .cadre/config.yaml")
+
+// flagConfig checks the flags, reads the configuration files and the
+// environment, and puts the flags over them.
+func (a *app) flagConfig(f *runFlags) (*config, error) {
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	f.apply(cfg)
+	return cfg, nil
+}
+
 func (f *runFlags) validate() error {
 	if f.approve != "" && !oneOf(f.approve, "ask", "all", "none") {
 		return fmt.Errorf("--approve=%s is not valid: use ask, all or none", f.approve)
@@ -152,14 +169,10 @@ carries one JSON event per line instead.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			cfg, err := a.loadConfig()
+			cfg, err := a.flagConfig(&f)
 			if err != nil {
 				return err
 			}
-			f.apply(cfg)
 			return a.runTask(cmd.Context(), cfg, &f, strings.Join(args, " "))
 		},
 	}
@@ -171,7 +184,7 @@ carries one JSON event per line instead.`,
 // newest unfinished run of the same task.
 func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string) error {
 	if cfg.Model == "" {
-		return errors.New("no model chosen: pass --model provider:model (for example --model openai:gpt-4o-mini or --model ollama:llama3.2), set CADRE_MODEL, or set model: in .cadre/config.yaml")
+		return errNoModel
 	}
 	if f.resume {
 		id, err := a.unfinishedRun(ctx, cfg, task)
