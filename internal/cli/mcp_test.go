@@ -75,7 +75,7 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"args on url", "mcpServers:\n  demo:\n    url: http://h/mcp\n    args: [a]\n", 3, []string{"args, env and cwd"}},
 		{"bad url", "mcpServers:\n  demo:\n    url: h/mcp\n", 3, []string{`url "h/mcp"`, "http://"}},
 		{"unknown key", "mcpServers:\n  demo:\n    command: x\n    argv: [a]\n", 4, []string{"argv"}},
-		{"wrong kind", "mcpServers:\n  demo:\n    command: x\n    args: a b\n", 4, []string{"sequence"}},
+		{"wrong kind", "mcpServers:\n  demo:\n    command: x\n    args: a b\n", 4, []string{"args", "a list"}},
 		{"second server", "mcpServers:\n  good:\n    command: x\n  bad:\n    url: http://h/mcp\n    cwd: /tmp\n", 5, []string{"mcpServers.bad"}},
 	}
 	for _, tt := range tests {
