@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -183,5 +184,26 @@ func TestE2EDelegation(t *testing.T) {
 	}
 	if count["agent_spawned"] != 2 || count["agent_reported"] != 2 || count["agent_nudged"] != 1 {
 		t.Errorf("event counts %v", count)
+	}
+}
+
+// The default run store is created in .cadre with a .gitignore beside it.
+func TestE2EDefaultStoreIgnoredByGit(t *testing.T) {
+	dir := t.TempDir()
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply { return chatReply{Text: "hi"} })
+	res := runBinary(t, dir, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}, "run", "-m", "openai:test-model", "say hi")
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	ignore, err := os.ReadFile(filepath.Join(dir, ".cadre", ".gitignore"))
+	if err != nil || !strings.Contains(string(ignore), "cadre.db\n") {
+		t.Fatalf(".gitignore: %q %v", ignore, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".cadre", "cadre.db")); err != nil {
+		t.Fatal(err)
+	}
+	list := runBinary(t, dir, nil, "runs", "list")
+	if list.code != 0 || !strings.Contains(list.stdout, "say hi") {
+		t.Fatalf("runs list: %d %s %s", list.code, list.stdout, list.stderr)
 	}
 }

@@ -185,6 +185,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		if err := os.MkdirAll(filepath.Dir(loc), 0o755); err != nil {
 			return nil, fmt.Errorf("create the folder of the run store %s: %w (choose another with --store, or --store none)", loc, err)
 		}
+		if cfg.Store == "" {
+			keepOutOfGit(filepath.Dir(loc))
+		}
 		s, err := sqlite.Open(ctx, loc)
 		if err != nil {
 			return nil, fmt.Errorf("open the run store %s: %w", loc, err)
@@ -196,6 +199,17 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	// fail any more, so no server is left running by an error above.
 	w.engine.Tools = append(w.engine.Tools, a.mcpTools(ctx, cfg, w)...)
 	return w, nil
+}
+
+// keepOutOfGit writes a .gitignore for the default run store in dir, the
+// project's .cadre folder, unless one is there: the store is the user's
+// history, not the project's source.
+func keepOutOfGit(dir string) {
+	path := filepath.Join(dir, ".gitignore")
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	_ = os.WriteFile(path, []byte("# cadre's run store: the history of runs on this machine.\ncadre.db\ncadre.db-*\n"), 0o644)
 }
 
 // agentCreator asks for approval of a definition an agent wrote
