@@ -9,25 +9,16 @@ import (
 	"testing"
 )
 
-func TestParseConfigErrors(t *testing.T) {
-	tests := []struct {
-		name, yaml string
-		line       int
-		want       []string
-	}{
-		{"unknown key", "model: openai:x\nlimts:\n  maxDepth: 2\n", 2, []string{"limts", "README.md"}},
-		{"unknown nested key", "limits:\n  maxDeph: 2\n", 2, []string{"maxDeph"}},
-		{"bad approve", "approve: sometimes\n", 1, []string{"approve", `"sometimes"`, "ask, all or none"}},
-		{"bad protocol", "model: x\nprotocol: smoke\n", 2, []string{"protocol", "auto, tools or text"}},
-		{"bad report", "report: email\n", 1, []string{"report", "tool or tag"}},
-		{"negative depth", "limits:\n  maxDepth: -1\n", 2, []string{"maxDepth"}},
-		{"budget below -1", "limits:\n  budgetTokens: -5\n", 2, []string{"budgetTokens", "-1 for no budget"}},
-		{"named model without model", "models:\n  fast:\n    maxTokens: 10\n", 2, []string{"models.fast", "provider:model"}},
-		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
-		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
-		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
-		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},
-	}
+// configErrorCase is a config file that must be refused: the error points
+// at line and says each of want.
+type configErrorCase struct {
+	name, yaml string
+	line       int
+	want       []string
+}
+
+func checkConfigErrors(t *testing.T, tests []configErrorCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var fc fileConfig
@@ -46,6 +37,23 @@ func TestParseConfigErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	checkConfigErrors(t, []configErrorCase{
+		{"unknown key", "model: openai:x\nlimts:\n  maxDepth: 2\n", 2, []string{"limts", "README.md"}},
+		{"unknown nested key", "limits:\n  maxDeph: 2\n", 2, []string{"maxDeph"}},
+		{"bad approve", "approve: sometimes\n", 1, []string{"approve", `"sometimes"`, "ask, all or none"}},
+		{"bad protocol", "model: x\nprotocol: smoke\n", 2, []string{"protocol", "auto, tools or text"}},
+		{"bad report", "report: email\n", 1, []string{"report", "tool or tag"}},
+		{"negative depth", "limits:\n  maxDepth: -1\n", 2, []string{"maxDepth"}},
+		{"budget below -1", "limits:\n  budgetTokens: -5\n", 2, []string{"budgetTokens", "-1 for no budget"}},
+		{"named model without model", "models:\n  fast:\n    maxTokens: 10\n", 2, []string{"models.fast", "provider:model"}},
+		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
+		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
+		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
+		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},
+	})
 }
 
 func TestConfigPrecedence(t *testing.T) {

@@ -59,11 +59,7 @@ func TestMCPConfig(t *testing.T) {
 }
 
 func TestMCPConfigErrors(t *testing.T) {
-	tests := []struct {
-		name, yaml string
-		line       int
-		want       []string
-	}{
+	checkConfigErrors(t, []configErrorCase{
 		{"both", "mcpServers:\n  demo:\n    command: x\n    url: http://h/mcp\n", 4, []string{"mcpServers.demo", "either command", "not both"}},
 		{"neither", "model: m\nmcpServers:\n  demo:\n    args: [a]\n", 3, []string{"mcpServers.demo", "command or url is missing"}},
 		{"sse", "mcpServers:\n  old:\n    type: sse\n    url: http://h/sse\n", 3, []string{"mcpServers.old", "sse", "not supported", "type http"}},
@@ -77,25 +73,7 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"unknown key", "mcpServers:\n  demo:\n    command: x\n    argv: [a]\n", 4, []string{"argv"}},
 		{"wrong kind", "mcpServers:\n  demo:\n    command: x\n    args: a b\n", 4, []string{"args", "a list"}},
 		{"second server", "mcpServers:\n  good:\n    command: x\n  bad:\n    url: http://h/mcp\n    cwd: /tmp\n", 5, []string{"mcpServers.bad"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var fc fileConfig
-			err := parseConfig("/p/.cadre/config.yaml", []byte(tt.yaml), &fc)
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("want a *ConfigError, got %v", err)
-			}
-			if ce.File != "/p/.cadre/config.yaml" || ce.Line != tt.line {
-				t.Errorf("at %s:%d, want line %d (%v)", ce.File, ce.Line, tt.line, err)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("%q does not say %q", err, w)
-				}
-			}
-		})
-	}
+	})
 }
 
 // .mcp.json adds servers under the config files, which win on a name;
