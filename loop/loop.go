@@ -207,15 +207,6 @@ func (s *State) LiveChildren() []cadre.AgentID {
 	return ids
 }
 
-// Children returns every child the agent asked for, in spawn order.
-func (s *State) Children() []ChildSpec {
-	out := make([]ChildSpec, 0, len(s.order))
-	for _, id := range s.order {
-		out = append(out, s.children[id].spec)
-	}
-	return out
-}
-
 // Finished returns how the agent ended, once it has.
 func (s *State) Finished() (Finish, bool) {
 	if s.finished == nil {

@@ -43,15 +43,6 @@ func IsSubagentTool(name string) bool {
 	return delegationTools[name] || name == ToolSendAgentMessage || name == ToolAskCaller
 }
 
-// SubagentToolNames lists every tool the loop handles, in a stable order.
-func SubagentToolNames() []string {
-	return []string{
-		ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent,
-		ToolWaitAgent, ToolAnswerAgent, ToolAskCaller, ToolOnboard, ToolOnboardReply, ToolCallAgent,
-		ToolFork, ToolCreateAgent, ToolAgentCall,
-	}
-}
-
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
 
 var subagentSpecs = map[string]cadre.ToolSpec{
@@ -183,12 +174,6 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 			`"input":{"type":"string","description":"The task."}},` +
 			`"required":["agent","input"]}`),
 	},
-}
-
-// SubagentToolSpec returns the spec of a subagent tool.
-func SubagentToolSpec(name string) (cadre.ToolSpec, bool) {
-	s, ok := subagentSpecs[name]
-	return s, ok
 }
 
 // subagentTools names the subagent tools an agent with cfg is offered.
