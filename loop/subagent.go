@@ -9,7 +9,6 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
-	"github.com/cadre-ai/cadre/tool"
 )
 
 // subagentArgs holds the arguments of every subagent tool.
@@ -42,12 +41,11 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 	if raw == "" || raw == "null" {
 		raw = "{}"
 	}
-	var obj map[string]any
-	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
-		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%v). Call it again with a JSON object.", c.Name, err), true)
+	if !json.Valid([]byte(raw)) || raw[0] != '{' {
+		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%s). Call it again with a JSON object.", c.Name, clipArgs(raw)), true)
 		return nil
 	}
-	if err := tool.Validate(subagentSpecs[c.Name].Parameters, json.RawMessage(raw)); err != nil {
+	if err := subagentSchemas[c.Name].Check(json.RawMessage(raw)); err != nil {
 		msg := fmt.Sprintf("Error: the arguments of %s do not match its parameters: %v. Call it again with arguments that do.", c.Name, err)
 		switch c.Name {
 		case ToolSpawnAgent, ToolStartBackground, ToolOnboard, ToolAgentCall, ToolCallAgent:
@@ -126,6 +124,14 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 }
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// clipArgs quotes the start of arguments a model wrote, for an error.
+func clipArgs(raw string) string {
+	if r := []rune(raw); len(r) > 80 {
+		raw = string(r[:80]) + "…"
+	}
+	return fmt.Sprintf("got %q", raw)
+}
 
 // syncSpawn starts a child whose report will be the result of the call
 // spec.Ref.

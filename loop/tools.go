@@ -2,8 +2,10 @@ package loop
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // Names of the subagent tools the loop handles itself.
@@ -175,6 +177,20 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 			`"required":["agent","input"]}`),
 	},
 }
+
+// subagentSchemas are the parameter schemas of the subagent tools, read
+// once; they are never changed.
+var subagentSchemas = func() map[string]*tool.Schema {
+	m := make(map[string]*tool.Schema, len(subagentSpecs))
+	for name, spec := range subagentSpecs {
+		sc, err := tool.CompileSchema(spec.Parameters)
+		if err != nil {
+			panic(fmt.Sprintf("loop: the schema of %s: %v", name, err))
+		}
+		m[name] = sc
+	}
+	return m
+}()
 
 // subagentTools names the subagent tools an agent with cfg is offered.
 func (c *Config) subagentTools() []string {

@@ -46,20 +46,41 @@ func (e *ValidationError) Error() string {
 // many models write null for arguments they leave out. An empty schema
 // accepts any object.
 func Validate(schema, args json.RawMessage) error {
+	sc, err := CompileSchema(schema)
+	if err != nil {
+		return err
+	}
+	return sc.Check(args)
+}
+
+// A Schema is a parameter schema read once, to check many arguments
+// against (see Validate). It is safe for concurrent use.
+type Schema struct {
+	s map[string]any // never changed after CompileSchema
+}
+
+// CompileSchema reads a parameter schema; an empty one accepts any object.
+// The error wraps ErrInvalidSchema.
+func CompileSchema(schema json.RawMessage) (*Schema, error) {
 	var s map[string]any
 	if len(bytes.TrimSpace(schema)) > 0 {
 		v, err := decodeJSON(schema)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+			return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 		}
 		switch v := v.(type) {
 		case map[string]any:
 			s = v
 		case nil:
 		default:
-			return fmt.Errorf("%w: the schema is a JSON %s, not an object", ErrInvalidSchema, jsonType(v))
+			return nil, fmt.Errorf("%w: the schema is a JSON %s, not an object", ErrInvalidSchema, jsonType(v))
 		}
 	}
+	return &Schema{s: s}, nil
+}
+
+// Check checks arguments against the schema, as Validate does.
+func (sc *Schema) Check(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -71,7 +92,7 @@ func Validate(schema, args json.RawMessage) error {
 		return &ValidationError{Problems: []string{"the arguments must be a JSON object, got " + jsonType(v)}}
 	}
 	var c checker
-	c.check("", s, v)
+	c.check("", sc.s, v)
 	if len(c.problems) > 0 {
 		return &ValidationError{Problems: c.problems}
 	}
