@@ -39,7 +39,7 @@ model, limits, workspace and agents it was started with.`,
 				arg = args[0]
 			}
 			ctx := cmd.Context()
-			s, where, err := a.openRunStore(ctx, f.store)
+			s, where, err := a.existingStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -56,7 +56,7 @@ model, limits, workspace and agents it was started with.`,
 			if err != nil {
 				return err
 			}
-			return a.resumeRun(ctx, cfg, &f, rec.ID)
+			return a.resumeRun(ctx, cfg, &f, rec)
 		},
 	}
 	fl := cmd.Flags()
@@ -67,55 +67,43 @@ model, limits, workspace and agents it was started with.`,
 	return cmd
 }
 
-// resumeRun carries on run id with the settings it was started with.
-func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, id string) error {
-	s, where, err := a.openRunStore(ctx, cfg.Store)
-	if err != nil {
-		return err
-	}
-	rec, err := s.GetRun(ctx, id)
-	s.Close()
-	if err != nil {
-		return fmt.Errorf("run %s in %s: %w", id, where, err)
-	}
+// resumeRun carries on a recorded run with the settings it was started
+// with.
+func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadre.RunRecord) error {
 	if rec.Status.Terminal() {
-		return fmt.Errorf("run %s has already ended (%s); there is nothing to resume", id, rec.Status)
+		return fmt.Errorf("run %s has already ended (%s); there is nothing to resume", rec.ID, rec.Status)
 	}
 	if len(rec.Config) > 0 {
 		var rs runSettings
 		if err := json.Unmarshal(rec.Config, &rs); err != nil {
-			return fmt.Errorf("run %s: its recorded settings cannot be read (%v); it was written by another version of cadre", id, err)
+			return fmt.Errorf("run %s: its recorded settings cannot be read (%v); it was written by another version of cadre", rec.ID, err)
 		}
 		rs.apply(cfg)
 	}
 	if cfg.Model == "" {
-		return fmt.Errorf("run %s has no recorded model: pass --model", id)
+		return fmt.Errorf("run %s has no recorded model: pass --model", rec.ID)
 	}
 	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
-		return eng.Resume(ctx, id)
+		return eng.Resume(ctx, rec.ID)
 	})
 }
 
-// unfinishedRun returns the id of the newest run of task that did not end,
-// or "" when there is none (or no store).
-func (a *app) unfinishedRun(ctx context.Context, cfg *config, task string) (string, error) {
+// unfinishedRun returns the newest run of task that did not end, or nil
+// when there is none (or no store yet).
+func (a *app) unfinishedRun(ctx context.Context, cfg *config, task string) (*cadre.RunRecord, error) {
 	if a.storePath(cfg) == "none" {
-		return "", errors.New("--resume needs the run store, but it is turned off (store: none)")
+		return nil, errors.New("--resume needs the run store, but it is turned off (store: none)")
 	}
-	s, _, err := a.openRunStore(ctx, cfg.Store)
+	s, _, err := a.existingStore(ctx, cfg)
 	var none *errNoStore
 	if errors.As(err, &none) {
-		return "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer s.Close()
-	rec, err := newestUnfinished(ctx, s, task)
-	if err != nil || rec == nil {
-		return "", err
-	}
-	return rec.ID, nil
+	return newestUnfinished(ctx, s, task)
 }
 
 // newestUnfinished returns the newest run still marked running, of task

@@ -66,45 +66,21 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.resume, "resume", false, "carry on the newest unfinished run of the same task, if the store has one, instead of starting anew")
 }
 
-// apply puts the flags over the config.
+// apply puts the flags over the config, as one more config file would be.
 func (f *runFlags) apply(c *config) {
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
+	fc := fileConfig{
+		Model: f.model, Approve: f.approve, Protocol: f.protocol, Report: f.report, Store: f.store,
+		Workspace: f.workspace, Agent: f.agent, AgentsDirs: f.agentsDirs,
+		Limits: limitsConfig{MaxDepth: f.maxDepth, MaxConcurrent: f.maxConc, MaxAgents: f.maxAgents,
+			BudgetTokens: f.budget, MaxTurns: f.maxTurns, TimeoutSeconds: int(f.timeout / time.Second)},
 	}
-	set(&c.Model, f.model)
-	set(&c.Approve, f.approve)
-	set(&c.Protocol, f.protocol)
-	set(&c.Report, f.report)
-	set(&c.Store, f.store)
-	set(&c.Workspace, f.workspace)
-	set(&c.Agent, f.agent)
 	if f.strict {
-		c.Strict = &f.strict
+		fc.Strict = &f.strict
 	}
 	if f.say {
-		c.Say = &f.say
+		fc.Say = &f.say
 	}
-	c.AgentsDirs = append(c.AgentsDirs, f.agentsDirs...)
-	if f.maxDepth != 0 {
-		c.Limits.MaxDepth = f.maxDepth
-	}
-	if f.maxConc != 0 {
-		c.Limits.MaxConcurrent = f.maxConc
-	}
-	if f.maxAgents != 0 {
-		c.Limits.MaxAgents = f.maxAgents
-	}
-	if f.budget != 0 {
-		c.Limits.BudgetTokens = f.budget
-	}
-	if f.maxTurns != 0 {
-		c.Limits.MaxTurns = f.maxTurns
-	}
-	if f.timeout != 0 {
-		c.Limits.TimeoutSeconds = int(f.timeout / time.Second)
-	}
+	c.merge(fc)
 }
 
 // errNoModel says how to choose a model.
@@ -187,13 +163,13 @@ func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string
 		return errNoModel
 	}
 	if f.resume {
-		id, err := a.unfinishedRun(ctx, cfg, task)
+		rec, err := a.unfinishedRun(ctx, cfg, task)
 		if err != nil {
 			return err
 		}
-		if id != "" {
-			fmt.Fprintf(a.io.Stderr, "cadre: carrying on run %s, which stopped before it ended\n", id)
-			return a.resumeRun(ctx, cfg, f, id)
+		if rec != nil {
+			fmt.Fprintf(a.io.Stderr, "cadre: carrying on run %s, which stopped before it ended\n", rec.ID)
+			return a.resumeRun(ctx, cfg, f, rec)
 		}
 	}
 	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
@@ -425,7 +401,7 @@ func (a *app) storePath(cfg *config) string {
 	if s == "" {
 		return filepath.Join(a.projectDir(), ".cadre", "cadre.db")
 	}
-	if s == "none" || strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") || filepath.IsAbs(s) {
+	if s == "none" || isPostgres(s) || filepath.IsAbs(s) {
 		return s
 	}
 	wd, _ := a.wd()

@@ -67,36 +67,64 @@ func (a *app) openRunStore(ctx context.Context, flag string) (cadre.Store, strin
 	if flag != "" {
 		cfg.Store = flag
 	}
+	return a.existingStore(ctx, cfg)
+}
+
+// existingStore opens the run store cfg names, as openRunStore does, with
+// the configuration already read.
+func (a *app) existingStore(ctx context.Context, cfg *config) (cadre.Store, string, error) {
 	loc := a.storePath(cfg)
+	where := a.storeWhere(loc)
 	switch {
 	case loc == "none":
 		return nil, loc, errors.New("the run store is turned off (store: none), so no runs are recorded: give --store with the path of a SQLite file or a postgres:// URL")
-	case strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://"):
-		where := loc
-		if u, err := url.Parse(loc); err == nil {
-			where = u.Redacted()
+	case !isPostgres(loc):
+		fi, err := os.Stat(loc)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, where, &errNoStore{where: where}
+		case err != nil:
+			return nil, where, fmt.Errorf("open the run store %s: %w", where, err)
+		case fi.IsDir():
+			return nil, where, fmt.Errorf("the run store %s is a folder: give --store the path of a SQLite file, such as .cadre/cadre.db", where)
 		}
-		s, err := postgres.Open(ctx, loc)
-		if err != nil {
-			return nil, where, fmt.Errorf("open the run store: %w", err)
-		}
-		return s, where, nil
 	}
-	where := a.relPath(loc)
-	fi, err := os.Stat(loc)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, where, &errNoStore{where: where}
-	case err != nil:
-		return nil, where, fmt.Errorf("open the run store %s: %w", where, err)
-	case fi.IsDir():
-		return nil, where, fmt.Errorf("the run store %s is a folder: give --store the path of a SQLite file, such as .cadre/cadre.db", where)
+	s, err := openStore(ctx, loc, where)
+	return s, where, err
+}
+
+func isPostgres(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}
+
+// storeWhere names a store's location for a person: a SQLite path relative
+// to the working directory, a PostgreSQL URL without its password.
+func (a *app) storeWhere(loc string) string {
+	if !isPostgres(loc) {
+		return a.relPath(loc)
 	}
-	s, err := sqlite.Open(ctx, loc)
+	if u, err := url.Parse(loc); err == nil {
+		return u.Redacted()
+	}
+	return "the PostgreSQL database"
+}
+
+// openStore opens the store at loc, a SQLite file or a postgres:// URL;
+// where names it in errors.
+func openStore(ctx context.Context, loc, where string) (cadre.Store, error) {
+	var (
+		s   cadre.Store
+		err error
+	)
+	if isPostgres(loc) {
+		s, err = postgres.Open(ctx, loc)
+	} else {
+		s, err = sqlite.Open(ctx, loc)
+	}
 	if err != nil {
-		return nil, where, fmt.Errorf("open the run store %s: %w", where, err)
+		return nil, fmt.Errorf("open the run store %s: %w", where, err)
 	}
-	return s, where, nil
+	return s, nil
 }
 
 // resolveRun finds the run arg names: an id, a unique prefix of one, or

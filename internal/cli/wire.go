@@ -18,8 +18,6 @@ import (
 	"github.com/cadre-ai/cadre/agentdef"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/mcp"
-	"github.com/cadre-ai/cadre/postgres"
-	"github.com/cadre-ai/cadre/sqlite"
 	"github.com/cadre-ai/cadre/tool"
 	"github.com/cadre-ai/cadre/tool/builtin"
 )
@@ -29,8 +27,6 @@ type wiring struct {
 	engine local.Config
 	models *models
 	store  cadre.Store
-	// storeLocation is where the store lives, as the user would name it.
-	storeLocation string
 	workspace     string
 	// mcpClient holds the MCP servers whose tools are in engine.Tools.
 	mcpClient *mcp.Client
@@ -171,28 +167,18 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		return nil, err
 	}
 
-	loc := a.storePath(cfg)
-	w.storeLocation = loc
-	switch {
-	case loc == "none":
-	case strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://"):
-		s, err := postgres.Open(ctx, loc)
-		if err != nil {
-			return nil, fmt.Errorf("open the run store: %w", err)
+	if loc := a.storePath(cfg); loc != "none" {
+		if !isPostgres(loc) {
+			if err := os.MkdirAll(filepath.Dir(loc), 0o755); err != nil {
+				return nil, fmt.Errorf("create the folder of the run store %s: %w (choose another with --store, or --store none)", loc, err)
+			}
+			if cfg.Store == "" {
+				keepOutOfGit(filepath.Dir(loc))
+			}
 		}
-		w.store = s
-	default:
-		if err := os.MkdirAll(filepath.Dir(loc), 0o755); err != nil {
-			return nil, fmt.Errorf("create the folder of the run store %s: %w (choose another with --store, or --store none)", loc, err)
+		if w.store, err = openStore(ctx, loc, a.storeWhere(loc)); err != nil {
+			return nil, err
 		}
-		if cfg.Store == "" {
-			keepOutOfGit(filepath.Dir(loc))
-		}
-		s, err := sqlite.Open(ctx, loc)
-		if err != nil {
-			return nil, fmt.Errorf("open the run store %s: %w", loc, err)
-		}
-		w.store = s
 	}
 	w.engine.Store = w.store
 	// MCP servers' tools join the built-in ones last, when nothing can
