@@ -24,10 +24,10 @@ import (
 
 // wiring is everything a run needs, built from the merged configuration.
 type wiring struct {
-	engine local.Config
-	models *models
-	store  cadre.Store
-	workspace     string
+	engine    local.Config
+	models    *models
+	store     cadre.Store
+	workspace string
 	// mcpClient holds the MCP servers whose tools are in engine.Tools.
 	mcpClient *mcp.Client
 }
