@@ -233,16 +233,12 @@ func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 	}
 	// Findings are derived from the reports, as the live run made them.
 	for _, x := range all {
-		a := agents[x.st.ID()]
-		if a == nil || a.def == nil || !a.def.EmitStructuredFindings {
-			continue
-		}
-		if rep, ok := x.st.Report(); ok && !rep.Failed && len([]rune(rep.Text)) >= 30 {
-			content := rep.Text
-			if rs := []rune(content); len(rs) > 1800 {
-				content = string(rs[:1800])
+		if a := agents[x.st.ID()]; a != nil {
+			if rep, ok := x.st.Report(); ok {
+				if f, ok := finding(a, rep); ok {
+					r.findings = append(r.findings, f)
+				}
 			}
-			r.findings = append(r.findings, cadre.Finding{Agent: a.id, Title: "subagent:" + a.def.Name, Content: content})
 		}
 	}
 	return agents, nil

@@ -363,12 +363,7 @@ func (r *Run) deliver(from *agent, d loop.Deliver) {
 // recordReport keeps a child's report in the tree and turns it into a
 // finding when its definition asks for that.
 func (r *Run) recordReport(from *agent, d loop.Deliver) {
-	if from.def != nil && from.def.EmitStructuredFindings && !d.Failed && len([]rune(d.Text)) >= 30 {
-		content := d.Text
-		if rs := []rune(content); len(rs) > 1800 {
-			content = string(rs[:1800])
-		}
-		f := cadre.Finding{Agent: from.id, Title: "subagent:" + from.def.Name, Content: content}
+	if f, ok := finding(from, d); ok {
 		r.mu.Lock()
 		r.findings = append(r.findings, f)
 		r.mu.Unlock()
@@ -379,6 +374,20 @@ func (r *Run) recordReport(from *agent, d loop.Deliver) {
 		in.Result = d.Text
 	}
 	r.mu.Unlock()
+}
+
+// finding is the finding a report makes: a successful report of 30
+// characters or more of a definition with emitStructuredFindings, cut to
+// 1800 characters.
+func finding(from *agent, d loop.Deliver) (cadre.Finding, bool) {
+	if from.def == nil || !from.def.EmitStructuredFindings || d.Failed || len([]rune(d.Text)) < 30 {
+		return cadre.Finding{}, false
+	}
+	content := d.Text
+	if rs := []rune(content); len(rs) > 1800 {
+		content = string(rs[:1800])
+	}
+	return cadre.Finding{Agent: from.id, Title: "subagent:" + from.def.Name, Content: content}, true
 }
 
 // ended is called by an agent's goroutine when it has finished and all its

@@ -603,9 +603,9 @@ func (s *State) checkedReport(text, how string) (acts []Action, retry bool) {
 		if !s.schemaRetried {
 			s.schemaRetried = true
 			s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: schemaRetryText(err, how)})
-			return []Action{Emit{Type: cadre.EventWarning, Data: map[string]any{"message": "the report does not match the output schema; asked once more: " + err.Error()}}, s.modelCall()}, true
+			return []Action{warning("the report does not match the output schema; asked once more: " + err.Error()), s.modelCall()}, true
 		}
-		acts = append(acts, Emit{Type: cadre.EventWarning, Data: map[string]any{"message": "the report still does not match the output schema and is delivered as it is: " + err.Error()}})
+		acts = append(acts, schemaDelivered(err))
 	}
 	return append(acts, s.deliverReport(text, cadre.StatusDone, false)...), false
 }

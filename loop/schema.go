@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
 )
 
@@ -45,4 +46,14 @@ func schemaRetryText(err error, how string) string {
 		verb = "Send it again with send_agent_message, as JSON only"
 	}
 	return fmt.Sprintf("Your report does not match the output schema your parent expects: %v. %s, matching the schema.", err, verb)
+}
+
+func warning(msg string) Emit {
+	return Emit{Type: cadre.EventWarning, Data: map[string]any{"message": msg}}
+}
+
+// schemaDelivered warns that a report that does not match the output
+// schema was delivered anyway, after the one retry.
+func schemaDelivered(err error) Emit {
+	return warning("the report still does not match the output schema and is delivered as it is: " + err.Error())
 }

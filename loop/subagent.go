@@ -339,7 +339,7 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 			}
 			acts := []Action{event}
 			if err != nil {
-				acts = append(acts, Emit{Type: cadre.EventWarning, Data: map[string]any{"message": "the report still does not match the output schema and is delivered as it is: " + err.Error()}})
+				acts = append(acts, schemaDelivered(err))
 			}
 			s.fill(i, "Your results were delivered to your parent agent.", false)
 			return append(acts, s.deliverReport(checked, cadre.StatusDone, false)...)
