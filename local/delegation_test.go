@@ -9,6 +9,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/model/scripted"
 )
 
 // A spawn past the depth limit is refused with a depth_limit event and an
@@ -16,7 +17,7 @@ import (
 // completes.
 func TestDepthLimitInRun(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -38,7 +39,7 @@ func TestDepthLimitInRun(t *testing.T) {
 			return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "did it myself"})), nil
 		}
 		return text("?"), nil
-	}}
+	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{MaxDepth: 1}}, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestDepthLimitInRun(t *testing.T) {
 // Reports of definitions with emitStructuredFindings become findings when
 // they are long enough.
 func TestFindings(t *testing.T) {
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -78,7 +79,7 @@ func TestFindings(t *testing.T) {
 			report = "too short"
 		}
 		return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": report})), nil
-	}}
+	})
 	d := defs("auditor", "plain")
 	d[0].EmitStructuredFindings = true
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "audit")
@@ -103,7 +104,7 @@ func TestChildPromptAndModel(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]*cadre.Request{}
 	record := func(name string) cadre.Model {
-		return &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 			mu.Lock()
 			if _, ok := got[name+" "+string(req.Agent)]; !ok {
 				got[name+" "+string(req.Agent)] = req
@@ -122,7 +123,7 @@ func TestChildPromptAndModel(t *testing.T) {
 				return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "r"})), nil
 			}
 			return text("bye"), nil
-		}}
+		})
 	}
 	models := mapModels{"small": record("small"), "big": record("big")}
 	_, err, ev := runTask(t, Config{Models: models, RootModel: "small", Definitions: defs("helper"),
@@ -152,7 +153,7 @@ func TestChildPromptAndModel(t *testing.T) {
 // A definition with background: true runs in the background even when
 // spawn_agent asks for it.
 func TestBackgroundDefinition(t *testing.T) {
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			switch req.Turn {
 			case 1:
@@ -169,7 +170,7 @@ func TestBackgroundDefinition(t *testing.T) {
 			return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "seen"})), nil
 		}
 		return text("bye"), nil
-	}}
+	})
 	d := defs("watcher")
 	d[0].Extra = map[string]any{"background": true}
 	res, err, _ := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "go")
@@ -206,7 +207,7 @@ func keys[V any](m map[string]V) []string {
 // cancelled and end before it: no orphan keeps running, no goroutine leaks.
 func TestFailedRootStopsItsChildren(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				return calls(tc("a", loop.ToolStartBackground, map[string]string{"prompt": "slow work", "agent": "worker"})), nil
@@ -215,7 +216,7 @@ func TestFailedRootStopsItsChildren(t *testing.T) {
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}}
+	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker")}, "go")
 	var re *RunError
 	if !errors.As(err, &re) || res.Status != cadre.StatusFailed || !strings.Contains(res.Error, "the server exploded") {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/prompt"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 	checkNoLeaks(t)
 	var inFlight, overlap atomic.Int32
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -51,7 +52,7 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 			return text("beta after nudge"), nil
 		}
 		return nil, errors.New("unexpected agent " + string(req.Agent))
-	}}
+	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("alpha", "beta")}, "do both")
 	if err != nil {
 		t.Fatal(err)
@@ -62,17 +63,17 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 	if overlap.Load() == 0 {
 		t.Error("the two children never ran at the same time")
 	}
-	alpha := m.requests("root/alpha.1")
+	alpha := m.RequestsOf("root/alpha.1")
 	if got := alpha[0].Messages[0].Content; got != "Context:\nctx A\n\nTask:\ntask A" {
 		t.Errorf("alpha's first message %q", got)
 	}
-	if got := m.requests("root/beta.1")[0].Messages[0].Content; got != "task B" {
+	if got := m.RequestsOf("root/beta.1")[0].Messages[0].Content; got != "task B" {
 		t.Errorf("beta's first message %q", got)
 	}
-	if got := lastContent(&m.requests("root/beta.1")[1]); got != prompt.NudgeTool {
+	if got := lastContent(&m.RequestsOf("root/beta.1")[1]); got != prompt.NudgeTool {
 		t.Errorf("beta's second call should be the nudge, got %q", got)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	final := root[len(root)-1]
 	var results []string
 	for _, msg := range final.Messages {
@@ -104,7 +105,7 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 func TestBackgroundReportWakesRoot(t *testing.T) {
 	checkNoLeaks(t)
 	release := make(chan struct{})
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			switch req.Turn {
 			case 1:
@@ -120,7 +121,7 @@ func TestBackgroundReportWakesRoot(t *testing.T) {
 			return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "late report"})), nil
 		}
 		return text("bye"), nil
-	}}
+	})
 	res, err, _ := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("general-purpose")}, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +129,7 @@ func TestBackgroundReportWakesRoot(t *testing.T) {
 	if !strings.Contains(res.Answer, `<system_message origin="root/general-purpose.1">late report</system_message>`) {
 		t.Fatalf("answer %q", res.Answer)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	if got := root[1].Messages[len(root[1].Messages)-1].Content; got != "Background agent started (slowpoke): root/general-purpose.1." {
 		t.Errorf("start result %q", got)
 	}
@@ -140,7 +141,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 	var runRef atomic.Pointer[Run]
 	started := make(chan struct{}, 10)
 	registered := make(chan struct{})
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			switch req.Turn {
@@ -173,7 +174,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 			return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "other finished"})), nil
 		}
 		return text("done"), nil
-	}}
+	})
 	ev := &events{}
 	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("middle", "leaf", "other"), Handlers: []func(cadre.Event){ev.handle}}
 	r, err := New(cfg).Start(context.Background(), "go")
@@ -208,7 +209,7 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 // an error result and carries on.
 func TestInactivityTimeout(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				return calls(tc("h", loop.ToolSpawnAgent, map[string]string{"agent": "hang", "task": "wait forever"})), nil
@@ -217,7 +218,7 @@ func TestInactivityTimeout(t *testing.T) {
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}}
+	})
 	d := defs("hang")
 	d[0].TimeoutSeconds = 1
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "go")
@@ -236,7 +237,7 @@ func TestInactivityTimeout(t *testing.T) {
 func TestQueuedSpawnsComplete(t *testing.T) {
 	checkNoLeaks(t)
 	var inFlight, peak atomic.Int32
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
@@ -260,7 +261,7 @@ func TestQueuedSpawnsComplete(t *testing.T) {
 			return text("sent"), nil
 		}
 		return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "done " + string(req.Agent)})), nil
-	}}
+	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{MaxConcurrent: 2}}, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +288,7 @@ func TestQueuedSpawnsComplete(t *testing.T) {
 
 func TestAgentLimitAndCycle(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				var cs []cadre.ToolCall
@@ -299,7 +300,7 @@ func TestAgentLimitAndCycle(t *testing.T) {
 			return text("ok"), nil
 		}
 		return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "did it"})), nil
-	}}
+	})
 	t.Run("cycle", func(t *testing.T) {
 		res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker")}, "go")
 		if err != nil {
@@ -328,12 +329,12 @@ func TestAgentLimitAndCycle(t *testing.T) {
 
 func TestBudgetExhaustion(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID && req.Turn == 1 {
 			return &cadre.Response{Message: cadre.Message{Content: "starting", ToolCalls: []cadre.ToolCall{tc("a", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "t"})}}, Usage: cadre.Usage{InputTokens: 50, OutputTokens: 40}}, nil
 		}
 		return &cadre.Response{Message: cadre.Message{Content: "partial work"}, Usage: cadre.Usage{InputTokens: 50, OutputTokens: 50}}, nil
-	}}
+	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{BudgetTokens: 100}}, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -351,13 +352,13 @@ func TestBudgetExhaustion(t *testing.T) {
 
 func TestRunTimeoutAndCancel(t *testing.T) {
 	checkNoLeaks(t)
-	hang := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	hang := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID && req.Turn == 1 {
 			return calls(tc("a", loop.ToolStartBackground, map[string]string{"prompt": "forever", "agent": "worker"})), nil
 		}
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}}
+	})
 	t.Run("run timeout", func(t *testing.T) {
 		res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{Timeout: 200 * time.Millisecond}}, "go")
 		var re *RunError
@@ -387,7 +388,7 @@ func TestRunTimeoutAndCancel(t *testing.T) {
 
 func TestChildToolsNeverWiderThanParent(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -401,7 +402,7 @@ func TestChildToolsNeverWiderThanParent(t *testing.T) {
 			return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": lastContent(req)})), nil
 		}
 		return text("?"), nil
-	}}
+	})
 	d := defs("writer")
 	d[0].Tools = []string{"read_file", "write_file", "send_agent_message"}
 	read := fakeTool{name: "read_file"}
@@ -409,7 +410,7 @@ func TestChildToolsNeverWiderThanParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writer := m.requests("root/writer.1")
+	writer := m.RequestsOf("root/writer.1")
 	var names []string
 	for _, s := range writer[0].Tools {
 		names = append(names, s.Name)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
 	"runtime"
 	"strings"
 	"sync"
@@ -13,43 +12,6 @@ import (
 
 	"github.com/cadre-ai/cadre"
 )
-
-// fakeModel answers with a function of the request. It records requests.
-type fakeModel struct {
-	fn func(ctx context.Context, req *cadre.Request) (*cadre.Response, error)
-
-	mu   sync.Mutex
-	reqs []cadre.Request
-}
-
-func (m *fakeModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
-	return func(yield func(*cadre.Chunk, error) bool) {
-		m.mu.Lock()
-		m.reqs = append(m.reqs, *req)
-		m.mu.Unlock()
-		resp, err := m.fn(ctx, req)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
-		if resp.Message.Content != "" && !yield(&cadre.Chunk{Text: resp.Message.Content}, nil) {
-			return
-		}
-		yield(&cadre.Chunk{Response: resp}, nil)
-	}
-}
-
-func (m *fakeModel) requests(agent cadre.AgentID) []cadre.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []cadre.Request
-	for _, r := range m.reqs {
-		if r.Agent == agent {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 func text(s string) *cadre.Response {
 	return &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: s}, Usage: cadre.Usage{InputTokens: 10, OutputTokens: 10}}

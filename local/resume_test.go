@@ -13,6 +13,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
+	"github.com/cadre-ai/cadre/model/scripted"
 )
 
 // crashStore stands for a process that dies: after it has accepted limit
@@ -138,13 +139,13 @@ type callCounter struct {
 	calls map[string]int
 }
 
-func (c *callCounter) model() *fakeModel {
-	return &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+func (c *callCounter) model() *scripted.Model {
+	return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		c.mu.Lock()
 		c.calls[fmt.Sprintf("%s#%d", req.Agent, req.Turn)]++
 		c.mu.Unlock()
 		return treeScript(ctx, req)
-	}}
+	})
 }
 
 func treeConfig(m cadre.Model, s cadre.Store, w *mutator) Config {
@@ -323,10 +324,10 @@ func TestResumeDoesNotRepeatWrites(t *testing.T) {
 	must(mem.Append(ctx, entries))
 
 	var seen string
-	cfg.Models = OneModel{Name: "fake", Model: &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	cfg.Models = OneModel{Name: "fake", Model: scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		seen = lastContent(req)
 		return text("checked"), nil
-	}}}
+	})}
 	r, err := New(cfg).Resume(ctx, id)
 	if err != nil {
 		t.Fatal(err)

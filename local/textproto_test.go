@@ -69,13 +69,6 @@ func checkNoTools(t *testing.T, reqs []cadre.Request) {
 	}
 }
 
-// allRequests returns every request the fake model received.
-func (m *fakeModel) allRequests() []cadre.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return slices.Clone(m.reqs)
-}
-
 // index returns the position of the first event matching ok, or -1.
 func (e *events) index(ok func(cadre.Event) bool) int {
 	e.mu.Lock()
@@ -211,7 +204,7 @@ sub:
 func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 	checkNoLeaks(t)
 	var inFlight, peak atomic.Int32
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				return text("Step by step.\n" + spawnBlock("sequential", "gather the data", "analyse the data", "write the report")), nil
@@ -223,7 +216,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
 		return text("RESULT<" + taskOf(req) + ">"), nil
-	}}
+	})
 	res, err, ev := runTask(t, textConfig(m), "Make a report")
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +224,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 	if res.Answer != "report written" {
 		t.Errorf("answer %q", res.Answer)
 	}
-	checkNoTools(t, m.allRequests())
+	checkNoTools(t, m.Requests())
 	if p := peak.Load(); p != 1 {
 		t.Errorf("%d sequential steps ran at once", p)
 	}
@@ -247,7 +240,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 		},
 	}
 	for id, msgs := range want {
-		reqs := m.requests(id)
+		reqs := m.RequestsOf(id)
 		if len(reqs) != 1 {
 			t.Fatalf("%s made %d model calls, want 1", id, len(reqs))
 		}
@@ -255,7 +248,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 			t.Errorf("%s got other messages (-want +got):\n%s", id, d)
 		}
 	}
-	if sys := m.requests("root/sub.3")[0].System; strings.Contains(sys, "RESULT<gather the data>") {
+	if sys := m.RequestsOf("root/sub.3")[0].System; strings.Contains(sys, "RESULT<gather the data>") {
 		t.Error("the third step saw the first step's result")
 	}
 	// Each step starts only after the step before it has reported.
@@ -274,7 +267,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 			t.Errorf("agent_spawned %d: %v", i, e.Data)
 		}
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	synth := lastContent(&root[len(root)-1])
 	if !strings.Contains(synth, "<result task=\"write the report\" status=\"completed\">\nRESULT<write the report>\n</result>") {
 		t.Errorf("synthesis lacks the last step's result:\n%s", synth)
@@ -288,7 +281,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 	checkNoLeaks(t)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				return text(spawnBlock("sequential", "alpha", "beta", "gamma", "delta")), nil
@@ -305,7 +298,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 			return nil, errors.New("upstream exploded")
 		}
 		return text(task + " ok"), nil
-	}}
+	})
 	res, err, ev := runTask(t, textConfig(m), "Run the four steps")
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +312,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 	// root/sub.1 alpha, sub.2 beta (fails), sub.3 beta again, sub.4 gamma
 	// (fails), sub.5 gamma again (fails), sub.6 delta.
 	prev := func(id cadre.AgentID) string {
-		for _, msg := range m.requests(id)[0].Messages {
+		for _, msg := range m.RequestsOf(id)[0].Messages {
 			if s, ok := strings.CutPrefix(msg.Content, "Previous sub-agent result for context:\n"); ok {
 				return s
 			}
@@ -331,7 +324,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 		"root/sub.4": "beta ok", "root/sub.5": "beta ok", "root/sub.6": "beta ok",
 	} {
 		if got := prev(id); got != want {
-			t.Errorf("%s (%s) got previous result %q, want %q", id, taskOf(&m.requests(id)[0]), got, want)
+			t.Errorf("%s (%s) got previous result %q, want %q", id, taskOf(&m.RequestsOf(id)[0]), got, want)
 		}
 	}
 	status := map[cadre.AgentID]cadre.Status{}
@@ -341,7 +334,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 	if status["root/sub.2"] != cadre.StatusFailed || status["root/sub.3"] != cadre.StatusDone || status["root/sub.5"] != cadre.StatusFailed || len(res.Agents) != 7 {
 		t.Errorf("agents %v", status)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	want := prompt.Synthesis("Run the four steps", []prompt.Result{
 		{Task: "alpha", Status: prompt.StatusCompleted, Output: "alpha ok"},
 		{Task: "beta", Status: prompt.StatusCompleted, Output: "beta ok"},
@@ -367,7 +360,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 	for _, insist := range []bool{false, true} {
 		t.Run(fmt.Sprintf("insist=%v", insist), func(t *testing.T) {
 			deep := "I'll delegate.\n" + spawnBlock("parallel", "too deep")
-			m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+			m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 				switch req.Agent.Depth() {
 				case 0:
 					if req.Turn == 1 {
@@ -386,7 +379,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 					return text("did it myself"), nil
 				}
 				return nil, fmt.Errorf("%s runs past the depth limit", req.Agent)
-			}}
+			})
 			cfg := textConfig(m)
 			cfg.Limits.MaxDepth = 2
 			cfg.Soul, cfg.Identity = "Calm and exact.", "Name: Cadre"
@@ -397,7 +390,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 			if res.Answer != "root final" {
 				t.Errorf("answer %q", res.Answer)
 			}
-			checkNoTools(t, m.allRequests())
+			checkNoTools(t, m.Requests())
 			var ids []cadre.AgentID
 			for _, a := range res.Agents {
 				ids = append(ids, a.ID)
@@ -409,13 +402,13 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 				t.Fatalf("agents %v", ids)
 			}
 
-			mid := m.requests("root/sub.1")
+			mid := m.RequestsOf("root/sub.1")
 			if sys := mid[0].System; !strings.Contains(sys, "<agent_capabilities>") || !strings.Contains(sys, "you are at level 1") ||
 				!strings.Contains(sys, "<task>\ntop task\n</task>") || !strings.Contains(sys, "<sub_agent_instructions>") ||
 				!strings.Contains(sys, "<soul>\nCalm and exact.\n</soul>") || !strings.Contains(sys, "<identity>\nName: Cadre\n</identity>") {
 				t.Errorf("the middle agent's system prompt:\n%s", sys)
 			}
-			leaf := m.requests("root/sub.1/sub.1")
+			leaf := m.RequestsOf("root/sub.1/sub.1")
 			if sys := leaf[0].System; strings.Contains(sys, "agent_capabilities") || !strings.Contains(sys, "<task>\nmiddle task\n</task>") {
 				t.Errorf("the agent at the depth limit was taught to spawn:\n%s", sys)
 			}
@@ -435,7 +428,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 			if want := prompt.Synthesis("top task", []prompt.Result{{Task: "middle task", Status: prompt.StatusCompleted, Output: leafReport}}); midSynth != want {
 				t.Errorf("the middle agent's synthesis:\n%s\nwant:\n%s", midSynth, want)
 			}
-			root := m.requests(cadre.RootID)
+			root := m.RequestsOf(cadre.RootID)
 			if want := prompt.Synthesis("Top-level request", []prompt.Result{{Task: "top task", Output: "middle summary"}}); lastContent(&root[1]) != want {
 				t.Errorf("the root's synthesis:\n%s", lastContent(&root[1]))
 			}
@@ -450,7 +443,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 // it starts do not get the run's deeper limit back.
 func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch {
 		case req.Agent == cadre.RootID:
 			if req.Turn == 1 {
@@ -469,7 +462,7 @@ func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
 			return text("stepped myself"), nil
 		}
 		return text("too deep"), nil
-	}}
+	})
 	d := defs("planner")
 	d[0].MaxDepth = 1 // the planner's children, and nothing below them
 	res, err, ev := runTask(t, textConfig(m, d...), "Plan")
@@ -481,7 +474,7 @@ func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
 			t.Errorf("%s runs at depth %d, below the planner's limit", a.ID, a.Depth)
 		}
 	}
-	step := m.requests("root/planner.1/sub.1")
+	step := m.RequestsOf("root/planner.1/sub.1")
 	if len(step) == 0 || strings.Contains(step[0].System, "agent_capabilities") {
 		t.Errorf("the planner's child was taught to spawn")
 	}
@@ -494,7 +487,7 @@ func TestTextDefinitionMaxDepthBoundsSubtree(t *testing.T) {
 // block is refused for that reason, without a depth_limit event.
 func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -508,7 +501,7 @@ func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
 			return text("read it myself"), nil
 		}
 		return nil, errors.New("unexpected agent " + string(req.Agent))
-	}}
+	})
 	d := defs("reader")
 	d[0].Tools = []string{"read_file"}
 	res, err, ev := runTask(t, textConfig(m, d...), "Read it")
@@ -518,7 +511,7 @@ func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
 	if len(res.Agents) != 2 || res.Answer != "root final" {
 		t.Fatalf("%d agents, answer %q", len(res.Agents), res.Answer)
 	}
-	reader := m.requests("root/reader.1")
+	reader := m.RequestsOf("root/reader.1")
 	if strings.Contains(reader[0].System, "agent_capabilities") {
 		t.Errorf("a reader that may not delegate was taught to spawn:\n%s", reader[0].System)
 	}
@@ -531,7 +524,7 @@ func TestTextSpawnRefusedWithoutDelegation(t *testing.T) {
 	if n := len(ev.of(cadre.EventDepthLimit)); n != 0 {
 		t.Errorf("%d depth_limit events for an agent at depth 1 of 3", n)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	if got := lastContent(&root[1]); !strings.Contains(got, "read it myself") {
 		t.Errorf("the root's synthesis:\n%s", got)
 	}
@@ -561,7 +554,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch req.Agent {
 		case cadre.RootID:
 			if req.Turn == 1 {
@@ -587,7 +580,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 			return text("<response>  </response>"), nil
 		}
 		return nil, errors.New("unexpected agent " + string(req.Agent))
-	}}
+	})
 	cfg := textConfig(m)
 	cfg.Handlers = []func(cadre.Event){onEvent}
 	res, err, ev := runTask(t, cfg, request)
@@ -604,7 +597,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 	if !slices.Equal(order, []string{"root/sub.3", "root/sub.2", "root/sub.1"}) {
 		t.Fatalf("reports arrived in order %v, want the reverse of the tasks", order)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	if len(root) != 2 {
 		t.Fatalf("the root made %d model calls, want 2", len(root))
 	}
@@ -644,7 +637,7 @@ func golden(t *testing.T, path, got string) {
 // subagent; an unknown name fails that task only.
 func TestTextSpawnNamedDefinitions(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
 			if req.Turn == 1 {
@@ -661,7 +654,7 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 			return text("Draft: fixed bugs."), nil
 		}
 		return nil, errors.New("unexpected agent " + string(req.Agent))
-	}}
+	})
 	res, err, ev := runTask(t, textConfig(m, defs("researcher")...), "Prepare the release notes")
 	if err != nil {
 		t.Fatal(err)
@@ -669,8 +662,8 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 	if res.Answer != "combined" {
 		t.Errorf("answer %q", res.Answer)
 	}
-	checkNoTools(t, m.allRequests())
-	rs := m.requests("root/researcher.1")
+	checkNoTools(t, m.Requests())
+	rs := m.RequestsOf("root/researcher.1")
 	if len(rs) != 1 {
 		t.Fatalf("the researcher made %d calls", len(rs))
 	}
@@ -681,7 +674,7 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 	if want := []cadre.Message{{Role: cadre.RoleUser, Content: "Context:\nThe user means version 2.\n\nTask:\nFind the release date"}}; cmp.Diff(want, rs[0].Messages) != "" {
 		t.Errorf("the researcher's messages (-want +got):\n%s", cmp.Diff(want, rs[0].Messages))
 	}
-	gen := m.requests("root/sub.1")
+	gen := m.RequestsOf("root/sub.1")
 	if len(gen) != 1 || !strings.Contains(gen[0].System, "<task>\nDraft a changelog entry\n</task>") || !strings.Contains(gen[0].System, "<sub_agent_instructions>") {
 		t.Fatalf("the general subagent's requests %+v", gen)
 	}
@@ -690,7 +683,7 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 		spawned[1].Data["definition"] != "sub" || spawned[1].Data["index"] != 2 || spawned[1].Data["total"] != 3 {
 		t.Errorf("agent_spawned events %+v", spawned)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	want := prompt.Synthesis("Prepare the release notes", []prompt.Result{
 		{Task: "Find the release date", Output: "3 March"},
 		{Task: "Draft a changelog entry", Output: "Draft: fixed bugs."},
@@ -705,13 +698,13 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 // definitions it may use, and offers no tool.
 func TestTextRootPromptHasCapabilities(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		return text("nothing to delegate"), nil
-	}}
+	})
 	if _, err, _ := runTask(t, textConfig(m, defs("researcher", "writer")...), "hello"); err != nil {
 		t.Fatal(err)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	sys := root[0].System
 	for _, want := range []string{"<agent_capabilities>", `<spawn_agents mode="sequential">`, "  - researcher: the researcher agent", "  - writer: the writer agent", "you are at level 0"} {
 		if !strings.Contains(sys, want) {
@@ -731,7 +724,7 @@ func TestTextRootPromptHasCapabilities(t *testing.T) {
 // empty catalogue still teaches and runs <spawn_agents>.
 func TestTextSpawnWithoutDefinitions(t *testing.T) {
 	checkNoLeaks(t)
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
 				return text(spawnBlock("parallel", "look it up")), nil
@@ -739,14 +732,14 @@ func TestTextSpawnWithoutDefinitions(t *testing.T) {
 			return text("final"), nil
 		}
 		return text("found it"), nil
-	}}
+	})
 	cfg := textConfig(m)
 	cfg.Definitions = nil
 	res, err, ev := runTask(t, cfg, "Find it")
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := m.requests(cadre.RootID)
+	root := m.RequestsOf(cadre.RootID)
 	if !strings.Contains(root[0].System, "<agent_capabilities>") {
 		t.Errorf("the root's system prompt lacks <agent_capabilities> when there are no definitions")
 	}
@@ -764,7 +757,7 @@ func TestTextSpawnWithoutDefinitions(t *testing.T) {
 func TestTextSayAndPreSpawn(t *testing.T) {
 	checkNoLeaks(t)
 	const first = "<say>Let me split this up.</say>\nPrivate plan: ask two helpers.\n"
-	m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			switch req.Turn {
 			case 1:
@@ -774,7 +767,7 @@ func TestTextSayAndPreSpawn(t *testing.T) {
 			}
 		}
 		return text("child result"), nil
-	}}
+	})
 	type said struct {
 		agent    cadre.AgentID
 		text     string
@@ -814,7 +807,7 @@ func TestTextSayAndPreSpawn(t *testing.T) {
 			t.Errorf("say events %+v, want %+v", got, want)
 		}
 		// The journal, and so the next call, keeps the whole reply.
-		root := m.requests(cadre.RootID)
+		root := m.RequestsOf(cadre.RootID)
 		last := root[len(root)-1]
 		if !slices.ContainsFunc(last.Messages, func(msg cadre.Message) bool {
 			return msg.Role == cadre.RoleAssistant && strings.Contains(msg.Content, "Private plan: ask two helpers.")
@@ -860,12 +853,12 @@ func textTreeScript(ctx context.Context, req *cadre.Request) (*cadre.Response, e
 func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 	checkNoLeaks(t)
 	config := func(cc *callCounter, s cadre.Store) Config {
-		m := &fakeModel{fn: func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 			cc.mu.Lock()
 			cc.calls[fmt.Sprintf("%s#%d", req.Agent, req.Turn)]++
 			cc.mu.Unlock()
 			return textTreeScript(ctx, req)
-		}}
+		})
 		cfg := textConfig(m)
 		cfg.Store = s
 		return cfg
