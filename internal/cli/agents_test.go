@@ -16,7 +16,8 @@ import (
 	"github.com/cadre-ai/cadre/agentdef"
 )
 
-// agentsResult is what one in-process cadre command produced.
+// agentsResult is what one in-process cadre command produced (any
+// command, not only cadre agents).
 type agentsResult struct {
 	code           int
 	stdout, stderr string

@@ -34,25 +34,6 @@ var (
 	fixtureDeep  = fixtureChild.Child("critic", 1)
 )
 
-// runsResult is what one in-process cadre command produced.
-type runsResult struct {
-	code           int
-	stdout, stderr string
-}
-
-// runsCadre runs cadre in-process in dir, with HOME set to home and no
-// other environment.
-func runsCadre(t *testing.T, dir, home string, args ...string) runsResult {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := map[string]string{"HOME": home}
-	code := Main(context.Background(), args, IO{
-		Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Dir: dir,
-		Getenv: func(k string) string { return env[k] },
-	})
-	return runsResult{code: code, stdout: out.String(), stderr: errb.String()}
-}
-
 // emptyProject makes a repository without a .cadre folder and returns its
 // directory and a home directory.
 func emptyProject(t *testing.T) (dir, home string) {
@@ -178,7 +159,7 @@ func lineContaining(t *testing.T, out, s string) string {
 func TestRunsList(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "list")
+	res := runCadre(t, dir, home, "runs", "list")
 	if res.code != 0 {
 		t.Fatalf("cadre runs list exited %d: %s", res.code, res.stderr)
 	}
@@ -210,12 +191,12 @@ func TestRunsList(t *testing.T) {
 		t.Errorf("the failed run's line %q does not show ✗ failed and 4.2s", failed)
 	}
 
-	res = runsCadre(t, dir, home, "runs", "list", "--limit", "1")
+	res = runCadre(t, dir, home, "runs", "list", "--limit", "1")
 	if !strings.Contains(res.stdout, runFailed) || strings.Contains(res.stdout, runDone) || !strings.Contains(res.stdout, "the 1 newest of 3 runs") {
 		t.Errorf("runs list --limit 1:\n%s", res.stdout)
 	}
 
-	res = runsCadre(t, dir, home, "runs", "list", "--json")
+	res = runCadre(t, dir, home, "runs", "list", "--json")
 	var got []struct {
 		ID     string      `json:"id"`
 		Agents int         `json:"agents"`
@@ -245,7 +226,7 @@ func slicesContain(list []string, s string) bool {
 func TestRunsColumnsAligned(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "list")
+	res := runCadre(t, dir, home, "runs", "list")
 	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
 	// STATUS starts where every status mark does.
 	col := utf8Len(lines[0][:strings.Index(lines[0], "STATUS")])
@@ -267,23 +248,23 @@ func TestRunsColumnsAligned(t *testing.T) {
 func TestRunsNoStore(t *testing.T) {
 	dir, home := emptyProject(t)
 	db := filepath.Join(dir, ".cadre", "cadre.db")
-	res := runsCadre(t, dir, home, "runs", "list")
+	res := runCadre(t, dir, home, "runs", "list")
 	if res.code != 0 || !strings.Contains(res.stdout, "no runs recorded yet in .cadre/cadre.db") {
 		t.Errorf("runs list without a store: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 	for _, args := range [][]string{{"runs", "show", "last"}, {"runs", "export", runDone}} {
-		res := runsCadre(t, dir, home, args...)
+		res := runCadre(t, dir, home, args...)
 		if res.code == 0 || !strings.Contains(res.stderr, "no runs recorded yet in .cadre/cadre.db") {
 			t.Errorf("%s without a store: exit %d, stderr %q", strings.Join(args, " "), res.code, res.stderr)
 		}
 	}
-	if res := runsCadre(t, dir, home, "runs", "list", "--json"); res.code != 0 || strings.TrimSpace(res.stdout) != "[]" {
+	if res := runCadre(t, dir, home, "runs", "list", "--json"); res.code != 0 || strings.TrimSpace(res.stdout) != "[]" {
 		t.Errorf("runs list --json without a store: exit %d, stdout %q", res.code, res.stdout)
 	}
 	if _, err := os.Stat(db); !os.IsNotExist(err) {
 		t.Errorf("reading the runs created %s (stat: %v)", db, err)
 	}
-	if res := runsCadre(t, dir, home, "runs", "list", "--store", "none"); res.code == 0 || !strings.Contains(res.stderr, "turned off") {
+	if res := runCadre(t, dir, home, "runs", "list", "--store", "none"); res.code == 0 || !strings.Contains(res.stderr, "turned off") {
 		t.Errorf("runs list --store none: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
@@ -297,7 +278,7 @@ func TestRunsStoreLocation(t *testing.T) {
 	}
 	writeRuns(t, s)
 	s.Close()
-	if res := runsCadre(t, dir, home, "runs", "list", "--store", "elsewhere/runs.db"); res.code != 0 || !strings.Contains(res.stdout, runDone) {
+	if res := runCadre(t, dir, home, "runs", "list", "--store", "elsewhere/runs.db"); res.code != 0 || !strings.Contains(res.stdout, runDone) {
 		t.Errorf("runs list --store elsewhere/runs.db: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	var out, errb bytes.Buffer
@@ -311,7 +292,7 @@ func TestRunsStoreLocation(t *testing.T) {
 func TestRunsShow(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "show", runDone)
+	res := runCadre(t, dir, home, "runs", "show", runDone)
 	if res.code != 0 {
 		t.Fatalf("runs show exited %d: %s", res.code, res.stderr)
 	}
@@ -354,14 +335,14 @@ func TestRunsShow(t *testing.T) {
 		t.Errorf("the tree is not in parent-then-child order:\n%s", out)
 	}
 
-	res = runsCadre(t, dir, home, "runs", "show", runFailed)
+	res = runCadre(t, dir, home, "runs", "show", runFailed)
 	if !strings.Contains(res.stdout, "The run failed: model unavailable: 503 from the provider") {
 		t.Errorf("runs show of a failed run does not say why:\n%s", res.stdout)
 	}
 	if n := strings.Count(res.stdout, "model unavailable"); n != 1 {
 		t.Errorf("runs show of a failed run gives its error %d times, want once:\n%s", n, res.stdout)
 	}
-	res = runsCadre(t, dir, home, "runs", "show", runRunning)
+	res = runCadre(t, dir, home, "runs", "show", runRunning)
 	if !strings.Contains(res.stdout, "cadre runs show --follow "+runRunning) {
 		t.Errorf("runs show of a running run does not say how to follow it:\n%s", res.stdout)
 	}
@@ -370,7 +351,7 @@ func TestRunsShow(t *testing.T) {
 func TestRunsShowJSON(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "show", runDone, "--json")
+	res := runCadre(t, dir, home, "runs", "show", runDone, "--json")
 	var got struct {
 		Run      cadre.RunRecord      `json:"run"`
 		Agents   []*cadre.AgentRecord `json:"agents"`
@@ -397,7 +378,7 @@ func TestRunsShowJSON(t *testing.T) {
 func TestRunsShowAgent(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "show", runDone, "--agent", "root")
+	res := runCadre(t, dir, home, "runs", "show", runDone, "--agent", "root")
 	if res.code != 0 {
 		t.Fatalf("runs show --agent root exited %d: %s", res.code, res.stderr)
 	}
@@ -410,21 +391,21 @@ func TestRunsShowAgent(t *testing.T) {
 	}
 
 	// The last part of an id names the agent when it is unique.
-	res = runsCadre(t, dir, home, "runs", "show", runDone, "--agent", "research-assistant.1")
+	res = runCadre(t, dir, home, "runs", "show", runDone, "--agent", "research-assistant.1")
 	if res.code != 0 || !strings.Contains(res.stdout, "── system ──\nYou research.\n") || !strings.Contains(res.stdout, "── report ──\nBuilds need Go 1.26.") {
 		t.Errorf("runs show --agent research-assistant.1: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
-	res = runsCadre(t, dir, home, "runs", "show", runDone, "--agent", "critic.1")
+	res = runCadre(t, dir, home, "runs", "show", runDone, "--agent", "critic.1")
 	if !strings.Contains(res.stdout, "── user ──\nCheck the claim") || !strings.Contains(res.stdout, "✗ failed: tool crashed") {
 		t.Errorf("a failed agent's transcript:\n%s", res.stdout)
 	}
 
-	res = runsCadre(t, dir, home, "runs", "show", runDone, "--agent", "writer.1")
+	res = runCadre(t, dir, home, "runs", "show", runDone, "--agent", "writer.1")
 	if res.code == 0 || !strings.Contains(res.stderr, `has no agent "writer.1"`) || !strings.Contains(res.stderr, "  root/research-assistant.1/critic.1") {
 		t.Errorf("an unknown agent: exit %d, stderr %q", res.code, res.stderr)
 	}
 
-	res = runsCadre(t, dir, home, "runs", "show", runDone, "--agent", string(fixtureChild), "--json")
+	res = runCadre(t, dir, home, "runs", "show", runDone, "--agent", string(fixtureChild), "--json")
 	var tr struct {
 		Agent    cadre.AgentRecord `json:"agent"`
 		System   string            `json:"system"`
@@ -459,7 +440,7 @@ func TestRunsResolve(t *testing.T) {
 		{"Unknown", "20250316", "", []string{`unknown run "20250316" in .cadre/cadre.db; the closest are:`, runFailed, "run `cadre runs list` to see every run"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := runsCadre(t, dir, home, "runs", "show", tc.arg)
+			res := runCadre(t, dir, home, "runs", "show", tc.arg)
 			if tc.want != "" {
 				if res.code != 0 || !strings.HasPrefix(res.stdout, "Run      "+tc.want+"\n") {
 					t.Errorf("runs show %s: exit %d, want run %s\n%s%s", tc.arg, res.code, tc.want, res.stdout, res.stderr)
@@ -481,7 +462,7 @@ func TestRunsResolve(t *testing.T) {
 func TestRunsExport(t *testing.T) {
 	dir, home, s := runsProject(t)
 	writeRuns(t, s)
-	res := runsCadre(t, dir, home, "runs", "export", "20250314")
+	res := runCadre(t, dir, home, "runs", "export", "20250314")
 	if res.code != 0 {
 		t.Fatalf("runs export exited %d: %s", res.code, res.stderr)
 	}
@@ -540,7 +521,7 @@ func TestRunsExport(t *testing.T) {
 		t.Errorf("the export does not show the decoded inputs as JSON objects")
 	}
 
-	res = runsCadre(t, dir, home, "runs", "export", "last", "-o", "run.json")
+	res = runCadre(t, dir, home, "runs", "export", "last", "-o", "run.json")
 	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if res.code != 0 || err != nil {
 		t.Fatalf("runs export -o run.json: exit %d, %v: %s", res.code, err, res.stderr)
