@@ -691,71 +691,60 @@ func testNotAnEventStream(t *testing.T, h *Harness) {
 	}
 }
 
-func testCutBeforeText(t *testing.T, h *Harness) {
+// checkRetriedOnce serves a first try that fails with fail, then a reply of
+// text, and checks the call succeeds with text after exactly two requests.
+// stalling opens the provider with a short stall timeout.
+func checkRetriedOnce(t *testing.T, h *Harness, stalling bool, fail func(w http.ResponseWriter, r *http.Request), text string) {
+	t.Helper()
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
-			h.WriteReply(w, Reply{Cut: true})
+			fail(w, r)
 			return
 		}
-		h.WriteReply(w, Reply{Text: []string{"complete"}})
+		h.WriteReply(w, Reply{Text: []string{text}})
 	})
 	var sl sleeps
-	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
-	if resp.Message.Content != "complete" || srv.requests() != 2 {
-		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "complete")
+	var m cadre.Model
+	if stalling {
+		m = openStalling(h, srv, sl.policy(4))
+	} else {
+		m = open(h, srv, "test-key", sl.policy(4))
 	}
+	resp := mustSucceed(t, collect(t, m, request()))
+	if resp.Message.Content != text || srv.requests() != 2 {
+		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), text)
+	}
+}
+
+func testCutBeforeText(t *testing.T, h *Harness) {
+	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Cut: true})
+	}, "complete")
 }
 
 func testDroppedConnection(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			hijackClose(t, w)
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"reconnected"}})
-	})
-	var sl sleeps
-	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
-	if resp.Message.Content != "reconnected" || srv.requests() != 2 {
-		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "reconnected")
-	}
+	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		hijackClose(t, w)
+	}, "reconnected")
 }
 
 func testResetConnection(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			conn := hijack(t, w)
-			if conn == nil {
-				return
-			}
-			if tc, ok := conn.(*net.TCPConn); ok {
-				tc.SetLinger(0) // close with a reset, not a goodbye
-			}
-			conn.Close()
+	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		conn := hijack(t, w)
+		if conn == nil {
 			return
 		}
-		h.WriteReply(w, Reply{Text: []string{"after the reset"}})
-	})
-	var sl sleeps
-	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
-	if resp.Message.Content != "after the reset" || srv.requests() != 2 {
-		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "after the reset")
-	}
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0) // close with a reset, not a goodbye
+		}
+		conn.Close()
+	}, "after the reset")
 }
 
 func testErrorEventBeforeText(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			h.WriteReply(w, Reply{ErrorEvent: "overloaded, try again"})
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"recovered"}})
-	})
-	var sl sleeps
-	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
-	if resp.Message.Content != "recovered" || srv.requests() != 2 {
-		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "recovered")
-	}
+	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{ErrorEvent: "overloaded, try again"})
+	}, "recovered")
 }
 
 func testErrorEventAfterText(t *testing.T, h *Harness) {
@@ -830,18 +819,9 @@ func openStalling(h *Harness, srv *server, pol model.RetryPolicy) cadre.Model {
 }
 
 func testStallBeforeReply(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			<-r.Context().Done() // no headers, no body, until the client gives up
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"awake"}})
-	})
-	var sl sleeps
-	resp := mustSucceed(t, collect(t, openStalling(h, srv, sl.policy(4)), request()))
-	if resp.Message.Content != "awake" || srv.requests() != 2 {
-		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "awake")
-	}
+	checkRetriedOnce(t, h, true, func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // no headers, no body, until the client gives up
+	}, "awake")
 }
 
 func testStallMidReply(t *testing.T, h *Harness) {
