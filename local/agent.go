@@ -219,7 +219,7 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 	case loop.Ask:
 		a.ask(act)
 	case loop.Reply:
-		a.run.reply(a, act)
+		a.run.reply(act)
 	case loop.CreateAgent:
 		a.createAgent(act)
 	case loop.CancelChild:
@@ -401,7 +401,7 @@ func (a *agent) ask(act loop.Ask) {
 }
 
 // reply delivers a parent's answer to its child's question.
-func (r *Run) reply(from *agent, act loop.Reply) {
+func (r *Run) reply(act loop.Reply) {
 	r.mu.Lock()
 	target := r.agents[act.To]
 	r.mu.Unlock()

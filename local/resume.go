@@ -190,7 +190,7 @@ func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 		if fin, ok := st.Finished(); ok {
 			status = finishStatus(fin)
 		}
-		r.register(a, st.Task(), "", status)
+		r.register(a, st.Task(), status)
 		r.created++
 		r.mu.Lock()
 		in := r.infos[a.id]

@@ -42,7 +42,6 @@ type Run struct {
 	findings  []cadre.Finding
 	result    *Result
 	cancelled string
-	finishing bool
 }
 
 func (e *Engine) newRun(id, task string) *Run {
@@ -264,7 +263,7 @@ func (r *Run) catalog() []loop.CatalogEntry {
 }
 
 // register adds an agent to the run's tables.
-func (r *Run) register(a *agent, task, mode string, status cadre.Status) {
+func (r *Run) register(a *agent, task string, status cadre.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.agents[a.id] = a
@@ -276,18 +275,14 @@ func (r *Run) register(a *agent, task, mode string, status cadre.Status) {
 		parent = a.parent.id
 	}
 	r.infos[a.id] = &AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
-		Mode: mode, Task: task, Status: status, Started: time.Now()}
+		Task: task, Status: status, Started: time.Now()}
 }
 
 // create registers a new agent and makes its Start durable: the agent's
 // record and its first journal entry are written before anyone learns of
 // it, so a resumed run finds every agent its parents know.
 func (r *Run) create(a *agent, start loop.Start) error {
-	mode := ""
-	if a.parent != nil {
-		mode = "sync"
-	}
-	r.register(a, start.Task, mode, cadre.StatusQueued)
+	r.register(a, start.Task, cadre.StatusQueued)
 	r.putAgent(a)
 	if err := a.journal([]loop.Input{start}); err != nil {
 		r.mu.Lock()
@@ -439,9 +434,6 @@ func (r *Run) ended(a *agent, fin loop.Finish) {
 }
 
 func (r *Run) finish(fin loop.Finish) {
-	r.mu.Lock()
-	r.finishing = true
-	r.mu.Unlock()
 	close(r.stop)
 	r.wg.Wait()
 	r.mu.Lock()
