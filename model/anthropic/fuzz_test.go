@@ -1,0 +1,78 @@
+package anthropic_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/model/anthropic"
+)
+
+// FuzzStream serves arbitrary bytes as a streamed Messages API reply. The
+// provider must end in a reply or an error, never a panic, and a reply it
+// accepts has named tool calls whose arguments are JSON.
+func FuzzStream(f *testing.F) {
+	f.Add([]byte(`event: message_start
+data: {"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"model":"m","usage":{"input_tokens":10,"output_tokens":1}}}
+
+event: content_block_start
+data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hello"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":0}
+
+event: content_block_start
+data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"read_file","input":{}}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"path\":"}}
+
+event: content_block_delta
+data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"a\"}"}}
+
+event: content_block_stop
+data: {"type":"content_block_stop","index":1}
+
+event: message_delta
+data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}
+
+event: message_stop
+data: {"type":"message_stop"}
+
+`))
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"))
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{oops\n\n"))
+
+	var body atomic.Pointer[[]byte]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(*body.Load())
+	}))
+	f.Cleanup(srv.Close)
+	p := anthropic.New(anthropic.Config{BaseURL: srv.URL, Model: "m", Retry: model.RetryPolicy{MaxAttempts: 1}})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		body.Store(&data)
+		resp, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{
+			Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}},
+		}), nil)
+		if err != nil {
+			return
+		}
+		if resp == nil {
+			t.Fatal("no error and no reply")
+		}
+		for _, tc := range resp.Message.ToolCalls {
+			if tc.Name == "" {
+				t.Errorf("accepted a tool call without a name: %+v", tc)
+			}
+		}
+	})
+}
