@@ -307,14 +307,19 @@ func SecretName(name string) bool {
 	return false
 }
 
-// URLSecret returns the userinfo of s, when s is a URL that has one
-// ("user:password" of https://user:password@host), else "". Callers add
-// it to a Redactor's values, so that the credentials are hidden also
-// where they occur without the URL around them.
-func URLSecret(s string) string {
+// URLSecrets returns the credentials of s, when s is a URL with userinfo:
+// the password ("password" of https://user:password@host), or the user
+// when there is no password (a token, as in https://token@host). Callers
+// add them to a Redactor's values, so that the credentials are hidden
+// also where they occur without the URL around them. It returns nothing
+// for anything else.
+func URLSecrets(s string) []string {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || u.User == nil {
-		return ""
+		return nil
 	}
-	return u.User.String()
+	if p, ok := u.User.Password(); ok {
+		return []string{p}
+	}
+	return []string{u.User.Username()}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 
@@ -211,16 +212,17 @@ func TestSecretName(t *testing.T) {
 	}
 }
 
-func TestURLSecret(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://user:pass@host/v1": "user:pass",
-		"http://token@h":            "token",
-		"http://h/v1":               "",
-		"127.0.0.1:11434":           "",
-		"%":                         "",
+func TestURLSecrets(t *testing.T) {
+	for in, want := range map[string][]string{
+		"https://user:pass@host/v1": {"pass"},
+		"http://u:p%40ss@h":         {"p@ss"},
+		"http://token@h":            {"token"},
+		"http://h/v1":               nil,
+		"127.0.0.1:11434":           nil,
+		"%":                         nil,
 	} {
-		if got := URLSecret(in); got != want {
-			t.Errorf("URLSecret(%q) = %q, want %q", in, got, want)
+		if got := URLSecrets(in); !slices.Equal(got, want) {
+			t.Errorf("URLSecrets(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

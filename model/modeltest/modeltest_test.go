@@ -50,7 +50,7 @@ func (p *toy) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.C
 	}
 	var r *redact.Redactor
 	if p.bug != "ShowsKey" {
-		r = redact.New(p.o.APIKey, redact.URLSecret(p.o.BaseURL))
+		r = redact.New(append(redact.URLSecrets(p.o.BaseURL), p.o.APIKey)...)
 	}
 	return model.Stream(ctx, model.Call{
 		Provider:     "toy",

@@ -134,7 +134,7 @@ func New(cfg Config) *Provider {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	r := redact.New(cfg.APIKey, redact.URLSecret(cfg.BaseURL))
+	r := redact.New(append(redact.URLSecrets(cfg.BaseURL), cfg.APIKey)...)
 	return &Provider{cfg: cfg, svc: openai.NewChatCompletionService(opts...), redactor: r, where: r.String(cfg.BaseURL)}
 }
 
