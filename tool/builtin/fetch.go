@@ -43,7 +43,7 @@ func NewWebFetch(opts Options) *WebFetch {
 		cc := *opts.HTTPClient // a copy, to add the redirect check below
 		c = &cc
 	} else {
-		g = newGuard(opts.FetchAllow, opts.Resolver, opts.FetchAllowWhere)
+		g = newGuard(opts.FetchAllow, opts.Resolver, opts.FetchAllowWhere, opts.FetchTimeout)
 		c.Transport = &http.Transport{
 			Proxy:                 nil, // a proxy would connect where the guard cannot see
 			DialContext:           g.DialContext,

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // A Resolver looks up the addresses of a host name. *net.Resolver is one.
@@ -301,7 +302,10 @@ type guard struct {
 	allow    []FetchRule
 	resolver Resolver
 	where    string // where rules are configured, for messages
-	dialer   net.Dialer
+	// timeout bounds a dial whose context has no deadline (the transport
+	// dials apart from the request's context).
+	timeout time.Duration
+	dialer  net.Dialer
 	// dial connects to an address already checked; tests replace it.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -310,11 +314,11 @@ type guard struct {
 // address it checked to the Control hook.
 type approvedKey struct{}
 
-func newGuard(allow []FetchRule, resolver Resolver, where string) *guard {
+func newGuard(allow []FetchRule, resolver Resolver, where string, timeout time.Duration) *guard {
 	if resolver == nil {
 		resolver = net.DefaultResolver
 	}
-	g := &guard{allow: allow, resolver: resolver, where: where}
+	g := &guard{allow: allow, resolver: resolver, where: where, timeout: timeout}
 	g.dialer.ControlContext = g.control
 	g.dial = g.dialer.DialContext
 	return g
@@ -354,14 +358,19 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 			return nil, &RefusedError{Host: host, Port: port, Addr: a.Unmap().WithZone(""), Resolved: name != "", Reason: why, Allow: g.where}
 		}
 	}
+	if _, ok := ctx.Deadline(); !ok && g.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
 	var errs []error
-	for _, a := range addrs {
+	for i, a := range addrs {
 		a = a.Unmap()
 		if name == "" && a.Zone() == "" {
 			a = a.WithZone(zoneOf(host))
 		}
 		target := netip.AddrPortFrom(a, port)
-		conn, err := g.dial(context.WithValue(ctx, approvedKey{}, target), network, target.String())
+		conn, err := g.dialOne(context.WithValue(ctx, approvedKey{}, target), network, target.String(), len(addrs)-i)
 		if err == nil {
 			return conn, nil
 		}
@@ -371,6 +380,22 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		}
 	}
 	return nil, errors.Join(errs...)
+}
+
+// minDialShare is the least time one address of several is given.
+const minDialShare = 2 * time.Second
+
+// dialOne connects to one of the left addresses still to try, giving it
+// its share of the time that remains, as net.Dialer does, so that one
+// address that does not answer leaves time for the others.
+func (g *guard) dialOne(ctx context.Context, network, addr string, left int) (net.Conn, error) {
+	if deadline, ok := ctx.Deadline(); ok && left > 1 {
+		share := max(time.Until(deadline)/time.Duration(left), minDialShare)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, share)
+		defer cancel()
+	}
+	return g.dial(ctx, network, addr)
 }
 
 // zoneOf returns the zone of an IPv6 address such as fe80::1%eth0.

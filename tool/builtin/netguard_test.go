@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,7 +342,7 @@ func TestWebFetchChecksAtDial(t *testing.T) {
 // not connect to an address that DialContext did not approve.
 func TestGuardControl(t *testing.T) {
 	srv := newCountingServer(t, nil)
-	g := newGuard(nil, nil, "here")
+	g := newGuard(nil, nil, "here", 0)
 	target := srv.Listener.Addr().String()
 	if c, err := g.dialer.DialContext(context.Background(), "tcp", target); err == nil {
 		c.Close()
@@ -482,4 +483,30 @@ func FuzzFetchRule(f *testing.F) {
 		}
 		_, _ = legacyIPv4(s)
 	})
+}
+
+// Of several addresses, the first that connects is used; one that fails
+// leaves the others their turn.
+func TestWebFetchTriesEachAddress(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	res := &fakeResolver{answers: map[string][][]netip.Addr{"two.test": {addrs("2a00:1450:1::1", "198.51.100.7")}}}
+	wf := NewWebFetch(Options{Resolver: res})
+	var dialled []string
+	wf.guard.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialled = append(dialled, addr)
+		if _, ok := ctx.Deadline(); !ok {
+			t.Errorf("dialling %s without a deadline", addr)
+		}
+		if strings.HasPrefix(addr, "[2a00:1450:1::1]") {
+			return nil, errors.New("network is unreachable")
+		}
+		return new(net.Dialer).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	got, err := call(t, wf, map[string]any{"url": "http://two.test/"})
+	if err != nil || !strings.Contains(got, "the admin page") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if want := []string{"[2a00:1450:1::1]:80", "198.51.100.7:80"}; !slices.Equal(dialled, want) {
+		t.Errorf("dialled %v, want %v", dialled, want)
+	}
 }
