@@ -295,7 +295,7 @@ func SecretName(name string) bool {
 	for part := range strings.SplitSeq(strings.ToUpper(name), "_") {
 		switch part {
 		case "KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD",
-			"PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "PAT", "AUTH":
+			"PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "PAT":
 			return true
 		}
 		for _, suffix := range []string{"APIKEY", "TOKEN", "SECRET", "PASSWORD"} {

@@ -204,7 +204,7 @@ func TestSecretName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"OPENAI_API_KEY": true, "GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true, "PGPASSWORD": true,
 		"DOCS_APIKEY": true, "gh_pat": true, "NPM_AUTH_TOKEN": true, "MY_CREDENTIALS": true,
-		"PATH": false, "HOME": false, "KEYBOARD": false, "TOKENIZERS_PARALLELISM": false, "PWD": false, "LANG": false,
+		"PATH": false, "SSH_AUTH_SOCK": false, "XAUTHORITY": false, "HOME": false, "KEYBOARD": false, "TOKENIZERS_PARALLELISM": false, "PWD": false, "LANG": false,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%s) = %v, want %v", name, got, want)
