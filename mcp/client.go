@@ -17,6 +17,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // Defaults of Config.
@@ -61,6 +62,15 @@ type Config struct {
 	// Logger receives the SDK's records and a debug record of each call.
 	// Nil means no logging.
 	Logger *slog.Logger
+	// Environ is the environment, as KEY=value lines, that stdio servers
+	// take the variables they inherit from (see ServerConfig.Env). Nil
+	// means the environment of this process.
+	Environ []string
+	// Redactor hides secrets in the errors of servers and in what their
+	// tools return: the credentials their configuration holds, the keys
+	// of the program. Nil hides URL userinfo and credential headers in
+	// errors only.
+	Redactor *redact.Redactor
 }
 
 // A ServerConfig says how to reach one MCP server: set Command (a program
@@ -71,8 +81,15 @@ type ServerConfig struct {
 	// when it has no slash.
 	Command string
 	Args    []string
-	// Env is added to cadre's own environment for the server.
+	// Env sets variables for the server. A stdio server does not get the
+	// whole environment of cadre, which holds API keys: it gets the
+	// variables DefaultEnv names, those EnvPassthrough names, and Env,
+	// which wins over both.
 	Env map[string]string
+	// EnvPassthrough names more variables of cadre's environment that the
+	// server gets, when they are set: NAME, or PREFIX* for every variable
+	// whose name starts with PREFIX ("*" alone for all of them).
+	EnvPassthrough []string
 	// Dir is the server's working directory; empty means cadre's.
 	Dir string
 
@@ -248,7 +265,7 @@ func (c *Client) Servers() []ServerInfo {
 	var out []ServerInfo
 	for _, name := range slices.Sorted(maps.Keys(c.servers)) {
 		s := c.servers[name]
-		info := ServerInfo{Name: name, Transport: s.cfg.kind(), Target: s.cfg.describe(), Err: s.err}
+		info := ServerInfo{Name: name, Transport: s.cfg.kind(), Target: c.cfg.Redactor.String(s.cfg.describe()), Err: s.err}
 		if s.err == nil {
 			info.Tools = slices.Clone(s.tools)
 		}
@@ -337,6 +354,9 @@ func (s *server) connect(ctx context.Context) {
 	// A failure after the process started must not leave it running.
 	defer func() {
 		if s.err != nil {
+			if se, ok := s.err.(*ServerError); ok {
+				s.client.redact(se)
+			}
 			s.close(context.Background())
 		}
 	}()
@@ -362,7 +382,7 @@ func (s *server) connect(ctx context.Context) {
 				Hint: fmt.Sprintf("give mcpServers.%s a command or a url", s.name)}
 			return
 		}
-		p, pt, err := startProcess(s.cfg)
+		p, pt, err := startProcess(s.cfg, s.client.cfg.Environ)
 		if err != nil {
 			s.err = startError(s.name, s.cfg, err)
 			return
@@ -428,8 +448,19 @@ func (s *server) failure(ctx context.Context, op string, err error) *ServerError
 	return se
 }
 
+// redact hides the secrets of c's Redactor in se's cause, stderr and hint.
+func (c *Client) redact(se *ServerError) *ServerError {
+	r := c.cfg.Redactor
+	se.Err, se.Stderr, se.Hint = r.Error(se.Err), r.String(se.Stderr), r.String(se.Hint)
+	return se
+}
+
 // callFailure describes a failed call of the server's tool remote.
 func (s *server) callFailure(remote string, err error) error {
+	return s.client.redact(s.callError(remote, err))
+}
+
+func (s *server) callError(remote string, err error) *ServerError {
 	op := "call " + remote
 	if s.client.isClosed() {
 		return &ServerError{Server: s.name, Op: op, Err: ErrClosed}

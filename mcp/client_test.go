@@ -25,7 +25,7 @@ func TestListAndCall(t *testing.T) {
 	for _, tl := range c.Tools() {
 		names = append(names, tl.Spec().Name)
 	}
-	want := []string{"mcp__demo__crash", "mcp__demo__echo", "mcp__demo__env", "mcp__demo__fail", "mcp__demo__get_weather",
+	want := []string{"mcp__demo__crash", "mcp__demo__echo", "mcp__demo__env", "mcp__demo__environ", "mcp__demo__fail", "mcp__demo__get_weather",
 		"mcp__demo__mixed", "mcp__demo__slow", "mcp__demo__structured", "mcp__demo__write"}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Fatalf("tool names (-want +got):\n%s", diff)

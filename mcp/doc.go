@@ -21,6 +21,15 @@
 // approval policy like writes and commands do. The annotation is the
 // server's claim; configure only servers you trust.
 //
+// # Environment and secrets
+//
+// A stdio server does not inherit cadre's environment, which holds API
+// keys: it gets the few variables programs need (DefaultEnv: PATH, HOME,
+// USER, the locale…), the variables its ServerConfig.EnvPassthrough names,
+// and its ServerConfig.Env. Config.Redactor hides secrets in what the
+// servers' tools return and in the errors of servers (their stderr
+// included).
+//
 // # Lifecycle and goroutines
 //
 // NewClient starts nothing. Connect starts every server at once and waits

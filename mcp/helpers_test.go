@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 //
 //	normal    the tools of newTestServer
 //	exit      writes to stderr and exits with status 2 before answering
+//	leak      the same, with the value of DEMO_TOKEN on stderr
 //	silent    reads stdin and never answers
 //	stubborn  like normal, but ignores SIGTERM and SIGPIPE and outlives
 //	          its stdin
@@ -37,6 +39,9 @@ func serveTestServer(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "starting the demo server")
 		fmt.Fprintln(os.Stderr, "fatal: DEMO_API_KEY is not set")
+		return 2
+	case "leak":
+		fmt.Fprintln(os.Stderr, "fatal: the token "+os.Getenv("DEMO_TOKEN")+" was refused")
 		return 2
 	case "silent":
 		_, _ = io.Copy(io.Discard, os.Stdin)
@@ -105,6 +110,12 @@ func newTestServer() *sdk.Server {
 		func(ctx context.Context, _ *sdk.CallToolRequest, in envArgs) (*sdk.CallToolResult, any, error) {
 			wd, _ := os.Getwd()
 			return text(in.Name + "=" + os.Getenv(in.Name) + " wd=" + wd), nil, nil
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "environ", Description: "Reports its whole environment, one KEY=value a line.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			env := os.Environ()
+			slices.Sort(env)
+			return text(strings.Join(env, "\n")), nil, nil
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "slow", Description: "Waits until it is cancelled."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {

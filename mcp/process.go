@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,8 +33,10 @@ type process struct {
 }
 
 // startProcess starts the command of sc with pipes for MCP on its stdin and
-// stdout, and returns the transport that talks to it.
-func startProcess(sc ServerConfig) (*process, sdk.Transport, error) {
+// stdout, and returns the transport that talks to it. The process's
+// environment is taken from environ (nil: this process's), as serverEnv
+// says.
+func startProcess(sc ServerConfig, environ []string) (*process, sdk.Transport, error) {
 	if sc.Dir != "" {
 		// Checked here: with a process group, a missing directory would be
 		// reported as a missing command.
@@ -53,12 +53,10 @@ func startProcess(sc ServerConfig) (*process, sdk.Transport, error) {
 	}
 	cmd := exec.Command(sc.Command, sc.Args...)
 	cmd.Dir = sc.Dir
-	if len(sc.Env) > 0 {
-		cmd.Env = os.Environ()
-		for _, k := range slices.Sorted(maps.Keys(sc.Env)) {
-			cmd.Env = append(cmd.Env, k+"="+sc.Env[k])
-		}
+	if environ == nil {
+		environ = os.Environ()
 	}
+	cmd.Env = serverEnv(environ, sc)
 	p := &process{cmd: cmd, stderr: &tail{}, exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
 	// The server's grandchildren may keep stderr open after it exits.

@@ -94,7 +94,9 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 		return "", s.callFailure(t.remote, err)
 	}
 	s.client.logger.Debug("mcp tool called", "server", s.name, "tool", t.remote, "error", res.IsError)
-	text := clip(resultText(res), s.client.cfg.MaxResultBytes)
+	// What the server says reaches the model: no secret of cadre's may be
+	// in it, whatever the server read from its environment or config.
+	text := clip(s.client.cfg.Redactor.Values(resultText(res)), s.client.cfg.MaxResultBytes)
 	if res.IsError {
 		return "", &ToolError{Tool: t.spec.Name, Message: text}
 	}

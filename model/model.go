@@ -27,7 +27,9 @@
 //
 // Every failure reaches the caller as a *[cadre.ModelError] whose Hint says
 // what to check: the key variable after a 401 or 403, the model name after
-// a 403 or 404, the base URL when the server cannot be reached.
+// a 403 or 404, the base URL when the server cannot be reached. Its message
+// and hint never show the API key or the password of a base URL
+// ([Call.Redactor]), even when the server quotes them back.
 //
 // Nothing in this package keeps state between calls; everything is safe for
 // concurrent use.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 func TestParseName(t *testing.T) {
@@ -544,5 +546,40 @@ func TestHintsByFailure(t *testing.T) {
 				t.Errorf("error = %v, want a hint containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// Call.Redactor hides secrets in the error and in the retry log, and the
+// error still wraps what failed.
+func TestStreamRedacts(t *testing.T) {
+	const key = "sk-stream-secret-1"
+	var log strings.Builder
+	n := 0
+	c := model.Call{
+		Provider: "fake",
+		Policy:   model.RetryPolicy{MaxAttempts: 2, Sleep: func(context.Context, time.Duration) error { return nil }},
+		Logger:   slog.New(slog.NewTextHandler(&log, nil)),
+		Redactor: redact.New(key),
+		Hint:     func(error, int) string { return "check http://u:pw@h/v1 and " + key },
+		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
+			n++
+			return nil, &model.ServerError{Status: 500, Header: http.Header{}, Message: "key " + key + " at http://u:pw@h/v1"}
+		},
+	}
+	_, err := cadre.Collect(model.Stream(context.Background(), c), nil)
+	if err == nil || n != 2 {
+		t.Fatalf("err %v after %d attempts", err, n)
+	}
+	for what, text := range map[string]string{"error": err.Error(), "log": log.String()} {
+		if strings.Contains(text, key) || strings.Contains(text, "pw@") {
+			t.Errorf("the %s shows a secret: %s", what, text)
+		}
+		if !strings.Contains(text, "[REDACTED]") {
+			t.Errorf("the %s says nothing was hidden: %s", what, text)
+		}
+	}
+	var se *model.ServerError
+	if model.Status(err) != 500 || !errors.As(err, &se) {
+		t.Errorf("the redacted error lost its cause: %v", err)
 	}
 }

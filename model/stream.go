@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // DefaultStallTimeout is how long a model server may send nothing, before
@@ -64,6 +65,10 @@ type Call struct {
 	Hint func(err error, status int) string
 	// Logger, when not nil, hears about each retry at level Warn.
 	Logger *slog.Logger
+	// Redactor hides secrets (the API key, the base URL's password) in
+	// the errors Stream returns and logs. Nil still hides URL userinfo
+	// and credential headers.
+	Redactor *redact.Redactor
 }
 
 // A Try is one attempt of a [Call], as its Attempt function sees it. Emit
@@ -207,7 +212,7 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 			d := pol.wait(attempt, err)
 			if c.Logger != nil {
 				c.Logger.WarnContext(ctx, "model call failed, retrying",
-					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "err", err)
+					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "err", c.Redactor.Error(err))
 			}
 			if serr := pol.Sleep(ctx, d); serr != nil {
 				yield(nil, c.fail(fmt.Errorf("call abandoned while waiting to retry after %d attempts (last error: %v): %w", attempt, err, serr), Status(err)))
@@ -244,7 +249,7 @@ func (c Call) fail(err error, status int) error {
 	if hint == "" {
 		hint = defaultHint(err, status)
 	}
-	return &cadre.ModelError{Provider: c.Provider, Status: status, Hint: hint, Err: err}
+	return &cadre.ModelError{Provider: c.Provider, Status: status, Hint: c.Redactor.String(hint), Err: c.Redactor.Error(err)}
 }
 
 // defaultHint says what to do after a failure no provider hint covers.

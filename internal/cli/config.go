@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool/builtin"
 )
 
 // fileConfig is the shape of .cadre/config.yaml and ~/.cadre/config.yaml.
@@ -44,6 +45,16 @@ type fileConfig struct {
 	// (their tools are mcp__NAME__TOOL). The project's .mcp.json adds
 	// more; entries here win on the same name.
 	MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
+	// WebFetch configures the web_fetch tool.
+	WebFetch webFetchConfig `yaml:"webFetch"`
+}
+
+// webFetchConfig is the webFetch section.
+type webFetchConfig struct {
+	// Allow opens hosts, host:port pairs, addresses and networks that
+	// web_fetch refuses by default (loopback, private, link-local,
+	// metadata). The files' lists add up.
+	Allow []string `yaml:"allow"`
 }
 
 // mcpServerConfig is one entry of mcpServers: a program cadre starts
@@ -55,6 +66,10 @@ type mcpServerConfig struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
 	Env     map[string]string `yaml:"env"`
+	// EnvPassthrough names more variables of cadre's environment the
+	// server gets (NAME, PREFIX*, or * for all); by default it gets only
+	// PATH, HOME and the like (mcp.DefaultEnv) and Env.
+	EnvPassthrough []string `yaml:"envPassthrough"`
 	// Cwd is the server's working directory, relative to the project;
 	// empty means the project's directory.
 	Cwd     string            `yaml:"cwd"`
@@ -169,6 +184,7 @@ func (a *app) loadConfig() (*config, error) {
 	if s := a.io.Getenv("CADRE_STORE"); s != "" {
 		c.Store = s
 	}
+	a.redact.Store(a.redactor(c))
 	return c, nil
 }
 
@@ -253,6 +269,13 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("models.%s: model is missing; give it as provider:model, for example openai:gpt-4o-mini", name)}
 		}
 	}
+	for _, rule := range fc.WebFetch.Allow {
+		if _, err := builtin.ParseFetchRule(rule); err != nil {
+			line, col := findListItem(data, "allow", rule)
+			return &ConfigError{File: file, Line: line, Column: col, Msg: "webFetch.allow: " + err.Error() +
+				"; give a host (intranet.example.com), a host and port (127.0.0.1:8080), *.domain, or a network (10.0.0.0/8)"}
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
 		e := fc.MCPServers[name]
 		if err := checkMCPServer(file, data, name, e); err != nil {
@@ -263,6 +286,10 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	}
 	return nil
 }
+
+// envPattern is an entry of envPassthrough: a variable's name, a prefix
+// and *, or * alone.
+var envPattern = regexp.MustCompile(`^(\*|[A-Za-z_][A-Za-z0-9_]*\*?)$`)
 
 // mcpServerName is what a server's name may be: it is the middle of the
 // names mcp__NAME__TOOL of its tools.
@@ -293,6 +320,13 @@ func checkMCPServer(file string, data []byte, name string, e mcpServerConfig) *C
 		return bad("url", "args, env and cwd are for servers cadre starts with a command; this one has a url")
 	case e.Command != "" && len(e.Headers) > 0:
 		return bad("headers", "headers are for servers reached by url; this one has a command (give it env instead)")
+	case e.URL != "" && len(e.EnvPassthrough) > 0:
+		return bad("envPassthrough", "envPassthrough is for servers cadre starts with a command; this one has a url")
+	}
+	for _, v := range e.EnvPassthrough {
+		if !envPattern.MatchString(v) {
+			return bad("envPassthrough", fmt.Sprintf("%q is not a variable name; give names such as AWS_PROFILE, a prefix such as AWS_*, or * for the whole environment", v))
+		}
 	}
 	if e.URL != "" && !strings.Contains(e.URL, "${") {
 		if u, err := url.Parse(e.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -387,6 +421,32 @@ func (a *app) loadMCPJSON(c *config) error {
 	return nil
 }
 
+// findListItem locates value in the list under key, written as an item
+// (- value) or inside [a, b], for error messages; or the key when the
+// value is not found.
+func findListItem(data []byte, key, value string) (int, int) {
+	line, col := findKey(data, key)
+	if line == 0 {
+		line = 1 // a flow mapping, such as {allow: [a, b]}: look everywhere
+	}
+	lines := strings.Split(string(data), "\n")
+	for i := line - 1; i < len(lines); i++ {
+		if col > 0 && i > line-1 && !strings.HasPrefix(strings.TrimLeft(lines[i], " \t"), "-") {
+			break
+		}
+		if c := strings.Index(lines[i], value); c >= 0 && value != "" {
+			if q := c - 1; q >= 0 && (lines[i][q] == '"' || lines[i][q] == '\'') {
+				c = q
+			}
+			return i + 1, c + 1
+		}
+	}
+	if col == 0 {
+		return 0, 0
+	}
+	return line, col
+}
+
 // findKey locates the first line that sets key, for error messages.
 func findKey(data []byte, key string) (int, int) {
 	for i, line := range strings.Split(string(data), "\n") {
@@ -447,6 +507,7 @@ func (c *config) merge(f fileConfig) {
 		c.Say = f.Say
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
+	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)
 	setN := func(dst *int, v int) {
 		if v != 0 {
 			*dst = v
@@ -502,4 +563,18 @@ func (a *app) projectDir() string {
 		}
 		d = up
 	}
+}
+
+// fetchRules parses the webFetch.allow rules, checked when the files were
+// read.
+func (c *config) fetchRules() ([]builtin.FetchRule, error) {
+	var out []builtin.FetchRule
+	for _, s := range c.WebFetch.Allow {
+		r, err := builtin.ParseFetchRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("webFetch.allow: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

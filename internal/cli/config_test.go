@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
 		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
 		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},
+		{"bad fetch rule", "model: m\nwebFetch:\n  allow:\n    - 127.0.0.1:8080\n    - http://intranet/\n", 5, []string{"webFetch.allow", `"http://intranet/"`, "not a URL", "10.0.0.0/8"}},
+		{"bad fetch rule inline", "webFetch:\n  allow: [\"10.0.0.0/99\"]\n", 2, []string{"webFetch.allow", `"10.0.0.0/99"`, "prefix length"}},
+		{"bad fetch port", "webFetch: {allow: [\"localhost:http\"]}\n", 1, []string{"webFetch.allow", `the port "http"`}},
+		{"fetch allow not a list", "webFetch:\n  allow: 10.0.0.0/8\n", 2, []string{"allow", "a list"}},
+		{"unknown webFetch key", "webFetch:\n  allowed: [x]\n", 2, []string{"allowed"}},
+		{"bad envPassthrough", "mcpServers:\n  demo:\n    command: x\n    envPassthrough: [OK_NAME, \"BAD-NAME\"]\n", 4, []string{"mcpServers.demo", `"BAD-NAME"`, "AWS_*"}},
+		{"envPassthrough on url", "mcpServers:\n  demo:\n    url: http://h/mcp\n    envPassthrough: [A]\n", 4, []string{"mcpServers.demo", "envPassthrough is for servers cadre starts"}},
 	})
 }
 
@@ -86,5 +94,28 @@ func TestConfigPrecedence(t *testing.T) {
 	code := Main(context.Background(), []string{"run", "task"}, IO{Dir: proj, Getenv: func(k string) string { return env[k] }, Stderr: &stderr, Stdout: &bytes.Buffer{}})
 	if code == 0 || !strings.Contains(stderr.String(), filepath.Join(proj, ".cadre", "config.yaml")+":2:") || !strings.Contains(stderr.String(), "bogus") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// webFetch.allow lists of both files add up, and reach web_fetch.
+func TestWebFetchAllowConfig(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "webFetch:\n  allow: [\"10.0.0.0/8\"]\n")
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "webFetch:\n  allow:\n    - intranet.example.com:8080\n    - \"*.corp.example\"\n")
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := cfg.fetchRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rules {
+		got = append(got, r.String())
+	}
+	if want := []string{"10.0.0.0/8", "intranet.example.com:8080", "*.corp.example"}; !slices.Equal(got, want) {
+		t.Errorf("rules %q, want %q", got, want)
 	}
 }

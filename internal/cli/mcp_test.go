@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,7 +23,7 @@ import (
 
 // echoServer builds the test MCP server of package mcp into a folder of
 // the test: a program speaking MCP on stdin and stdout, with the tools echo
-// and lookup (read-only).
+// and lookup and env (read-only).
 func echoServer(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "echoserver")
@@ -185,6 +186,7 @@ func TestMCPList(t *testing.T) {
 		`not available: mcp server "broken": start: command "cadre-test-no-such-server" not found`,
 		"demo (stdio: ",
 		"mcp__demo__echo    asks approval  Echo the text back.",
+		"mcp__demo__env     read-only      Show the server's environment.",
 		"mcp__demo__lookup  read-only      Look the text up.",
 	} {
 		if !strings.Contains(out, want) {
@@ -201,7 +203,7 @@ func TestMCPList(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || code != 1 || len(got.Servers) != 2 {
 		t.Fatalf("exit %d, %v: %s", code, err, stdout.String())
 	}
-	if s := got.Servers[1]; s.Name != "demo" || s.Error != "" || len(s.Tools) != 2 || s.Tools[1] != (mcpToolInfo{Name: "mcp__demo__lookup", Description: "Look the text up.", ReadOnly: true}) {
+	if s := got.Servers[1]; s.Name != "demo" || s.Error != "" || len(s.Tools) != 3 || s.Tools[2] != (mcpToolInfo{Name: "mcp__demo__lookup", Description: "Look the text up.", ReadOnly: true}) {
 		t.Errorf("demo %+v", s)
 	}
 	if s := got.Servers[0]; s.Name != "broken" || s.Error == "" || len(s.Tools) != 0 {
@@ -326,5 +328,80 @@ func TestMCPServe(t *testing.T) {
 	got, err = tools["mcp__cadre__run_task"].Call(context.Background(), json.RawMessage(`{"task":"plan the week"}`))
 	if err != nil || got != "root got: plan the week" {
 		t.Errorf("run_task: %q, %v", got, err)
+	}
+}
+
+// A stdio MCP server gets a minimal environment: the model calls the echo
+// server's env tool (read-only, as the reference server's get-env is) and
+// sees neither the API key nor variables no one named, but the variables
+// the entry gives and passes through.
+func TestMCPE2EServerEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), fmt.Sprintf(`mcpServers:
+  demo:
+    command: %q
+    env: {NAMED: named-value, NAMED_TOKEN: "${SOURCE_TOKEN}"}
+    envPassthrough: [PASS_ME, "PASS_PREFIX_*"]
+`, echoServer(t)))
+	var (
+		mu     sync.Mutex
+		result string
+	)
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
+		if len(req.Messages) == 2 {
+			return chatReply{Calls: []toolCall{{Name: "mcp__demo__env", Args: `{}`}}}
+		}
+		mu.Lock()
+		result = contentText(req.Messages[len(req.Messages)-1].Content)
+		mu.Unlock()
+		return chatReply{Text: "done"}
+	})
+	const key = "sk-parent-key-0123456789"
+	res := runBinary(t, dir, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=" + key,
+		"PASS_ME=passed", "PASS_PREFIX_A=a", "NOT_NAMED=hidden-value", "SOURCE_TOKEN=tok-from-env-0123456789", "LANG=C.UTF-8"},
+		"run", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "show the server's environment")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	env := strings.Split(result, "\n")
+	// The token the entry takes from the environment reaches the server
+	// (the model sees it hidden: it is a secret of the configuration).
+	for _, want := range []string{"NAMED=named-value", "NAMED_TOKEN=[REDACTED]", "PASS_ME=passed", "PASS_PREFIX_A=a", "LANG=C.UTF-8", "PATH=" + os.Getenv("PATH")} {
+		if !slices.Contains(env, want) {
+			t.Errorf("the server's environment lacks %s:\n%s", want, result)
+		}
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "NAMED", "NAMED_TOKEN", "PASS_ME", "PASS_PREFIX_A", "PATH", "HOME", "LANG":
+		default:
+			t.Errorf("the server got %s, which nothing names", kv)
+		}
+	}
+	if strings.Contains(result, key) || strings.Contains(result, "OPENAI_API_KEY") || strings.Contains(result, "hidden-value") {
+		t.Errorf("the server got its parent's secrets:\n%s", result)
+	}
+}
+
+// cadre mcp list shows the configuration and errors with credentials
+// hidden.
+func TestMCPListHidesCredentials(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), `mcpServers:
+  docs:
+    url: http://user:list-password-123@127.0.0.1:1/mcp
+    headers: {Authorization: "Bearer ${DOCS_TOKEN}"}
+`)
+	var stdout, stderr bytes.Buffer
+	env := map[string]string{"HOME": t.TempDir(), "DOCS_TOKEN": "docs-token-0123456789"}
+	code := Main(context.Background(), []string{"mcp", "list"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+		Getenv: func(k string) string { return env[k] }})
+	out := stdout.String() + stderr.String()
+	if code != 1 || !strings.Contains(out, "docs (http: http://user:[REDACTED]@127.0.0.1:1/mcp") || !strings.Contains(out, "not available") {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	if strings.Contains(out, "list-password-123") || strings.Contains(out, "docs-token-0123456789") {
+		t.Errorf("the listing shows a credential:\n%s", out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/mcp"
 	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // mcpCloseTimeout bounds how long the end of a command waits for MCP
@@ -82,7 +83,8 @@ func (a *app) listMCP(ctx context.Context, cfg *config, asJSON bool) error {
 		fmt.Fprintln(a.io.Stdout, "No MCP servers are configured. Add them under mcpServers in .cadre/config.yaml, or in .mcp.json (see README.md, section MCP).")
 		return nil
 	}
-	client, unusable := a.mcpClient(cfg)
+	r := a.redactor(cfg)
+	client, unusable := a.mcpClient(cfg, r)
 	connected := map[string]mcp.ServerInfo{}
 	if client != nil {
 		defer closeMCP(client)
@@ -100,10 +102,11 @@ func (a *app) listMCP(ctx context.Context, cfg *config, asJSON bool) error {
 		if e.URL != "" {
 			info.Transport, info.Target = "http", e.URL
 		}
+		info.Target = r.String(info.Target)
 		if err := unusable[name]; err != nil {
-			info.Error = err.Error()
+			info.Error = r.String(err.Error())
 		} else if s := connected[name]; s.Err != nil {
-			info.Error = s.Err.Error()
+			info.Error = r.String(s.Err.Error())
 		} else {
 			for _, t := range s.Tools {
 				info.Tools = append(info.Tools, mcpToolInfo{Name: t.Spec().Name, Description: t.Spec().Description, ReadOnly: !cadre.Mutates(t)})
@@ -241,7 +244,7 @@ func (a *app) serveRun(ctx context.Context, base *config, agent, task, taskConte
 	}
 	defer w.close()
 	out := newRenderer(a.io.Stderr, false)
-	w.engine.Handlers = append(w.engine.Handlers, out.handle)
+	w.handle(out.handle)
 	run, err := local.New(w.engine).Start(ctx, prompt.UserMessage(task, taskContext))
 	if err != nil {
 		return "", err
@@ -254,11 +257,12 @@ func (a *app) serveRun(ctx context.Context, base *config, agent, task, taskConte
 	return res.Answer, nil
 }
 
-// mcpClient builds a client for the usable servers of cfg. unusable gives
-// the reason for each server left out: an entry of .mcp.json cadre does
-// not support, or a variable its values need that is not set. client is
-// nil when no server is usable.
-func (a *app) mcpClient(cfg *config) (client *mcp.Client, unusable map[string]error) {
+// mcpClient builds a client for the usable servers of cfg, which hides the
+// secrets r knows in their errors and results. unusable gives the reason
+// for each server left out: an entry of .mcp.json cadre does not support,
+// or a variable its values need that is not set. client is nil when no
+// server is usable.
+func (a *app) mcpClient(cfg *config, r *redact.Redactor) (client *mcp.Client, unusable map[string]error) {
 	servers := map[string]mcp.ServerConfig{}
 	unusable = map[string]error{}
 	for name, e := range cfg.MCPServers {
@@ -272,7 +276,11 @@ func (a *app) mcpClient(cfg *config) (client *mcp.Client, unusable map[string]er
 	if len(servers) == 0 {
 		return nil, unusable
 	}
-	return mcp.NewClient(mcp.Config{Servers: servers, Name: "cadre", Version: Version}), unusable
+	var environ []string
+	if a.io.Environ != nil {
+		environ = a.io.Environ()
+	}
+	return mcp.NewClient(mcp.Config{Servers: servers, Name: "cadre", Version: Version, Environ: environ, Redactor: r}), unusable
 }
 
 // mcpServer turns one mcpServers entry into the mcp package's config:
@@ -299,7 +307,7 @@ func (a *app) mcpServer(name string, e mcpServerConfig) (mcp.ServerConfig, error
 		}
 		return out
 	}
-	sc := mcp.ServerConfig{Command: expand(e.Command), Env: expandMap(e.Env), URL: expand(e.URL), Headers: expandMap(e.Headers)}
+	sc := mcp.ServerConfig{Command: expand(e.Command), Env: expandMap(e.Env), EnvPassthrough: e.EnvPassthrough, URL: expand(e.URL), Headers: expandMap(e.Headers)}
 	for _, arg := range e.Args {
 		sc.Args = append(sc.Args, expand(arg))
 	}
@@ -350,7 +358,7 @@ func (a *app) mcpTools(ctx context.Context, cfg *config, w *wiring) []cadre.Tool
 	if len(cfg.MCPServers) == 0 {
 		return nil
 	}
-	client, unusable := a.mcpClient(cfg)
+	client, unusable := a.mcpClient(cfg, w.redact)
 	for _, name := range slices.Sorted(maps.Keys(unusable)) {
 		fmt.Fprintf(a.io.Stderr, "cadre: warning: %v; the run goes on without its tools\n", unusable[name])
 	}

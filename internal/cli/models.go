@@ -12,6 +12,7 @@ import (
 	"github.com/cadre-ai/cadre/model/anthropic"
 	"github.com/cadre-ai/cadre/model/openai"
 	"github.com/cadre-ai/cadre/model/scripted"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // models resolves model names for the engine: named models from the
@@ -21,6 +22,8 @@ type models struct {
 	getenv func(string) string
 	client *http.Client
 	logger *slog.Logger
+	// redact, when set, hides secrets in what the models return.
+	redact *redact.Redactor
 
 	mu    sync.Mutex
 	cache map[string]cadre.Model
@@ -172,6 +175,9 @@ func (m *models) Open(name string) (cadre.Model, error) {
 		mdl = s
 	default:
 		return nil, fmt.Errorf("unknown provider %q in model %q: use openai:, ollama:, anthropic: or scripted:", prov, full)
+	}
+	if m.redact != nil {
+		mdl = redactModel{Model: mdl, r: m.redact}
 	}
 	m.cache[name] = mdl
 	return mdl, nil

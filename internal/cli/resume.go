@@ -103,7 +103,8 @@ func (a *app) unfinishedRun(ctx context.Context, cfg *config, task string) (*cad
 		return nil, err
 	}
 	defer s.Close()
-	return newestUnfinished(ctx, s, task)
+	// The store keeps the task as its records do: with secrets hidden.
+	return newestUnfinished(ctx, s, a.redactor(cfg).String(task))
 }
 
 // newestUnfinished returns the newest run still marked running, of task

@@ -13,9 +13,12 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // IO is what a command reads and writes.
@@ -25,6 +28,10 @@ type IO struct {
 	Stderr io.Writer
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// Environ lists the environment as KEY=value lines; nil means it is
+	// not known (tests), and the variables cadre reads through Getenv
+	// are all it knows of.
+	Environ func() []string
 	// Dir is the working directory; empty means the process's.
 	Dir string
 	// Interrupts delivers Ctrl+C. The first one cancels a run gracefully,
@@ -36,7 +43,7 @@ type IO struct {
 func Stdio() IO {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Interrupts: sig}
+	return IO{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Environ: os.Environ, Interrupts: sig}
 }
 
 // app holds what every command shares.
@@ -45,6 +52,10 @@ type app struct {
 
 	stdinOnce sync.Once
 	stdin     *lineReader
+
+	// redact hides the secrets of the configuration last read in the
+	// error Main prints.
+	redact atomic.Pointer[redact.Redactor]
 }
 
 // exitError carries an exit status through cobra without printing twice.
@@ -79,7 +90,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 			return code
 		}
 	}
-	fmt.Fprintf(stdio.Stderr, "cadre: %v\n", err)
+	fmt.Fprintf(stdio.Stderr, "cadre: %v\n", a.redact.Load().Error(err))
 	return code
 }
 

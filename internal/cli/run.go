@@ -204,7 +204,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	// stdout as they come, one per line, and nothing else of its replies.
 	say := w.engine.Say && !f.json
 	out.rootSays = say
-	w.engine.Handlers = append(w.engine.Handlers, out.handle, func(ev cadre.Event) {
+	w.handle(out.handle, func(ev cadre.Event) {
 		if v := view.Load(); v != nil {
 			v.handle(ev)
 		}

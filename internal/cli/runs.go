@@ -90,7 +90,11 @@ func (a *app) existingStore(ctx context.Context, cfg *config) (cadre.Store, stri
 		}
 	}
 	s, err := openStore(ctx, loc, where)
-	return s, where, err
+	if err != nil {
+		return nil, where, err
+	}
+	// These commands show runs; none resumes one through this store.
+	return &redactStore{Store: s, r: a.redactor(cfg), journal: true}, where, nil
 }
 
 func isPostgres(loc string) bool {

@@ -18,6 +18,7 @@ import (
 	"github.com/cadre-ai/cadre/agentdef"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/mcp"
+	"github.com/cadre-ai/cadre/redact"
 	"github.com/cadre-ai/cadre/tool"
 	"github.com/cadre-ai/cadre/tool/builtin"
 )
@@ -30,6 +31,18 @@ type wiring struct {
 	workspace string
 	// mcpClient holds the MCP servers whose tools are in engine.Tools.
 	mcpClient *mcp.Client
+	// redact hides the secrets of the configuration (see redact.go).
+	redact *redact.Redactor
+}
+
+// handle adds handlers of the run's events, which get them with their
+// secrets hidden.
+func (w *wiring) handle(hs ...func(cadre.Event)) {
+	w.engine.Handlers = append(w.engine.Handlers, redactHandler(w.redact, func(ev cadre.Event) {
+		for _, h := range hs {
+			h(ev)
+		}
+	}))
 }
 
 func (w *wiring) close() {
@@ -70,13 +83,14 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	if err != nil {
 		return nil, err
 	}
-	w := &wiring{models: newModels(cfg, a.io.Getenv)}
+	w := &wiring{models: newModels(cfg, a.io.Getenv), redact: a.redactor(cfg)}
+	w.models.redact = w.redact
 	if lvl := a.io.Getenv("CADRE_LOG"); lvl != "" {
 		var level slog.Level
 		if err := level.UnmarshalText([]byte(lvl)); err != nil {
 			return nil, fmt.Errorf("CADRE_LOG=%s is not a log level: use debug, info, warn or error", lvl)
 		}
-		w.models.logger = slog.New(slog.NewTextHandler(a.io.Stderr, &slog.HandlerOptions{Level: level}))
+		w.models.logger = slog.New(slog.NewTextHandler(redactWriter{a.io.Stderr, w.redact}, &slog.HandlerOptions{Level: level}))
 		w.engine.Logger = w.models.logger
 	}
 	root := cfg.Workspace
@@ -106,9 +120,13 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 			return ans == "y" || ans == "yes", nil
 		}
 	}
-	w.engine.Runner = &tool.Executor{Approver: approver}
+	w.engine.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
 	// One set of tools for every agent: edits of one file take turns.
-	w.engine.Tools = builtin.New(ws, builtin.Options{})
+	fetchAllow, err := cfg.fetchRules()
+	if err != nil {
+		return nil, err
+	}
+	w.engine.Tools = builtin.New(ws, builtin.Options{FetchAllow: fetchAllow, FetchAllowWhere: "webFetch.allow in .cadre/config.yaml"})
 
 	// Agent definitions: diagnostics are shown, never fatal.
 	opts, err := a.loadOptions(cfg, nil, false)
@@ -176,9 +194,11 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 				keepOutOfGit(filepath.Dir(loc))
 			}
 		}
-		if w.store, err = openStore(ctx, loc, a.storeWhere(loc)); err != nil {
+		s, err := openStore(ctx, loc, a.storeWhere(loc))
+		if err != nil {
 			return nil, err
 		}
+		w.store = &redactStore{Store: s, r: w.redact}
 	}
 	w.engine.Store = w.store
 	// MCP servers' tools join the built-in ones last, when nothing can

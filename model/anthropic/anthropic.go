@@ -30,6 +30,9 @@
 // environment variables or configuration files: the caller passes the base
 // URL and key.
 //
+// Errors never show the API key or the password of the base URL, even
+// when the server quotes them back.
+//
 // A Provider is safe for concurrent use.
 package anthropic
 
@@ -50,6 +53,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // Defaults of Config.
@@ -88,7 +92,11 @@ type Config struct {
 // Provider is a [cadre.Model] speaking the Anthropic Messages API.
 type Provider struct {
 	cfg Config
-	svc anthropic.MessageService
+	// redactor hides the key and the base URL's password in errors;
+	// where is the base URL as errors show it.
+	redactor *redact.Redactor
+	where    string
+	svc      anthropic.MessageService
 }
 
 var _ cadre.Model = (*Provider)(nil)
@@ -122,7 +130,8 @@ func New(cfg Config) *Provider {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	return &Provider{cfg: cfg, svc: anthropic.NewMessageService(opts...)}
+	r := redact.New(append(redact.URLSecrets(cfg.BaseURL), cfg.APIKey)...)
+	return &Provider{cfg: cfg, svc: anthropic.NewMessageService(opts...), redactor: r, where: r.String(cfg.BaseURL)}
 }
 
 // Stream implements [cadre.Model].
@@ -138,6 +147,7 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		Policy:       p.cfg.Retry,
 		StallTimeout: p.cfg.StallTimeout,
 		Logger:       p.cfg.Logger,
+		Redactor:     p.redactor,
 		Hint:         p.hint,
 		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
 			return p.attempt(ctx, req, params, t)
@@ -447,12 +457,12 @@ func (p *Provider) hint(err error, status int) string {
 		}
 		return fmt.Sprintf("the API key may not use model %q: check %s and the model name", p.cfg.Model, p.cfg.KeyEnv)
 	case http.StatusNotFound:
-		return fmt.Sprintf("check the model name %q and the base URL %s", p.cfg.Model, p.cfg.BaseURL)
+		return fmt.Sprintf("check the model name %q and the base URL %s", p.cfg.Model, p.where)
 	case 529:
 		return "Anthropic's servers are overloaded: try again in a few minutes"
 	}
 	if model.Unreachable(err) {
-		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.cfg.BaseURL)
+		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.where)
 	}
 	return ""
 }

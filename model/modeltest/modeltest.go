@@ -10,7 +10,8 @@
 // attempts run out, a connection dropped or reset before any text, an error
 // event before any text, a server that stalls before it answers), a slow
 // but steady stream that must not count as stalled, failures
-// that must not be retried (401, 403, 404), streams cut short, broken by an
+// that must not be retried (401, 403, 404), errors that must not show the
+// API key or the base URL's password, streams cut short, broken by an
 // error event or stalled after text (an error, never a short reply, never a
 // hang), a consumer that stops early, a context cancelled mid-stream, and
 // concurrent calls.
@@ -146,6 +147,7 @@ func cases() []struct {
 		{"RateLimitedRetryAfterDate", testRateLimitedDate},
 		{"ServerErrorExhausted", testServerErrorExhausted},
 		{"Unauthorized", testUnauthorized},
+		{"SecretsHiddenInErrors", testSecretsHidden},
 		{"Forbidden", testForbidden},
 		{"NotFound", testNotFound},
 		{"NotAnEventStream", testNotAnEventStream},
@@ -631,6 +633,32 @@ func testUnauthorized(t *testing.T, h *Harness) {
 	}
 	if len(sl.all()) != 0 {
 		t.Errorf("waited %v before failing, want no wait", sl.all())
+	}
+}
+
+// The API key and the password of a base URL never show in an error, even
+// when the server quotes them, or the base URL is named in a hint.
+func testSecretsHidden(t *testing.T, h *Harness) {
+	const key, password = "sk-conformance-0123456789", "base-url-password"
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteError(w, http.StatusUnauthorized, "invalid api key "+key+"; Authorization: Bearer "+key)
+	})
+	withPassword := func(base string) string {
+		return strings.Replace(base, "http://", "http://user:"+password+"@", 1)
+	}
+	var sl sleeps
+	down := newServer(t, func(http.ResponseWriter, *http.Request, int) {})
+	down.Close() // nothing listens there any more
+	for _, c := range []struct{ name, base string }{{"refused key", srv.URL}, {"unreachable", down.URL}} {
+		m := h.New(Options{BaseURL: withPassword(c.base), APIKey: key, Model: ModelName, Retry: sl.policy(2)})
+		me := mustModelError(t, collect(t, m, request()))
+		msg := me.Error()
+		if strings.Contains(msg, key) || strings.Contains(msg, password) {
+			t.Errorf("%s: the error shows a secret: %s", c.name, msg)
+		}
+		if me.Hint == "" {
+			t.Errorf("%s: no hint", c.name)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
 	"github.com/cadre-ai/cadre/model/modeltest"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // toy is a small provider with a wire format of its own, built on
@@ -47,11 +48,16 @@ func (p *toy) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.C
 	if p.bug == "NoRetry" {
 		pol.MaxAttempts = 1
 	}
+	var r *redact.Redactor
+	if p.bug != "ShowsKey" {
+		r = redact.New(append(redact.URLSecrets(p.o.BaseURL), p.o.APIKey)...)
+	}
 	return model.Stream(ctx, model.Call{
 		Provider:     "toy",
 		Policy:       pol,
 		StallTimeout: p.o.StallTimeout,
 		Hint:         p.hint,
+		Redactor:     r,
 		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
 			return p.attempt(ctx, req, t)
 		},
@@ -257,6 +263,7 @@ func TestSuiteCatches(t *testing.T) {
 		{"NoStopReason", []string{"PlainReply", "Truncated"}},
 		{"NoSystem", []string{"RequestShape"}},
 		{"EmptyIsError", []string{"EmptyReply"}},
+		{"ShowsKey", []string{"SecretsHiddenInErrors"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			t.Parallel()

@@ -27,6 +27,9 @@
 // variables: the caller passes the base URL and key. An empty key sends no
 // Authorization header, which is what local servers such as Ollama want.
 //
+// Errors never show the API key or the password of the base URL, even
+// when the server quotes them back.
+//
 // A Provider is safe for concurrent use.
 package openai
 
@@ -50,6 +53,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/redact"
 )
 
 // Default base URLs.
@@ -89,7 +93,11 @@ type Config struct {
 // Provider is a [cadre.Model] speaking the chat completions API.
 type Provider struct {
 	cfg Config
-	svc openai.ChatCompletionService
+	// redactor hides the key and the base URL's password in errors;
+	// where is the base URL as errors show it.
+	redactor *redact.Redactor
+	where    string
+	svc      openai.ChatCompletionService
 }
 
 var _ cadre.Model = (*Provider)(nil)
@@ -126,7 +134,8 @@ func New(cfg Config) *Provider {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	return &Provider{cfg: cfg, svc: openai.NewChatCompletionService(opts...)}
+	r := redact.New(append(redact.URLSecrets(cfg.BaseURL), cfg.APIKey)...)
+	return &Provider{cfg: cfg, svc: openai.NewChatCompletionService(opts...), redactor: r, where: r.String(cfg.BaseURL)}
 }
 
 // Stream implements [cadre.Model].
@@ -142,6 +151,7 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		Policy:       p.cfg.Retry,
 		StallTimeout: p.cfg.StallTimeout,
 		Logger:       p.cfg.Logger,
+		Redactor:     p.redactor,
 		Hint:         p.hint,
 		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
 			return p.attempt(ctx, req, params, t)
@@ -442,7 +452,7 @@ func (p *Provider) hint(err error, status int) string {
 		if p.cfg.APIKey == "" {
 			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
 		}
-		return fmt.Sprintf("the server at %s refused the API key: check %s", p.cfg.BaseURL, p.cfg.KeyEnv)
+		return fmt.Sprintf("the server at %s refused the API key: check %s", p.where, p.cfg.KeyEnv)
 	case http.StatusForbidden:
 		if p.cfg.APIKey == "" {
 			return fmt.Sprintf("no API key was sent: set %s", p.cfg.KeyEnv)
@@ -450,15 +460,15 @@ func (p *Provider) hint(err error, status int) string {
 		return fmt.Sprintf("the API key may not use model %q: check %s and the model name", p.cfg.Model, p.cfg.KeyEnv)
 	case http.StatusNotFound:
 		if ollama {
-			return fmt.Sprintf("model %q is not available: pull it with `ollama pull %s`, or check the base URL %s", p.cfg.Model, p.cfg.Model, p.cfg.BaseURL)
+			return fmt.Sprintf("model %q is not available: pull it with `ollama pull %s`, or check the base URL %s", p.cfg.Model, p.cfg.Model, p.where)
 		}
-		return fmt.Sprintf("check the model name %q and the base URL %s (it usually ends in /v1)", p.cfg.Model, p.cfg.BaseURL)
+		return fmt.Sprintf("check the model name %q and the base URL %s (it usually ends in /v1)", p.cfg.Model, p.where)
 	}
 	if model.Unreachable(err) {
 		if ollama {
-			return fmt.Sprintf("is Ollama running at %s? start it with `ollama serve`, or set OLLAMA_HOST", p.cfg.BaseURL)
+			return fmt.Sprintf("is Ollama running at %s? start it with `ollama serve`, or set OLLAMA_HOST", p.where)
 		}
-		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.cfg.BaseURL)
+		return fmt.Sprintf("could not reach %s: check the base URL and the network", p.where)
 	}
 	return ""
 }

@@ -18,6 +18,13 @@
 // it, write_file and edit_file are mutating tools (cadre.Mutator) that go
 // through approval.
 //
+// web_fetch connects only to public addresses. Each connection, the first
+// and each redirect's, is checked on the address it is about to reach,
+// after the host name was resolved: loopback, private, link-local, shared,
+// multicast, reserved and cloud metadata addresses are refused with a
+// *RefusedError (which lists them), whatever form the URL writes them in,
+// unless a FetchRule of Options.FetchAllow allows them. It uses no proxy.
+//
 // # Bounds
 //
 // Every tool bounds its output (lines, bytes, files, matches, time) with an

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
@@ -18,8 +19,16 @@ import (
 // WebFetch is the web_fetch tool: it GETs an http or https URL and returns
 // the status and the body as text, HTML reduced to its text. It does not
 // mutate anything.
+//
+// It connects only to public addresses: the address of every connection,
+// the first and those of redirects, is checked after the host name is
+// resolved, and a loopback, private, link-local, metadata or other
+// non-public address is refused with a *RefusedError unless a FetchRule of
+// Options.FetchAllow allows it. It uses no proxy, whatever the environment
+// says. (A client given as Options.HTTPClient replaces all of this.)
 type WebFetch struct {
 	client *http.Client
+	guard  *guard // nil with Options.HTTPClient
 	opts   Options
 }
 
@@ -28,10 +37,22 @@ var _ cadre.Tool = (*WebFetch)(nil)
 // NewWebFetch returns the web_fetch tool, using opts.HTTPClient when set.
 func NewWebFetch(opts Options) *WebFetch {
 	opts = opts.withDefaults()
+	var g *guard
 	c := &http.Client{}
 	if opts.HTTPClient != nil {
 		cc := *opts.HTTPClient // a copy, to add the redirect check below
 		c = &cc
+	} else {
+		g = newGuard(opts.FetchAllow, opts.Resolver, opts.FetchAllowWhere, opts.FetchTimeout)
+		c.Transport = &http.Transport{
+			Proxy:                 nil, // a proxy would connect where the guard cannot see
+			DialContext:           g.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          10,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
 	}
 	next := c.CheckRedirect
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
@@ -46,7 +67,7 @@ func NewWebFetch(opts Options) *WebFetch {
 		}
 		return nil
 	}
-	return &WebFetch{client: c, opts: opts}
+	return &WebFetch{client: c, guard: g, opts: opts}
 }
 
 // maxRedirects is how many redirects web_fetch follows, as net/http does.
@@ -66,7 +87,7 @@ func (t *WebFetch) Spec() cadre.ToolSpec {
 	return cadre.ToolSpec{
 		Name: NameWebFetch,
 		Description: fmt.Sprintf("Fetch a web page or file with an HTTP GET and return the status line and the body as text; HTML is reduced to its text. "+
-			"Only http and https URLs. At most %d bytes of the body are read, and the request is abandoned after %d seconds.",
+			"Only http and https URLs on the public internet: local and private network addresses are refused unless the user allowed them. At most %d bytes of the body are read, and the request is abandoned after %d seconds.",
 			t.opts.MaxFetchBytes, int(t.opts.FetchTimeout.Seconds())),
 		Parameters: json.RawMessage(`{
 	"type": "object",
@@ -112,6 +133,14 @@ func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error
 		if errors.As(err, &re) {
 			return "", fmt.Errorf("web_fetch: %s was not fetched: %v", u.Redacted(), re)
 		}
+		var refused *RefusedError
+		if errors.As(err, &refused) {
+			var ue *url.Error
+			if errors.As(err, &ue) && ue.URL != u.String() {
+				return "", fmt.Errorf("web_fetch: %s was not fetched: it redirects to %s, and %v", u.Redacted(), redactedURL(ue.URL), refused)
+			}
+			return "", fmt.Errorf("web_fetch: %s was not fetched: %v", u.Redacted(), refused)
+		}
 		return "", fmt.Errorf("web_fetch: GET %s: %w", u.Redacted(), err)
 	}
 	defer resp.Body.Close()
@@ -155,6 +184,14 @@ func (t *WebFetch) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", fmt.Errorf("web_fetch: %s answered %s:\n%s", u.Redacted(), resp.Status, out)
 	}
 	return out, nil
+}
+
+// redactedURL is s without the password of its userinfo.
+func redactedURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return s
 }
 
 func isText(media string) bool {

@@ -62,9 +62,11 @@ func fetchServer(t *testing.T) *httptest.Server {
 
 func TestWebFetch(t *testing.T) {
 	srv := fetchServer(t)
-	wf := NewWebFetch(Options{HTTPClient: srv.Client(), UserAgent: "tester"})
-	small := NewWebFetch(Options{HTTPClient: srv.Client(), MaxFetchBytes: 10})
-	quick := NewWebFetch(Options{HTTPClient: srv.Client(), FetchTimeout: 200 * time.Millisecond})
+	// web_fetch's own client, which refuses local addresses unless allowed.
+	allow := rules(t, strings.TrimPrefix(srv.URL, "http://"))
+	wf := NewWebFetch(Options{FetchAllow: allow, UserAgent: "tester"})
+	small := NewWebFetch(Options{FetchAllow: allow, MaxFetchBytes: 10})
+	quick := NewWebFetch(Options{FetchAllow: allow, FetchTimeout: 200 * time.Millisecond})
 	tests := []struct {
 		name    string
 		tool    *WebFetch
@@ -112,6 +114,8 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
+// A client given in the options is used as it is: it decides where it
+// connects, so the loopback test server is reached without a rule.
 func TestWebFetchUsesInjectedClient(t *testing.T) {
 	srv := fetchServer(t)
 	tr := &countingTransport{next: srv.Client().Transport}

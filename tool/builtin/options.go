@@ -76,13 +76,26 @@ type Options struct {
 	// current process.
 	Env []string
 
-	// HTTPClient makes web_fetch's requests; nil means a client of its own
-	// with the default transport. Its own Timeout, if any, applies on top
+	// HTTPClient makes web_fetch's requests, as it is. Nil, the default,
+	// means a client of web_fetch's own that connects only to public
+	// addresses (see RefusedError), the FetchAllow rules aside, and uses
+	// no proxy. A client given here decides alone where it connects: the
+	// addresses are not checked. Its own Timeout, if any, applies on top
 	// of FetchTimeout.
 	HTTPClient    *http.Client
 	FetchTimeout  time.Duration
 	MaxFetchBytes int64
 	UserAgent     string
+	// FetchAllow lets web_fetch connect to hosts, ports, addresses and
+	// networks it refuses by default.
+	FetchAllow []FetchRule
+	// FetchAllowWhere says where a person adds a rule, in the message of a
+	// refusal, such as "webFetch.allow in .cadre/config.yaml"; empty
+	// means "builtin.Options.FetchAllow".
+	FetchAllowWhere string
+	// Resolver looks up host names for web_fetch; nil means
+	// net.DefaultResolver.
+	Resolver Resolver
 }
 
 func (o Options) withDefaults() Options {
@@ -120,6 +133,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = DefaultUserAgent
+	}
+	if o.FetchAllowWhere == "" {
+		o.FetchAllowWhere = "builtin.Options.FetchAllow"
 	}
 	return o
 }
