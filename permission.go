@@ -63,10 +63,13 @@ const (
 
 // A ToolRule is one rule of an agent definition about the calls of one tool.
 //
-// The rules of a definition are read in order: for a call of tool T, among
-// the rules whose Tool is T or RuleAnyTool, the last one whose pattern
-// matches decides. A call no rule matches is allowed (the tool is in the
-// agent's tool list, or the call would not have reached its rules).
+// The rules of a definition are read in order, group by group: for a call
+// of tool T, among the rules of a group whose Tool is T or RuleAnyTool, the
+// last one whose pattern matches decides, and a call no rule matches is
+// allowed (the tool is in the agent's tool list, or the call would not have
+// reached its rules). A call must pass every group; a file that writes both
+// a Claude Code tools list and an OpenCode permission map gets one group
+// for each, so neither can widen what the other allows.
 // OpenCode's permission maps read this way as written; agentdef orders the
 // rules of Claude Code files so that deny beats ask and ask beats allow, as
 // Claude Code does, and puts a rule that denies every call before the
@@ -89,6 +92,10 @@ type ToolRule struct {
 	// (file:line:col), for messages.
 	Source string `json:"source,omitempty"`
 	Where  string `json:"where,omitempty"`
+	// Group names the rules that are read together (agentdef uses "tools"
+	// for Claude Code's tools and disallowedTools, "permission" for
+	// OpenCode's permission field).
+	Group string `json:"group,omitempty"`
 }
 
 // MatchesAll reports whether the rule's pattern matches every call.

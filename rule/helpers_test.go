@@ -10,7 +10,7 @@ import (
 // (tool, syntax, pattern, action).
 func set(t testing.TB, rules ...cadre.ToolRule) *Set {
 	t.Helper()
-	s, err := Compile("tester", rules)
+	s, err := compileSet("tester", rules)
 	if err != nil {
 		t.Fatal(err)
 	}

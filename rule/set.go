@@ -144,10 +144,35 @@ type Set struct {
 	rules []*compiled
 }
 
-// Compile compiles the rules of the definition called name. Rules about
-// home-directory paths ("~/…") need the home directory, which is read from
-// the environment.
-func Compile(name string, rules []cadre.ToolRule) (*Set, error) {
+// Compile compiles the rules of the definition called name, one set per
+// group (in the order groups first appear). Rules about home-directory
+// paths ("~/…") need the home directory, which is read from the
+// environment.
+func Compile(name string, rules []cadre.ToolRule) (Chain, error) {
+	var chain Chain
+	var groups []string
+	for _, r := range rules {
+		if !slices.Contains(groups, r.Group) {
+			groups = append(groups, r.Group)
+		}
+	}
+	for _, g := range groups {
+		var in []cadre.ToolRule
+		for _, r := range rules {
+			if r.Group == g {
+				in = append(in, r)
+			}
+		}
+		s, err := compileSet(name, in)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, s)
+	}
+	return chain, nil
+}
+
+func compileSet(name string, rules []cadre.ToolRule) (*Set, error) {
 	s := &Set{name: name}
 	var home string
 	for _, r := range rules {
@@ -174,9 +199,9 @@ func describe(r cadre.ToolRule) string {
 		src = fmt.Sprintf("%s %s %q", r.Action, r.Tool, r.Pattern)
 	}
 	if r.Where != "" {
-		return src + " (" + r.Where + ")"
+		return "`" + src + "` at " + r.Where
 	}
-	return src
+	return "`" + src + "`"
 }
 
 // For returns the rules about tool, in order.

@@ -145,7 +145,7 @@ func TestChainNarrowsOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := Chain{child, parent}
+	chain := append(child, parent)
 	if v := chain.Command(rc, "ls"); v.Action != cadre.PermissionDeny || !strings.Contains(v.Reason, "tester") {
 		t.Errorf("child of a git-only parent ran ls: %+v", v)
 	}
@@ -237,5 +237,32 @@ func TestCheck(t *testing.T) {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The groups of one definition are read separately, and a call must pass
+// each: an OpenCode map that allows everything cannot widen a Claude Code
+// allowlist in the same file.
+func TestCompileGroups(t *testing.T) {
+	tools := func(r cadre.ToolRule) cadre.ToolRule { r.Group = "tools"; return r }
+	perm := func(r cadre.ToolRule) cadre.ToolRule { r.Group = "permission"; return r }
+	chain, err := Compile("mixed", []cadre.ToolRule{
+		tools(denyAll(rc)), tools(allow(rc, cadre.SyntaxCommand, "git *")),
+		perm(cadre.ToolRule{Tool: cadre.RuleAnyTool, Action: cadre.PermissionAllow}), perm(deny(rc, cadre.SyntaxWildcard, "git push *")),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chain) != 2 {
+		t.Fatalf("%d sets, want 2", len(chain))
+	}
+	for line, want := range map[string]cadre.Permission{
+		"git status":      cadre.PermissionAllow,
+		"ls":              cadre.PermissionDeny,
+		"git push origin": cadre.PermissionDeny,
+	} {
+		if got := chain.Command(rc, line); got.Action != want {
+			t.Errorf("%q: %s, want %s", line, got.Action, want)
+		}
 	}
 }

@@ -104,11 +104,10 @@ func FuzzCommand(f *testing.F) {
 		"git status 2>&1 >/dev/null", "${x:-$(y)}", "git \\\n status", "(a) {b} [c] <<EOF", "$'\\x41' $\"x\"", "git#x ;# y"} {
 		f.Add(s)
 	}
-	s, err := Compile("fuzz", []cadre.ToolRule{denyAll("run_command"), allow("run_command", cadre.SyntaxCommand, "git *")})
+	chain, err := Compile("fuzz", []cadre.ToolRule{denyAll("run_command"), allow("run_command", cadre.SyntaxCommand, "git *")})
 	if err != nil {
 		f.Fatal(err)
 	}
-	chain := Chain{s}
 	f.Fuzz(func(t *testing.T, line string) {
 		_, _ = splitCommand(line)
 		v := chain.Command("run_command", line)
