@@ -107,6 +107,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Runner = &tool.Executor{Approver: approver}
+	w.engine.Workspace = w.workspace
 	// One set of tools for every agent: edits of one file take turns.
 	w.engine.Tools = builtin.New(ws, builtin.Options{})
 
