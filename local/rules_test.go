@@ -12,6 +12,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/agentdef"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/memstore"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -282,5 +283,49 @@ func TestAgentRuleAsks(t *testing.T) {
 	}
 	if len(ev.of(cadre.EventAgentSpawned)) != 1 {
 		t.Errorf("%d agents spawned, want 1", len(ev.of(cadre.EventAgentSpawned)))
+	}
+}
+
+// An agent's rules are part of its journaled config: a resumed run keeps
+// them, even when the engine that resumes it no longer has the definition.
+func TestRulesSurviveResume(t *testing.T) {
+	checkNoLeaks(t)
+	sh := &shell{}
+	var refusal string
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Turn == 1 {
+			return calls(tc("a", "run_command", map[string]string{"command": "ls"})), nil
+		}
+		refusal = toolResults(*req)["a"].Content
+		return text("done"), nil
+	})
+	mem := memstore.New()
+	crash := &crashStore{Store: mem, limit: 2} // the Start and the first model result
+	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Tools: []cadre.Tool{sh}, Store: crash,
+		RootDefinition: parseDef(t, "gitter", "tools: Bash(git *)")}
+	r, err := New(cfg).Start(context.Background(), "look")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(); err == nil {
+		t.Fatal("the run survived its store")
+	}
+	cfg.Store, cfg.RootDefinition = mem, nil
+	r, err = New(cfg).Resume(context.Background(), r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer != "done" {
+		t.Errorf("answer %q", res.Answer)
+	}
+	if got := sh.commands(); len(got) != 0 {
+		t.Errorf("commands ran: %q", got)
+	}
+	if !strings.Contains(refusal, "tools: Bash(git *)") {
+		t.Errorf("the resumed call was not refused by the journaled rule: %q", refusal)
 	}
 }
