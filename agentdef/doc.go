@@ -88,9 +88,10 @@
 //     Agent(a, b) and Task(a, b) grant [TaskTools] for starting a and b
 //     only. A bare entry for the same tool grants every call.
 //   - In disallowedTools, the same entries deny what they match, further
-//     than they would allow: Read(…) for every tool that reads files
-//     (read_file, search_files, list_files), Edit(…) and Write(…) for both
-//     tools that write them. Denials are read after the allowlist, so deny
+//     than they would allow: Read(…) for both tools that read the contents
+//     of files (read_file, search_files), Edit(…) and Write(…) for both
+//     tools that write them (list_files shows names only: Glob(…) or LS(…)
+//     deny it). Denials are read after the allowlist, so deny
 //     beats allow, as in Claude Code.
 //   - permission is a map from a permission to allow, ask or deny, or to a
 //     map from patterns to those, read in the order written, the last

@@ -128,7 +128,11 @@ func (b *builder) resolve(f field, entries []string) resolved {
 		}
 		l := strings.ToLower(name)
 		agents := l == "task" || l == "agent"
-		if !hasArgs || args == "" || args == "*" {
+		if hasArgs && args == "" {
+			b.p.add(SeverityError, line, col, "%s: %s: the parentheses are empty: write a pattern, such as %s(git *), or %s alone for every call; the agent is rejected", f.key, e, name, name)
+			continue
+		}
+		if !hasArgs || args == "*" {
 			if agents {
 				r.grant(cadre.RuleAgents).bare = true
 			}
@@ -175,8 +179,9 @@ func (r resolved) rules() []cadre.ToolRule {
 
 // entryRules turns the arguments of an entry such as Bash(git *) into
 // rules with the given action. Rules that deny reach further than those
-// that allow: Read(…) denies to every tool that reads files, Edit(…) and
-// Write(…) to every tool that writes them.
+// that allow: Read(…) denies to both tools that read the contents of files
+// (read_file, search_files), Edit(…) and Write(…) to both that write them.
+// list_files shows names only, and is denied by Glob(…) and LS(…).
 func entryRules(name, args string, action cadre.Permission) ([]cadre.ToolRule, error) {
 	deny := action != cadre.PermissionAllow
 	mk := func(syntax cadre.PatternSyntax, pattern string, tools ...string) []cadre.ToolRule {
@@ -199,7 +204,7 @@ func entryRules(name, args string, action cadre.Permission) ([]cadre.ToolRule, e
 	case "bash", "shell", "shell_execute", "run_command":
 		return mk(cadre.SyntaxCommand, args, ToolRunCommand), nil
 	case "read", "file_read", "readfile", "view", "read_file":
-		return paths([]string{ToolReadFile}, ToolReadFile, ToolSearchFiles, ToolListFiles), nil
+		return paths([]string{ToolReadFile}, ToolReadFile, ToolSearchFiles), nil
 	case "write", "file_write", "writefile", "write_file":
 		return paths([]string{ToolWriteFile}, ToolWriteFile, ToolEditFile), nil
 	case "edit", "multiedit", "patch", "file_edit", "edit_file":
@@ -761,7 +766,7 @@ func (b *builder) permOffered() {
 // tool confined to some paths leaves them open if these are not.
 func neighbours() map[string][]string {
 	return map[string][]string{
-		ToolReadFile:  {ToolSearchFiles, ToolListFiles},
+		ToolReadFile:  {ToolSearchFiles},
 		ToolEditFile:  {ToolWriteFile},
 		ToolWriteFile: {ToolEditFile},
 	}

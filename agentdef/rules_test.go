@@ -196,6 +196,7 @@ func TestRuleDiagnostics(t *testing.T) {
 		line, col         int
 		want              []string
 	}{
+		{"empty_parens", "tools: Bash()", 4, 8, []string{"tools: Bash()", "parentheses are empty"}},
 		{"chain_in_allow", "tools: Bash(npm run build && npm test)", 4, 8, []string{"tools: Bash(npm run build && npm test)", "one rule per command"}},
 		{"mcp_arguments", "tools: mcp__github__search(repo:x)", 4, 8, []string{"cannot match the arguments of mcp__github__search"}},
 		{"webfetch_url", "tools: WebFetch(https://example.com/*)", 4, 8, []string{"WebFetch(domain:example.com)"}},

@@ -337,7 +337,7 @@ func (r *Run) mayStart(parent *agent, spec loop.ChildSpec) string {
 	if via == "" {
 		via = "<spawn_agents>"
 	}
-	req := tool.ApprovalRequest{Agent: parent.id, Tool: via, Summary: fmt.Sprintf("start %s on: %s", name, clip(oneLine(spec.Task), 200)), Rule: v.Reason}
+	req := tool.ApprovalRequest{Agent: parent.id, Tool: via, Summary: tool.Printable(fmt.Sprintf("start %s on: %s", name, clip(oneLine(spec.Task), 200))), Rule: v.Reason}
 	yes, denial, err := ap.Approve(parent.ctx, req)
 	switch {
 	case err != nil:

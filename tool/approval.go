@@ -73,6 +73,11 @@ func Summarize(t cadre.Tool, args json.RawMessage) string {
 	return printable(defaultSummary(t.Spec().Name, args))
 }
 
+// Printable escapes what could fool a terminal in text a model had a hand
+// in (as Summarize does): control characters other than newline and tab,
+// bidirectional controls and invalid UTF-8.
+func Printable(s string) string { return printable(s) }
+
 // printable escapes what could fool a terminal: control characters other
 // than newline and tab, bidirectional controls and invalid UTF-8.
 func printable(s string) string {

@@ -98,7 +98,11 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	approver := &tool.Approver{Mode: mode}
 	if con.canAsk() {
 		approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
-			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary))
+			why := ""
+			if req.Rule != "" {
+				why = "\n(" + tool.Printable(req.Rule) + ")"
+			}
+			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s%s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary, why))
 			if err != nil {
 				return false, err
 			}
