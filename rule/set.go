@@ -367,10 +367,11 @@ func (s *Set) judgeCommand(tool, line string) verdict {
 			break
 		}
 	}
-	// The whole line against the rules that deny or ask, as written.
+	// The whole line against the rules that deny or ask about lines of
+	// several commands ("curl * | sh"), which no single part can match.
 	for i := len(rules) - 1; i >= 0 && worst.action != cadre.PermissionDeny; i-- {
 		c := rules[i]
-		if c.p != nil && c.Action != cadre.PermissionAllow && c.p.g.match(line) {
+		if c.p != nil && c.Action != cadre.PermissionAllow && shellOperator(c.Pattern) != "" && c.p.g.match(line) {
 			worst = worse(worst, verdict{action: c.Action, set: s, rule: c})
 			break
 		}

@@ -14,8 +14,9 @@ import (
 )
 
 // An Executor runs tool calls: it finds the tool, checks the arguments,
-// asks for approval when the tool mutates, runs it and turns any failure
-// into an error result. It is safe for concurrent use; set its fields
+// judges the call when the tool is a Gate (the rules of the agent's
+// definition), asks for approval when the tool mutates or a rule asks, runs
+// it and turns any failure into an error result. It is safe for concurrent use; set its fields
 // before the first call.
 type Executor struct {
 	// Tools are looked up by Run. RunTool does not use them.
