@@ -15,11 +15,24 @@ func TestE2ERulesOfAgentFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, ".claude", "agents", "gitter.md"),
 		"---\nname: gitter\ndescription: Looks at the repository.\ntools: Read, Bash(git *)\n---\nYou use git.\n")
+	writeFile(t, filepath.Join(dir, ".claude", "agents", "reader.md"),
+		"---\nname: reader\ndescription: Reads the sources.\ntools: Read(src/**)\n---\nYou read sources.\n")
+	writeFile(t, filepath.Join(dir, "secret.txt"), "the launch code is 0000\n")
+	writeFile(t, filepath.Join(dir, "src", "main.txt"), "hello from src\n")
+	if err := os.Symlink("../secret.txt", filepath.Join(dir, "src", "link.txt")); err != nil {
+		t.Fatal(err)
+	}
 	writeFile(t, filepath.Join(dir, ".opencode", "agent", "planner.md"),
 		"---\ndescription: Writes plans.\nmode: subagent\npermission:\n  edit:\n    \"*\": deny\n    \"plans/**\": allow\n---\nYou plan.\n")
 	var refusals []string
 	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
 		if len(req.Messages) == 2 {
+			if strings.HasPrefix(req.system(), "You read sources.") {
+				return chatReply{Calls: []toolCall{
+					{Name: "read_file", Args: `{"path":"src/main.txt"}`},
+					{Name: "read_file", Args: `{"path":"src/link.txt"}`},
+				}}
+			}
 			if strings.HasPrefix(req.system(), "You use git.") {
 				return chatReply{Calls: []toolCall{
 					{Name: "run_command", Args: `{"command":"echo pwned > marker.txt"}`},
@@ -39,7 +52,7 @@ func TestE2ERulesOfAgentFiles(t *testing.T) {
 		return chatReply{Text: "done"}
 	})
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
-	for _, agent := range []string{"gitter", "planner"} {
+	for _, agent := range []string{"gitter", "planner", "reader"} {
 		res := runBinary(t, dir, env, "run", "--store", "none", "--approve=all", "--agent", agent, "-m", "openai:test-model", "work")
 		if res.code != 0 {
 			t.Fatalf("%s: exit %d\nstderr: %s", agent, res.code, res.stderr)
@@ -54,7 +67,10 @@ func TestE2ERulesOfAgentFiles(t *testing.T) {
 		t.Errorf("plans/next.md, which the rules allow, was not written: %v", err)
 	}
 	all := strings.Join(refusals, "\n")
-	for _, want := range []string{"tools: Bash(git *)", ".claude/agents/gitter.md:4:8", `permission: edit: "*": deny`} {
+	if strings.Contains(all, "launch code") || !strings.Contains(all, "hello from src") {
+		t.Errorf("read_file through a link out of src/: the secret reached the model, or src/ could not be read:\n%s", all)
+	}
+	for _, want := range []string{"tools: Bash(git *)", ".claude/agents/gitter.md:4:8", `permission: edit: "*": deny`, "which leads to secret.txt"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the model was not told %q:\n%s", want, all)
 		}
