@@ -37,10 +37,11 @@ type Config struct {
 	// when the agent's allowlist has no subagent tools.
 	Delegate bool `json:"delegate,omitempty"`
 	// Delegation lists the delegation tools (see DelegationTools) the
-	// agent's definition grants; nil grants them all. A tool it does not
-	// list is not offered, except the ones a listed tool cannot work
-	// without (see Config.Granted).
-	Delegation []string `json:"delegation,omitempty"`
+	// agent's definition grants; nil grants them all, and an empty list
+	// none. A tool it does not list is not offered, except the ones a
+	// listed tool cannot work without (see Config.Granted). It is written
+	// even when empty, so that none is not read back as all.
+	Delegation []string `json:"delegation"`
 	// Rules are the tool rules the agent's calls must pass, for the engine:
 	// its definition's, then each ancestor's. The loop does not read them;
 	// they travel here so that a resumed agent keeps the rules it started

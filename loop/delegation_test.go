@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -73,4 +74,23 @@ func TestDelegationRefused(t *testing.T) {
 		t.Errorf("spawn_agent refused: %#v", acts)
 	}
 	_ = cadre.RootID
+}
+
+// A grant of no delegation tool survives the journal: it is not read back
+// as a grant of every one.
+func TestDelegationJournaled(t *testing.T) {
+	cfg := rootConfig()
+	cfg.Delegation = []string{}
+	data, err := json.Marshal(Start{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := Decode(Start{}.Kind(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := in.(Start).Config
+	if got.Delegation == nil || got.Granted(ToolSpawnAgent) {
+		t.Errorf("an empty grant came back as %#v", got.Delegation)
+	}
 }
