@@ -593,6 +593,9 @@ func (b *builder) permEntries(f field) ([]permEntry, bool) {
 		p := n.GetToken().Position
 		return b.p.at(p.Line+f.off, p.Column)
 	}
+	if f.value == nil {
+		return nil, true // permission: with no value says nothing
+	}
 	if s, ok := f.value.(string); ok {
 		l, c := b.p.at(f.vline, f.vcol)
 		return []permEntry{{key: "*", action: s, line: l, col: c, source: "permission: " + s}}, true

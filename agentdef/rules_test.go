@@ -237,6 +237,9 @@ func TestBrokenPermissionRejects(t *testing.T) {
 
 // OpenCode's permission map is read in order at the top level too.
 func TestPermissionOrder(t *testing.T) {
+	if d, diags := parseString(t, "---\ndescription: d\nmode: subagent\npermission:\n---\nx\n", ParseOptions{}); d == nil || len(diags) != 0 || d.Rules != nil {
+		t.Errorf("an empty permission field:%s", diagLines(diags))
+	}
 	d, _ := parseString(t, "---\ndescription: d\nmode: subagent\npermission:\n  \"*\": deny\n  read: allow\n---\nx\n", ParseOptions{})
 	if diff := cmp.Diff([]string{ToolReadFile}, d.Tools); diff != "" {
 		t.Errorf("star first (-want +got):\n%s", diff)
