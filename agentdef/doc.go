@@ -97,9 +97,11 @@
 //     map from patterns to those, read in the order written, the last
 //     matching rule winning: read, edit (edit_file and write_file), list
 //     (list_files), bash (run_command), webfetch (web_fetch) and task
-//     (agents) take patterns; glob, grep and tool names such as
-//     mcp__server__tool take a whole-tool answer; "*" is every tool and
-//     every agent. permission: deny (or allow, or ask) alone is about
+//     (agents) take patterns, and so do cadre's and Claude Code's names of
+//     the built-in tools; glob, grep and tool names such as
+//     mcp__server__tool take a whole-tool answer, and a delegation tool by
+//     name allow or deny (task: ask asks before any agent starts); "*" is
+//     every tool and every agent. permission: deny (or allow, or ask) alone is about
 //     everything. A tool whose last rule denies every call is disallowed;
 //     when the last "*" rule denies, only the tools a later rule leaves
 //     remain. external_directory has no effect (the file tools never leave

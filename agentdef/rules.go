@@ -439,13 +439,14 @@ func (b *builder) addDisallowed(names []string) {
 type permKind uint8
 
 const (
-	permUnknown permKind = iota
-	permAny              // "*": every tool, and starting agents
-	permSubject          // a tool whose patterns cadre matches (read, edit, list, bash, webfetch, task)
-	permWhole            // a tool cadre knows, matched as a whole only (glob, grep, MCP tools)
-	permOutside          // external_directory: cadre's file tools never leave the workspace
-	permLoop             // doom_loop
-	permForeign          // a tool of OpenCode's that cadre does not have
+	permUnknown    permKind = iota
+	permAny                 // "*": every tool, and starting agents
+	permSubject             // a tool whose patterns cadre matches (read, edit, list, bash, webfetch, task)
+	permWhole               // a tool cadre knows, matched as a whole only (glob, grep, MCP tools)
+	permDelegation          // a delegation tool by name: allowed or denied whole
+	permOutside             // external_directory: cadre's file tools never leave the workspace
+	permLoop                // doom_loop
+	permForeign             // a tool of OpenCode's that cadre does not have
 )
 
 // opencodeKeys are the permission keys of OpenCode's tools that cadre has,
@@ -500,8 +501,13 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 		return permForeign, nil
 	}
 	if tools, ok := ResolveTool(key, b.p.opts.MCPServers); ok {
-		if strings.EqualFold(key, "task") || strings.EqualFold(key, "agent") {
+		switch {
+		case k == "task" || k == "agent":
 			return permSubject, []string{cadre.RuleAgents}
+		case len(tools) == 1 && slices.Contains(BuiltinTools(), tools[0]):
+			return permSubject, tools
+		case slices.ContainsFunc(tools, func(t string) bool { return slices.Contains(DelegationTools(), t) }):
+			return permDelegation, tools
 		}
 		return permWhole, tools
 	}
@@ -563,9 +569,13 @@ func (b *builder) permission(f field) {
 			}
 			b.p.add(SeverityError, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, task, \"*\" or a tool name), so what it %ss cannot be enforced: check the spelling; the agent is rejected", e.source, e.key, action)
 			continue
-		case permWhole, permAny:
+		case permWhole, permAny, permDelegation:
 			if pattern != "" {
 				b.p.add(SeverityError, e.line, e.col, "%s: cadre cannot match patterns of %s (only of read, edit, list, bash, webfetch and task): write allow, ask or deny for the whole tool; the agent is rejected", e.source, e.key)
+				continue
+			}
+			if kind == permDelegation && action == cadre.PermissionAsk {
+				b.p.add(SeverityError, e.line, e.col, "%s: cadre cannot ask before a delegation tool is used: write task: ask to ask before any agent starts, or allow or deny %s; the agent is rejected", e.source, e.key)
 				continue
 			}
 		}
@@ -726,8 +736,13 @@ func (b *builder) permOffered() {
 		return r != nil && r.MatchesAll() && r.Action == cadre.PermissionDeny
 	}
 	var denied, kept []string
-	for _, t := range BuiltinTools() {
+	agents := last(cadre.RuleAgents)
+	for _, t := range append(BuiltinTools(), DelegationTools()...) {
 		r := last(t)
+		if slices.Contains(DelegationTools(), t) && deniedWhole(agents) {
+			// No agent may start: no delegation tool is any use.
+			r = agents
+		}
 		if deniedWhole(r) {
 			if r.Tool != cadre.RuleAnyTool {
 				denied = append(denied, t)
@@ -735,14 +750,6 @@ func (b *builder) permOffered() {
 			continue
 		}
 		kept = append(kept, t)
-	}
-	agents := last(cadre.RuleAgents)
-	if deniedWhole(agents) {
-		if agents.Tool != cadre.RuleAnyTool {
-			denied = append(denied, DelegationTools()...)
-		}
-	} else {
-		kept = append(kept, DelegationTools()...)
 	}
 	for _, r := range rules {
 		if _, isMCP := mcpServer(r.Tool); isMCP && !deniedWhole(last(r.Tool)) && !slices.Contains(kept, r.Tool) {

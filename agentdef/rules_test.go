@@ -147,6 +147,16 @@ func TestTaskMapIsEnforced(t *testing.T) {
 	if diff := cmp.Diff(DelegationTools(), d.DisallowedTools); diff != "" {
 		t.Errorf("task: deny (-want +got):\n%s", diff)
 	}
+	// A delegation tool named in permission is taken away or kept whole,
+	// in order.
+	d, _ = chainOf(t, "---\ndescription: d\nmode: subagent\npermission:\n  agent_create: deny\n  run_command:\n    \"*\": deny\n    \"go test *\": allow\n---\nx\n")
+	if diff := cmp.Diff([]string{"agent_create"}, d.DisallowedTools); diff != "" {
+		t.Errorf("agent_create: deny (-want +got):\n%s", diff)
+	}
+	d, _ = chainOf(t, "---\ndescription: d\nmode: subagent\npermission:\n  agent_create: deny\n  \"*\": allow\n---\nx\n")
+	if len(d.DisallowedTools) != 0 {
+		t.Errorf("a later \"*\": allow: %v", d.DisallowedTools)
+	}
 	// Claude Code's Agent(explore) does the same.
 	_, chain = chainOf(t, agent("lead", "tools: Read, Agent(explore)"))
 	if chain.Agent("explore").Action != cadre.PermissionAllow || chain.Agent("writer").Action != cadre.PermissionDeny {
@@ -205,6 +215,7 @@ func TestRuleDiagnostics(t *testing.T) {
 		{"misspelt_deny", "permission:\n  bsh: deny", 5, 3, []string{"bsh is not a permission cadre knows", "check the spelling"}},
 		{"bad_action", "permission:\n  bash: maybe", 5, 3, []string{`"maybe" is not a permission`}},
 		{"star_pattern", "permission:\n  \"*\":\n    \"x*\": allow", 6, 5, []string{"cannot match patterns of *"}},
+		{"delegation_ask", "permission:\n  spawn_agent: ask", 5, 3, []string{"cannot ask before a delegation tool"}},
 		{"nested_list", "permission:\n  bash: [a, b]", 5, 3, []string{"permission: bash: write allow, ask or deny"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
