@@ -61,7 +61,8 @@
 //
 // A domain rule matches the host of the URL; a wildcard rule matches the
 // URL as written (rules that allow require one without user:password@,
-// backslashes or spaces). An agent rule matches the name of the definition
+// backslashes or spaces). It judges the URL the model asks for: a redirect
+// web_fetch follows is not judged again here. An agent rule matches the name of the definition
 // an agent would be started from; a subagent without a definition is
 // matched only by rules without a pattern.
 //
