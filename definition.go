@@ -70,11 +70,13 @@ type Definition struct {
 	// Tools is the allowlist in cadre's tool names. Nil means the agent
 	// inherits its parent's tools; a non-nil empty list means no tools.
 	Tools []string `json:"tools"`
-	// ToolArgs keeps the argument patterns of entries such as Bash(git *),
-	// keyed by cadre tool name.
-	ToolArgs map[string][]string `json:"tool_args,omitempty"`
 	// DisallowedTools are removed from whatever the agent would have.
 	DisallowedTools []string `json:"disallowed_tools,omitempty"`
+	// Rules decide about each call of the agent's tools and about the
+	// agents it may start: entries with arguments such as Bash(git *) or
+	// Agent(explore), and OpenCode's permission maps. See ToolRule for how
+	// they are read. They are checked when a call is made, by the engine.
+	Rules []ToolRule `json:"rules,omitempty"`
 
 	// Model is an alias ("sonnet", "inherit"), a configured named model or
 	// a provider:model name. Empty means the role, then the parent's model.

@@ -36,10 +36,7 @@
 //   - OpenCode: mode (primary makes the agent internal), temperature, steps
 //     (the number of turns), hidden, disable (the file is skipped), tools as
 //     a map (a tool set to false is disallowed; with "*": false only the
-//     tools set to true remain) and permission (a tool whose permission is
-//     deny is disallowed, edit covering every tool that changes files; with
-//     "*": deny only the tools allowed or asked for remain; per-pattern
-//     permissions and ask are left to cadre's approval policy). Without a
+//     tools set to true remain) and permission (see Rules below). Without a
 //     name, an OpenCode file is named after the file.
 //   - llm-do .agent files: the same shape; toolsets and compatible_models
 //     are kept in Extra.
@@ -64,9 +61,10 @@
 // Tool names of other dialects map to cadre's built-in tools (see
 // [BuiltinTools]): Read→read_file, Grep→search_files, Glob and LS→list_files,
 // Write→write_file, Edit and MultiEdit→edit_file, Bash→run_command,
-// WebFetch→web_fetch, and Task or Agent→all of [SubagentTools]. Arguments
-// are kept in Definition.ToolArgs under the cadre name (the agent names of
-// Task(…) and Agent(…) under "spawn_agent"). A name mcp__server__tool stays
+// WebFetch→web_fetch, and Task or Agent→[TaskTools] (spawn_agent,
+// start_background_agent and the tools that follow the agents they start).
+// Each delegation tool of [DelegationTools] is granted only when listed, or
+// all of them by the group name "delegation". A name mcp__server__tool stays
 // as it is when server is one of the configured MCP servers. A name cadre
 // cannot resolve in a list of tools the agent may use is a warning and the
 // agent loads without it; with Strict it is an error and the agent is
@@ -74,6 +72,54 @@
 // OpenCode that cadre lacks (WebSearch, TodoWrite) is ignored, and any other
 // unknown name is a warning, since it may be a misspelling that leaves a
 // tool allowed.
+//
+// # Rules
+//
+// Entries with arguments and OpenCode's permission field become
+// Definition.Rules (see cadre.ToolRule; package rule enforces them when a
+// call is made):
+//
+//   - In tools, Bash(git *) grants run_command for the commands that match
+//     (a rule denying every other command, then one allowing the pattern);
+//     Read(…), Write(…), Edit(…), Grep(…) and Glob(…) or LS(…) grant
+//     read_file, write_file, edit_file, search_files and list_files for the
+//     paths that match (.gitignore patterns, relative to the workspace
+//     root); WebFetch(domain:example.com) grants web_fetch for that host;
+//     Agent(a, b) and Task(a, b) grant [TaskTools] for starting a and b
+//     only. A bare entry for the same tool grants every call.
+//   - In disallowedTools, the same entries deny what they match, further
+//     than they would allow: Read(…) for both tools that read the contents
+//     of files (read_file, search_files), Edit(…) and Write(…) for both
+//     tools that write them (list_files shows names only: Glob(…) or LS(…)
+//     deny it). Denials are read after the allowlist, so deny
+//     beats allow, as in Claude Code.
+//   - permission is a map from a permission to allow, ask or deny, or to a
+//     map from patterns to those, read in the order written, the last
+//     matching rule winning: read, edit (edit_file and write_file), list
+//     (list_files), bash (run_command), webfetch (web_fetch) and task
+//     (agents) take patterns, and so do cadre's and Claude Code's names of
+//     the built-in tools; glob, grep and tool names such as
+//     mcp__server__tool take a whole-tool answer, and a delegation tool by
+//     name allow or deny (task: ask asks before any agent starts); "*" is
+//     every tool and every agent. permission: deny (or allow, or ask) alone is about
+//     everything. A tool whose last rule denies every call is disallowed;
+//     when the last "*" rule denies, only the tools a later rule leaves
+//     remain. external_directory has no effect (the file tools never leave
+//     the workspace) and doom_loop is a warning (cadre does not watch for
+//     repeated calls); rules about OpenCode tools cadre lacks are ignored.
+//
+// The rules of tools and disallowedTools and those of permission form two
+// groups, each of which must allow a call. A rule cadre cannot honour
+// rejects the file with an error at its place that says what to write
+// instead: arguments of a tool cadre cannot match (an MCP tool, a
+// delegation tool), a Bash pattern that allows more than one command (&&,
+// |, ;, a redirection, $(…)), a WebFetch rule that is not domain:, a pattern
+// under glob, grep or "*", a .gitignore exception (!), a permission that is
+// not allow, ask or deny, or a permission cadre does not know that denies
+// or asks (it may be a misspelling). A permission or disallowedTools field
+// the line reader cannot recover from broken YAML rejects the file too. A
+// tool confined to some paths beside a tool that reaches the same files
+// without rules (Read(src/**) with a bare Grep) is a warning.
 //
 // # Broken YAML
 //
@@ -108,8 +154,9 @@
 // together with a [Diagnostic] for everything worth telling: errors for
 // rejected files (no frontmatter, malformed YAML that could not be
 // recovered, missing name or description, empty body, duplicate name, bad
-// value, unknown tool under Strict), warnings for files that loaded with
-// something left out or recovered, and info lines (a README without
+// value, a rule cadre cannot honour, unknown tool under Strict), warnings
+// for files that loaded with something left out or recovered, and info
+// lines (a README without
 // frontmatter skipped, an override). One bad file never stops the scan.
 //
 // # Concurrency

@@ -8,8 +8,9 @@ import (
 	"github.com/cadre-ai/cadre/agentdef"
 )
 
-// A Claude Code file: its tool names map to cadre's, an argument pattern is
-// kept, and a tool cadre does not have is reported.
+// A Claude Code file: its tool names map to cadre's, an entry with a
+// pattern becomes rules (every other command is denied, the pattern
+// allowed), and a tool cadre does not have is reported.
 func ExampleParse() {
 	file := []byte(`---
 name: reviewer
@@ -20,13 +21,18 @@ model: sonnet
 You review diffs.
 `)
 	def, diags := agentdef.Parse("reviewer.md", file, agentdef.ParseOptions{})
-	fmt.Println(def.Name, def.Tools, def.ToolArgs["run_command"], def.Model)
+	fmt.Println(def.Name, def.Tools, def.Model)
+	for _, r := range def.Rules {
+		fmt.Printf("%s %s %q\n", r.Action, r.Tool, r.Pattern)
+	}
 	fmt.Printf("%q\n", def.Prompt)
 	for _, d := range diags {
 		fmt.Println(d.Severity, d.Line, d.Column)
 	}
 	// Output:
-	// reviewer [read_file search_files run_command] [git diff *] sonnet
+	// reviewer [read_file search_files run_command] sonnet
+	// deny run_command ""
+	// allow run_command "git diff *"
 	// "You review diffs.\n"
 	// warning 4 8
 }

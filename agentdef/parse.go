@@ -2,7 +2,6 @@ package agentdef
 
 import (
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -161,7 +160,17 @@ func (p *parse) run(data []byte) *cadre.Definition {
 			return nil
 		}
 		p.add(SeverityWarning, l, c, "frontmatter is not valid YAML (%s); recovered %s by reading it line by line: quote the description, or write it as a | block, to make the file valid", yerr.msg, strings.Join(got, ", "))
-		if len(dropped) > 0 {
+		var limits []string
+		for _, k := range dropped {
+			if k == "permission" || k == "disallowedTools" {
+				limits = append(limits, k)
+			}
+		}
+		switch {
+		case len(limits) > 0:
+			p.add(SeverityError, l, c, "could not read %s from the malformed frontmatter; the agent is rejected, since it would run without the limits %s sets: fix the YAML", strings.Join(limits, " and "), strings.Join(limits, " and "))
+			return nil
+		case len(dropped) > 0:
 			p.add(SeverityWarning, l, c, "could not read %s from the malformed frontmatter; ignored", strings.Join(dropped, ", "))
 		}
 	}
@@ -235,11 +244,15 @@ type builder struct {
 
 	visibilitySet bool
 	disabled      bool
-	// permAllow is set by an OpenCode permission field with "*": deny:
-	// the only tools it leaves.
-	permAllow    []string
-	maxTurnsFrom string
-	extra        map[string]any
+	// permAllow is set by an OpenCode permission field whose last rule
+	// about every tool denies: the only tools it leaves.
+	permAllow []string
+	// allowRules, denyRules and permRules are the rules of the tools list,
+	// of disallowedTools and of the permission field.
+	allowRules, denyRules, permRules []cadre.ToolRule
+	toolsField                       *field
+	maxTurnsFrom                     string
+	extra                            map[string]any
 }
 
 func (b *builder) apply(fields []field) {
@@ -280,6 +293,7 @@ func (b *builder) apply(fields []field) {
 				def.Description = s
 			}
 		case "tools":
+			b.toolsField = &fields[i]
 			b.tools(f)
 		case "disallowedTools":
 			b.disallowed(f)
@@ -425,15 +439,12 @@ func (b *builder) apply(fields []field) {
 			p.add(SeverityError, p.fm.open, p.fm.indent+1, "missing description: add description: followed by a sentence on what the agent does and when to use it")
 		}
 	}
+	b.finishRules()
 	if b.permAllow != nil {
 		if def.Tools == nil {
 			def.Tools = b.permAllow
 		} else {
 			def.Tools = slices.DeleteFunc(def.Tools, func(t string) bool { return !slices.Contains(b.permAllow, t) })
-		}
-		maps.DeleteFunc(def.ToolArgs, func(t string, _ []string) bool { return !slices.Contains(def.Tools, t) })
-		if len(def.ToolArgs) == 0 {
-			def.ToolArgs = nil
 		}
 	}
 	if mode, _ := b.extra["mode"].(string); mode == "primary" && !b.visibilitySet {

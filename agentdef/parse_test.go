@@ -90,10 +90,17 @@ hooks:
 Review.
 `, ParseOptions{MCPServers: []string{"github"}}, func(d *cadre.Definition) {
 			d.Tools = []string{"read_file", "search_files", "list_files", "run_command",
-				"spawn_agent", "start_background_agent", "send_agent_message", "list_agents", "cancel_agent", "wait_agent",
-				"answer_agent", "agent_onboard", "agent_onboard_reply", "call_agent", "agent_fork", "agent_create", "agent_call",
+				"spawn_agent", "start_background_agent", "list_agents", "cancel_agent", "wait_agent", "answer_agent",
 				"mcp__github__get_pr"}
-			d.ToolArgs = map[string][]string{"run_command": {"git diff *", "git log *"}, AgentArgsKey: {"linter", "tester"}}
+			where := "agent.md:4:8"
+			d.Rules = []cadre.ToolRule{
+				{Tool: "run_command", Action: cadre.PermissionDeny, Source: "tools: Bash(git diff *), Bash(git log *)", Where: where, Group: "tools"},
+				{Tool: "run_command", Pattern: "git diff *", Syntax: cadre.SyntaxCommand, Action: cadre.PermissionAllow, Source: "tools: Bash(git diff *)", Where: where, Group: "tools"},
+				{Tool: "run_command", Pattern: "git log *", Syntax: cadre.SyntaxCommand, Action: cadre.PermissionAllow, Source: "tools: Bash(git log *)", Where: where, Group: "tools"},
+				{Tool: "agents", Action: cadre.PermissionDeny, Source: "tools: Agent(linter, tester)", Where: where, Group: "tools"},
+				{Tool: "agents", Pattern: "linter", Syntax: cadre.SyntaxName, Action: cadre.PermissionAllow, Source: "tools: Agent(linter, tester)", Where: where, Group: "tools"},
+				{Tool: "agents", Pattern: "tester", Syntax: cadre.SyntaxName, Action: cadre.PermissionAllow, Source: "tools: Agent(linter, tester)", Where: where, Group: "tools"},
+			}
 			d.DisallowedTools = []string{"write_file", "edit_file"}
 			d.Model = "sonnet"
 			d.MaxTurns = 12
@@ -125,6 +132,8 @@ Plan.
 			d.Temperature = &two
 			d.MaxTurns = 8
 			d.DisallowedTools = []string{"write_file", "edit_file"}
+			d.Rules = []cadre.ToolRule{{Tool: "run_command", Pattern: "git *", Syntax: cadre.SyntaxWildcard, Action: cadre.PermissionAllow,
+				Source: `permission: bash: "git *": allow`, Where: "agent.md:14:5", Group: "permission"}}
 			d.Extra = map[string]any{"mode": "subagent", "hidden": true, "permission": map[string]any{"bash": map[string]any{"git *": "allow"}}}
 		}},
 		{"opencode_primary_is_internal", "---\ndescription: A primary agent.\nmode: primary\n---\nHi.\n", ParseOptions{}, func(d *cadre.Definition) {
@@ -206,7 +215,7 @@ Audit.
 		}},
 		{"bare_entry_drops_patterns", "---\nname: e\ndescription: d\ntools: Bash(git *), Bash, Task(a), Task\n---\nx\n", ParseOptions{}, func(d *cadre.Definition) {
 			d.Name = "e"
-			d.Tools = append([]string{"run_command"}, SubagentTools()...)
+			d.Tools = append([]string{"run_command"}, TaskTools()...)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

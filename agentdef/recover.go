@@ -53,6 +53,7 @@ func recoverFields(fm *frontmatter) (fields []field, dropped []string) {
 			f := fs[0]
 			f.line += bl.line - 1
 			f.vline += bl.line - 1
+			f.off = bl.line - 1
 			fields = append(fields, f)
 			continue
 		}

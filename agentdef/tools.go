@@ -16,10 +16,9 @@ const (
 	ToolWebFetch    = "web_fetch"
 )
 
-// AgentArgsKey is the ToolArgs key under which the agent names of a
-// Task(…) or Agent(…) entry are kept: the agents the definition may
-// delegate to.
-const AgentArgsKey = "spawn_agent"
+// GroupDelegation names every delegation tool in a tools list:
+// "tools: Read, delegation" grants all of [DelegationTools].
+const GroupDelegation = "delegation"
 
 // BuiltinTools returns the names of cadre's built-in tools, in a stable
 // order. The slice is new on every call.
@@ -38,6 +37,28 @@ func SubagentTools() []string {
 	}
 }
 
+// DelegationTools returns the tools through which an agent starts and
+// follows other agents: what the group name "delegation" grants. Each is
+// granted only as listed; send_agent_message and ask_caller are not among
+// them (every subagent may report and ask). The slice is new on every call.
+func DelegationTools() []string {
+	return []string{
+		"spawn_agent", "start_background_agent", "list_agents", "cancel_agent", "wait_agent", "answer_agent",
+		"agent_onboard", "agent_onboard_reply", "call_agent", "agent_fork", "agent_create", "agent_call",
+	}
+}
+
+// TaskTools returns what Claude Code's Task and Agent (and OpenCode's task)
+// grant: starting a subagent, in the foreground (spawn_agent) or the
+// background (start_background_agent), and following the agents started:
+// wait_agent, answer_agent, list_agents, cancel_agent. Onboarding
+// (agent_onboard, agent_onboard_reply, agent_fork, call_agent), agent_call
+// and agent_create are cadre's own: list them by name, or write
+// "delegation". The slice is new on every call.
+func TaskTools() []string {
+	return []string{"spawn_agent", "start_background_agent", "list_agents", "cancel_agent", "wait_agent", "answer_agent"}
+}
+
 // IsKnownTool reports whether name is one of cadre's built-in or subagent
 // tools.
 func IsKnownTool(name string) bool {
@@ -46,9 +67,9 @@ func IsKnownTool(name string) bool {
 
 // ResolveTool maps one tool name of any dialect (Read, bash, file_read,
 // read_file, mcp__github__search, …) to cadre's tool names. Task and Agent
-// resolve to every subagent tool. A name mcp__server__tool resolves to
-// itself when server is among mcpServers. Arguments in parentheses are not
-// part of the name; see ParseToolEntry.
+// resolve to [TaskTools], "delegation" to [DelegationTools]. A name
+// mcp__server__tool resolves to itself when server is among mcpServers.
+// Arguments in parentheses are not part of the name; see ParseToolEntry.
 func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -79,7 +100,9 @@ func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 	case "webfetch", "fetch", "web_fetch":
 		return []string{ToolWebFetch}, true
 	case "task", "agent":
-		return SubagentTools(), true
+		return TaskTools(), true
+	case GroupDelegation:
+		return DelegationTools(), true
 	}
 	return nil, false
 }

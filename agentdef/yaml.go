@@ -21,6 +21,11 @@ type field struct {
 	vline, vcol int
 	// raw is set when the value was recovered as text by the line reader.
 	raw bool
+	// node is the value as parsed, for fields whose order or places
+	// matter (permission); off is added to its lines (a field recovered
+	// from a block of lines is parsed on its own).
+	node ast.Node
+	off  int
 }
 
 // yamlError is a YAML parse failure at a place in the parsed text.
@@ -77,6 +82,7 @@ func parseYAML(src []byte) (fields []field, yerr *yamlError) {
 			f.line, f.col = tk.Position.Line, tk.Position.Column
 		}
 		f.vline, f.vcol = f.line, f.col
+		f.node = mv.Value
 		if mv.Value != nil {
 			if vt := mv.Value.GetToken(); vt != nil && vt.Position != nil {
 				f.vline, f.vcol = vt.Position.Line, vt.Position.Column

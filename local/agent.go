@@ -11,6 +11,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/rule"
 )
 
 // errInterrupted is the cause of a model call cancelled for steering.
@@ -29,7 +30,12 @@ type agent struct {
 	model      cadre.Model
 	tools      []cadre.Tool // read by children's spawns: never changed after creation
 	cfg        loop.Config  // read by children's spawns: never changed after creation
-	timeout    time.Duration
+	// rules are the tool rules its calls must pass (its definition's and
+	// its ancestors'), and callable its tools, guarded by them, by name.
+	// Never changed after creation.
+	rules    rule.Chain
+	callable map[string]cadre.Tool
+	timeout  time.Duration
 
 	st    *loop.State
 	box   *mailbox
@@ -47,15 +53,33 @@ type agent struct {
 	activity    atomic.Int64           // unix nanos of the last sign of life
 }
 
-func (r *Run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool) *agent {
+func (r *Run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
 	ctx, cancel := context.WithCancel(r.ctx)
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
-		modelName: cfg.Model, model: m, tools: tools, cfg: cfg,
-		timeout: time.Duration(cfg.TimeoutSeconds) * time.Second,
-		st:      loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
+		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
+		callable: make(map[string]cadre.Tool, len(tools)),
+		timeout:  time.Duration(cfg.TimeoutSeconds) * time.Second,
+		st:       loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
+	}
+	for _, t := range tools {
+		a.callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
 	}
 	return a
+}
+
+// compileRules compiles the rule sets of an agent into the chain its calls
+// must pass.
+func compileRules(sets []loop.RuleSet) (rule.Chain, error) {
+	var chain rule.Chain
+	for _, s := range sets {
+		c, err := rule.Compile(s.Definition, s.Rules)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, c...)
+	}
+	return chain, nil
 }
 
 func (a *agent) emit(t cadre.EventType, data map[string]any) {
@@ -328,10 +352,7 @@ const interruptedCall = "Error: this call was in progress when cadre stopped, so
 
 func (a *agent) callTools(act loop.CallTools) {
 	a.busy += len(act.Calls)
-	byName := make(map[string]cadre.Tool, len(a.tools))
-	for _, t := range a.tools {
-		byName[t.Spec().Name] = t
-	}
+	byName := a.callable
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // Config configures an Engine. Models is required; the rest have working
@@ -22,8 +23,14 @@ type Config struct {
 	// Tools are the ordinary tools of the root agent; children get a subset.
 	Tools []cadre.Tool
 	// Runner runs tool calls. Nil runs the tool directly after checking the
-	// arguments are a JSON object.
+	// arguments are a JSON object. A Runner that is also an Approver (as
+	// tool.Executor is) puts the rules that ask before an agent starts to
+	// the approval policy; with another, such starts are refused.
 	Runner ToolRunner
+	// Workspace is the directory the file tools work in (their relative
+	// paths start there): the rules of agent definitions judge paths
+	// relative to it. Empty means the current directory.
+	Workspace string
 	// Store journals inputs and keeps records and events. Nil keeps nothing
 	// (and the run cannot be resumed).
 	Store  cadre.Store
@@ -93,6 +100,12 @@ func (o OneModel) Open(string) (cadre.Model, error) { return o.Model, nil }
 // whether it is an error. It never panics; failures are results.
 type ToolRunner interface {
 	RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (string, bool)
+}
+
+// An Approver puts a request to the approval policy and reports whether it
+// may go on; when not, denial says why, for the model. tool.Executor is one.
+type Approver interface {
+	Approve(ctx context.Context, req tool.ApprovalRequest) (ok bool, denial string, err error)
 }
 
 // directRunner runs tools with a minimal argument check.

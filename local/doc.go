@@ -32,6 +32,20 @@
 // and need no locking between calls. A slow handler delays later events; it
 // never blocks an agent (the queue in front of the pump is unbounded).
 //
+// # Tool rules
+//
+// Each agent carries the rule sets of its definition and of every agent
+// above it (loop.Config.Rules, journaled with its Start, so a resumed agent
+// keeps them). Its tools are wrapped by rule.Guard when it is created, so
+// every call it makes is judged where it is run, whatever the Runner; a
+// tool.Executor also puts the calls a rule asks about to its approval
+// policy. Every agent a Spawn asks for — by a tool call or a <spawn_agents>
+// task, and again after a resume — is checked against the spawning agent's
+// rules before it is created: a denial is the Spawned error the model sees,
+// and a rule that asks goes to the Runner's approval policy when it is an
+// Approver (and is refused otherwise). The delegation tools a child is
+// granted are its parent's, narrowed by its definition.
+//
 // # Limits
 //
 // Depth is enforced by the loop. The engine enforces the run-wide limits:

@@ -13,12 +13,14 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // Engine runs agents in this process.
 type Engine struct {
 	cfg  Config
 	defs map[string]*cadre.Definition
+	ws   tool.Workspace // where the rules of definitions judge paths
 }
 
 // New returns an Engine for cfg.
@@ -40,7 +42,7 @@ func New(cfg Config) *Engine {
 	for _, d := range cfg.Definitions {
 		defs[d.Name] = d
 	}
-	return &Engine{cfg: cfg, defs: defs}
+	return &Engine{cfg: cfg, defs: defs, ws: tool.Workspace{Root: cfg.Workspace}}
 }
 
 // A Result is how a run ended.
@@ -171,11 +173,18 @@ func (r *Run) newRoot() (*agent, loop.Start, error) {
 		definition = def.Name
 		tools = filterTools(tools, def)
 	}
-	userFacing := r.userFacing()
+	sets := ruleSets(def, nil)
+	rules, err := compileRules(sets)
+	if err != nil {
+		return nil, loop.Start{}, err
+	}
+	userFacing := r.userFacingFor(rules)
 	protocol := e.protocolFor(def, name)
+	delegation := delegationFor(def, nil)
 	// On the text protocol an agent may delegate to general subagents even
 	// when there is no definition to name.
-	delegate := lim.MaxDepth > 0 && (len(userFacing) > 0 || protocol == cadre.ProtocolText) && mayDelegate(def, true)
+	delegate := lim.MaxDepth > 0 && loop.StartsAgents(delegation) &&
+		(len(userFacing) > 0 || protocol == cadre.ProtocolText && rules.AllowsAgent(""))
 	var system string
 	if def != nil {
 		system = prompt.Child(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
@@ -189,7 +198,7 @@ func (r *Run) newRoot() (*agent, loop.Start, error) {
 	}
 	cfg := loop.Config{
 		ID: cadre.RootID, Depth: 0, MaxDepth: lim.MaxDepth, Definition: definition, Model: name, System: system,
-		Tools: specs(tools), Delegate: delegate, Catalog: r.catalog(), Protocol: protocol,
+		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Protocol: protocol,
 		MaxTurns: lim.MaxTurns, Say: e.cfg.Say,
 	}
 	if def != nil {
@@ -200,7 +209,7 @@ func (r *Run) newRoot() (*agent, loop.Start, error) {
 		cfg.MaxQuestions = e.maxQuestions(def)
 		cfg.Temperature = def.Temperature
 	}
-	a := r.newAgent(cfg, nil, def, m, tools)
+	a := r.newAgent(cfg, nil, def, m, tools, rules)
 	start := loop.Start{Config: cfg, Task: r.task, Messages: []cadre.Message{{Role: cadre.RoleUser, Content: r.task}}}
 	return a, start, nil
 }

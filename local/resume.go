@@ -179,7 +179,11 @@ func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 			}
 			tools = append(tools, t)
 		}
-		a := r.newAgent(cfg, parent, r.defs[cfg.Definition], m, tools)
+		rules, err := compileRules(cfg.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", cfg.ID, err)
+		}
+		a := r.newAgent(cfg, parent, r.defs[cfg.Definition], m, tools, rules)
 		a.st, a.seq, a.started = st, x.seq, st.Turns() > 0
 		for _, id := range st.LiveChildren() {
 			a.kids[id] = true

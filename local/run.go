@@ -12,6 +12,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/rule"
 )
 
 // Run is a run in progress.
@@ -231,6 +232,16 @@ func (r *Run) userFacing() []*cadre.Definition {
 	}
 	slices.SortFunc(out, func(a, b *cadre.Definition) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// userFacingFor returns the user-facing definitions rules let an agent
+// start (with or without approval): the ones its prompt offers.
+func (r *Run) userFacingFor(rules rule.Chain) []*cadre.Definition {
+	all := r.userFacing()
+	if len(rules) == 0 {
+		return all
+	}
+	return slices.DeleteFunc(all, func(d *cadre.Definition) bool { return !rules.AllowsAgent(d.Name) })
 }
 
 func (r *Run) definition(name string) *cadre.Definition {

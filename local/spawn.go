@@ -9,6 +9,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // A birth is one child of a Spawn action on its way to being started.
@@ -99,6 +100,10 @@ func (r *Run) prepare(parent *agent, spec loop.ChildSpec) birth {
 		b.err = "onboarding needs a subagent definition"
 		return b
 	}
+	if msg := r.mayStart(parent, spec); msg != "" {
+		b.err = msg
+		return b
+	}
 	norm := strings.ToLower(strings.TrimSpace(spec.Task))
 	r.mu.Lock()
 	if r.created >= lim.MaxAgents {
@@ -181,13 +186,21 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 	if def != nil && def.MaxDepth > 0 && depth+def.MaxDepth < maxDepth {
 		maxDepth = depth + def.MaxDepth
 	}
-	userFacing := r.userFacing()
+	// The child's calls must pass its own rules and all of its parent's.
+	sets := ruleSets(def, parent.cfg.Rules)
+	rules, err := compileRules(sets)
+	if err != nil {
+		return nil, loop.Start{}, fmt.Sprintf("the subagent cannot be started: %v", err)
+	}
+	userFacing := r.userFacingFor(rules)
 	protocol := e.protocolFor(def, name)
 	if def == nil && e.cfg.Protocol != cadre.ProtocolTools {
 		// A general subagent exists only on the text protocol.
 		protocol = cadre.ProtocolText
 	}
-	delegate := depth < maxDepth && mayDelegate(def, parent.cfg.Delegate) && (len(userFacing) > 0 || protocol == cadre.ProtocolText) && !spec.Onboarding
+	delegation := delegationFor(def, parent.cfg.Delegation)
+	delegate := depth < maxDepth && parent.cfg.Delegate && loop.StartsAgents(delegation) && !spec.Onboarding &&
+		(len(userFacing) > 0 || protocol == cadre.ProtocolText && rules.AllowsAgent(""))
 	tools := filterTools(parent.tools, def)
 	report := e.cfg.Report
 	if def != nil && def.Report != "" {
@@ -199,7 +212,7 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 	}
 	cfg := loop.Config{
 		ID: spec.ID, Parent: parent.id, Depth: depth, MaxDepth: maxDepth, Definition: definition, Model: name,
-		Tools: specs(tools), Delegate: delegate, Catalog: r.catalog(), Report: report, Protocol: protocol,
+		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Report: report, Protocol: protocol,
 		MaxTurns: lim.MaxTurns,
 	}
 	var first string
@@ -236,7 +249,7 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		first = prompt.UserMessage(spec.Task, spec.Context)
 	}
 	msgs := append(slices.Clone(spec.Messages), cadre.Message{Role: cadre.RoleUser, Content: first})
-	a := r.newAgent(cfg, parent, def, m, tools)
+	a := r.newAgent(cfg, parent, def, m, tools, rules)
 	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, ""
 }
 
@@ -268,15 +281,74 @@ func filterTools(from []cadre.Tool, def *cadre.Definition) []cadre.Tool {
 	return out
 }
 
-// mayDelegate reports whether a definition's allowlist lets it start
-// subagents; without a definition or an allowlist the parent's ability
-// carries over.
-func mayDelegate(def *cadre.Definition, parent bool) bool {
-	if def == nil || def.Tools == nil {
-		return parent && (def == nil || !slices.Contains(def.DisallowedTools, loop.ToolSpawnAgent))
+// delegationFor returns the delegation tools an agent of def may use, given
+// those of its parent (nil: every one): the parent's, narrowed by the
+// definition's allowlist and denylist. Nil means every one.
+func delegationFor(def *cadre.Definition, parent []string) []string {
+	all := loop.DelegationTools()
+	out := parent
+	if out == nil {
+		out = all
 	}
-	return parent && (slices.Contains(def.Tools, loop.ToolSpawnAgent) || slices.Contains(def.Tools, loop.ToolStartBackground))
+	if def == nil {
+		return parent
+	}
+	out = slices.DeleteFunc(slices.Clone(out), func(t string) bool {
+		return def.Tools != nil && !slices.Contains(def.Tools, t) || slices.Contains(def.DisallowedTools, t)
+	})
+	if parent == nil && len(out) == len(all) {
+		return nil
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
+
+// ruleSets returns the rules an agent of def must pass: its definition's
+// first, then those its parent must pass.
+func ruleSets(def *cadre.Definition, parent []loop.RuleSet) []loop.RuleSet {
+	if def == nil || len(def.Rules) == 0 {
+		return parent
+	}
+	return append([]loop.RuleSet{{Definition: def.Name, Rules: def.Rules}}, parent...)
+}
+
+// mayStart checks the rules of the parent's definition (and its
+// ancestors') about the agent spec would start, and asks for approval
+// when one says so. It returns why the agent may not start, or "".
+func (r *Run) mayStart(parent *agent, spec loop.ChildSpec) string {
+	v := parent.rules.Agent(spec.Definition)
+	switch v.Action {
+	case cadre.PermissionAllow:
+		return ""
+	case cadre.PermissionDeny:
+		return v.Reason
+	}
+	ap, ok := r.e.cfg.Runner.(Approver)
+	if !ok {
+		return v.Reason + ", and this engine has no approval policy to ask"
+	}
+	name := spec.Definition
+	if name == "" {
+		name = "a subagent"
+	}
+	via := map[string]string{"sync": loop.ToolSpawnAgent, "background": loop.ToolStartBackground, "onboard": loop.ToolOnboard}[spec.Mode]
+	if via == "" {
+		via = "<spawn_agents>"
+	}
+	req := tool.ApprovalRequest{Agent: parent.id, Tool: via, Summary: tool.Printable(fmt.Sprintf("start %s on: %s", name, clip(oneLine(spec.Task), 200))), Rule: v.Reason}
+	yes, denial, err := ap.Approve(parent.ctx, req)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s was not started: no approval could be obtained (%v).", name, err)
+	case !yes:
+		return denial
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // promptKey identifies a child's system prompt: the same inputs give the
 // same text, so children of one definition share one string.

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -35,6 +36,17 @@ type Config struct {
 	// Delegate allows spawning children. It is false at the depth limit or
 	// when the agent's allowlist has no subagent tools.
 	Delegate bool `json:"delegate,omitempty"`
+	// Delegation lists the delegation tools (see DelegationTools) the
+	// agent's definition grants; nil grants them all, and an empty list
+	// none. A tool it does not list is not offered, except the ones a
+	// listed tool cannot work without (see Config.Granted). It is written
+	// even when empty, so that none is not read back as all.
+	Delegation []string `json:"delegation"`
+	// Rules are the tool rules the agent's calls must pass, for the engine:
+	// its definition's, then each ancestor's. The loop does not read them;
+	// they travel here so that a resumed agent keeps the rules it started
+	// with.
+	Rules []RuleSet `json:"rules,omitempty"`
 	// Catalog lists the definitions the agent knows of.
 	Catalog  []CatalogEntry   `json:"catalog,omitempty"`
 	Report   cadre.ReportMode `json:"report,omitempty"`
@@ -58,6 +70,12 @@ type Config struct {
 	// OutputSchema is a JSON Schema the agent's report must match; a
 	// mismatch is sent back to the agent once.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+}
+
+// A RuleSet is the tool rules of one definition, by name.
+type RuleSet struct {
+	Definition string           `json:"definition"`
+	Rules      []cadre.ToolRule `json:"rules"`
 }
 
 // A CatalogEntry is a definition as the loop needs to know it.
@@ -128,4 +146,40 @@ func (c *Config) spawnable() []string {
 		}
 	}
 	return names
+}
+
+// Granted reports whether the agent may use a delegation tool. A tool
+// Delegation lists is granted, and so are the ones a listed tool cannot
+// work without: agent_onboard_reply with agent_onboard (an onboarding
+// agent's questions must be answered before its handle is ready), and
+// answer_agent and wait_agent with a tool that starts agents when one of
+// the definitions the agent may start asks its caller questions (the
+// question comes back as the result of the call that started it, and the
+// child is paused until answer_agent answers it and wait_agent collects its
+// report). Neither can start an agent or reach one the agent did not start.
+func (c *Config) Granted(name string) bool {
+	if c.Delegation == nil || slices.Contains(c.Delegation, name) {
+		return true
+	}
+	switch name {
+	case ToolOnboardReply:
+		return slices.Contains(c.Delegation, ToolOnboard)
+	case ToolAnswerAgent, ToolWaitAgent:
+		return c.anyAskCaller() && slices.ContainsFunc(c.Delegation, func(t string) bool {
+			return t == ToolSpawnAgent || t == ToolStartBackground || t == ToolCallAgent || t == ToolAgentCall
+		})
+	}
+	return false
+}
+
+// granted lists the delegation tools Granted allows, in the order of
+// DelegationTools.
+func (c *Config) granted() []string {
+	var out []string
+	for _, t := range DelegationTools() {
+		if c.Granted(t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -420,6 +420,9 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 			acts = append(acts, s.subagentCall(i, c, &spawn)...)
 		case IsSubagentTool(c.Name) && delegationTools[c.Name] && !s.cfg.Delegate && !s.cfg.onboarding():
 			acts = append(acts, s.refuseDepth(i, c.Name)...)
+		case delegationTools[c.Name] && !s.cfg.onboarding() && !s.cfg.Granted(c.Name):
+			s.fill(i, fmt.Sprintf("Error: %s is not one of your tools: your definition grants only these delegation tools: %s. Use one of those, or do the work yourself.",
+				c.Name, strings.Join(s.cfg.granted(), ", ")), true)
 		case s.hasTool(c.Name):
 			ordinary = append(ordinary, c)
 		default:

@@ -280,8 +280,10 @@ func (s *State) creatableTools() []string {
 	for _, t := range s.cfg.Tools {
 		names = append(names, t.Name)
 	}
-	if s.cfg.Delegate {
-		names = append(names, ToolSpawnAgent, ToolStartBackground)
+	for _, t := range []string{ToolSpawnAgent, ToolStartBackground} {
+		if s.cfg.Delegate && s.cfg.Granted(t) {
+			names = append(names, t)
+		}
 	}
 	return names
 }

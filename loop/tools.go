@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
@@ -38,6 +39,28 @@ var delegationTools = map[string]bool{
 	ToolSpawnAgent: true, ToolStartBackground: true, ToolOnboard: true, ToolOnboardReply: true,
 	ToolCallAgent: true, ToolFork: true, ToolCreateAgent: true, ToolAgentCall: true,
 	ToolWaitAgent: true, ToolAnswerAgent: true, ToolListAgents: true, ToolCancelAgent: true,
+}
+
+// DelegationTools returns the names of the tools through which an agent
+// starts and follows other agents, each granted only as a definition lists
+// it (see Config.Delegation). The slice is new on every call.
+func DelegationTools() []string {
+	return []string{
+		ToolSpawnAgent, ToolStartBackground, ToolListAgents, ToolCancelAgent, ToolWaitAgent, ToolAnswerAgent,
+		ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall,
+	}
+}
+
+// StartsAgents reports whether a grant of delegation tools (nil: all)
+// holds one that starts an agent.
+func StartsAgents(delegation []string) bool {
+	return delegation == nil || slices.ContainsFunc(delegation, func(t string) bool {
+		switch t {
+		case ToolSpawnAgent, ToolStartBackground, ToolCallAgent, ToolAgentCall, ToolOnboard:
+			return true
+		}
+		return false
+	})
 }
 
 // IsSubagentTool reports whether the loop handles the named tool itself.
@@ -198,18 +221,25 @@ func (c *Config) subagentTools() []string {
 		return []string{ToolAskCaller}
 	}
 	var names []string
+	add := func(tools ...string) {
+		for _, t := range tools {
+			if c.Granted(t) {
+				names = append(names, t)
+			}
+		}
+	}
 	if c.Delegate {
-		names = append(names, ToolSpawnAgent, ToolStartBackground)
+		add(ToolSpawnAgent, ToolStartBackground)
 	}
 	if c.Delegate || c.isChild() {
 		names = append(names, ToolSendAgentMessage)
 	}
 	if c.Delegate {
-		names = append(names, ToolListAgents, ToolCancelAgent, ToolWaitAgent)
+		add(ToolListAgents, ToolCancelAgent, ToolWaitAgent)
 		if c.anyAskCaller() {
-			names = append(names, ToolAnswerAgent)
+			add(ToolAnswerAgent)
 		}
-		names = append(names, ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall)
+		add(ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall)
 	}
 	if c.AskCaller {
 		names = append(names, ToolAskCaller)

@@ -50,6 +50,9 @@ type ApprovalRequest struct {
 	Agent   cadre.AgentID // the agent making the call
 	Tool    string        // the tool's name
 	Summary string        // what the call would do, in one line where possible
+	// Rule, when set, says which rule of the agent's definition asks for
+	// approval of this call (the tool may not change anything itself).
+	Rule string
 }
 
 // A Summarizer is a tool that can describe a call in words for the person
@@ -69,6 +72,11 @@ func Summarize(t cadre.Tool, args json.RawMessage) string {
 	}
 	return printable(defaultSummary(t.Spec().Name, args))
 }
+
+// Printable escapes what could fool a terminal in text a model had a hand
+// in (as Summarize does): control characters other than newline and tab,
+// bidirectional controls and invalid UTF-8.
+func Printable(s string) string { return printable(s) }
 
 // printable escapes what could fool a terminal: control characters other
 // than newline and tab, bidirectional controls and invalid UTF-8.
@@ -157,12 +165,20 @@ func (a *Approver) Approve(ctx context.Context, req ApprovalRequest) (ok bool, d
 	case ApproveAll:
 		return true, "", nil
 	case ApproveNone:
+		if req.Rule != "" {
+			return false, fmt.Sprintf("%s was not run: %s, and this run approves nothing (--approve=none). "+
+				"Do not try it again; carry on without it, or say in your answer what you would have done.", req.Tool, req.Rule), nil
+		}
 		return false, fmt.Sprintf("%s was not run: this run does not allow tools that change files or run commands (--approve=none). "+
 			"Do not try it again; carry on without it, or say in your answer what you would have done. "+
 			"To allow such calls, the user can run cadre with --approve=all, or with --approve=ask on a terminal and answer y when asked.", req.Tool), nil
 	case ApproveAsk:
 	default:
 		return false, "", fmt.Errorf("approve %s: unknown approval mode %q: use ask, all or none", req.Tool, mode)
+	}
+	if a.Prompt == nil && req.Rule != "" {
+		return false, fmt.Sprintf("%s was not run: %s, and there is no terminal to ask on (--approve=ask without a terminal). "+
+			"Do not try it again in this run; carry on without it, or say in your answer what you would have done.", req.Tool, req.Rule), nil
 	}
 	if a.Prompt == nil {
 		return false, fmt.Sprintf("%s was not run: it needs the user's approval and there is no terminal to ask on (--approve=ask without a terminal). "+

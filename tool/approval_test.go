@@ -188,3 +188,9 @@ func TestSummarizeEscapesControls(t *testing.T) {
 		t.Errorf("Summarize of raw arguments = %q", got)
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	if got := Printable("rm \x1b[2J\u202ex\nok"); got != `rm \x1b[2J\u202ex`+"\nok" {
+		t.Errorf("Printable: %q", got)
+	}
+}

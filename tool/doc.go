@@ -16,6 +16,11 @@
 //     is given (Summarize) shows terminal control characters as escapes.
 //     Denials tell the model what happened and how the user can allow
 //     such calls.
+//   - A tool that is a Gate (package rule wraps tools so, with the rules of
+//     the agent's definition) is judged by Executor before anything else:
+//     a denied call never runs and is never put to the Approver; a call a
+//     rule asks about goes to the Approver whatever the tool, with the rule
+//     named in the request.
 //   - Decode, and so Func's tools, take integers written as 3.0 or 1e2,
 //     which the schema check accepts too.
 //   - Executor never panics and never returns a Go error: every failure —

@@ -14,8 +14,9 @@ import (
 )
 
 // An Executor runs tool calls: it finds the tool, checks the arguments,
-// asks for approval when the tool mutates, runs it and turns any failure
-// into an error result. It is safe for concurrent use; set its fields
+// judges the call when the tool is a Gate (the rules of the agent's
+// definition), asks for approval when the tool mutates or a rule asks, runs
+// it and turns any failure into an error result. It is safe for concurrent use; set its fields
 // before the first call.
 type Executor struct {
 	// Tools are looked up by Run. RunTool does not use them.
@@ -104,12 +105,21 @@ func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Too
 		}
 		return fmt.Sprintf("Error: invalid arguments for %s: %v. Call %s again with arguments that match its parameters.", name, err, name), true
 	}
-	if cadre.Mutates(t) {
-		ap := e.Approver
-		if ap == nil {
-			ap = &Approver{Mode: ApproveAsk}
+	gate, gated := t.(Gate)
+	rule := ""
+	if gated {
+		verdict, why := gate.Judge(ctx, args)
+		switch verdict {
+		case cadre.PermissionAllow:
+		case cadre.PermissionAsk:
+			rule = why
+		default:
+			e.log(ctx, slog.LevelDebug, "tool call refused by the agent's rules", "agent", agent, "tool", name)
+			return fmt.Sprintf("Error: %s was not run: %s", name, why), true
 		}
-		ok, denial, err := ap.Approve(ctx, ApprovalRequest{Agent: agent, Tool: name, Summary: Summarize(t, args)})
+	}
+	if cadre.Mutates(t) || rule != "" {
+		ok, denial, err := e.Approve(ctx, ApprovalRequest{Agent: agent, Tool: name, Summary: Summarize(t, args), Rule: rule})
 		if err != nil {
 			e.log(ctx, slog.LevelWarn, "approval failed", "agent", agent, "tool", name, "error", err)
 			return fmt.Sprintf("Error: %s was not run: no approval could be obtained (%v).", name, err), true
@@ -119,13 +129,45 @@ func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Too
 			return "Error: " + denial, true
 		}
 	}
-	out, err := t.Call(ctx, args)
+	var out string
+	if gated {
+		out, err = gate.CallJudged(ctx, args, rule != "")
+	} else {
+		out, err = t.Call(ctx, args)
+	}
 	if err != nil {
 		e.log(ctx, slog.LevelDebug, "tool call failed", "agent", agent, "tool", name, "error", err)
 		return "Error: " + err.Error(), true
 	}
 	e.log(ctx, slog.LevelDebug, "tool call done", "agent", agent, "tool", name, "bytes", len(out))
 	return out, false
+}
+
+// Approve puts a request to e.Approver (nil denies, as ApproveAsk does with
+// no one to ask). The local engine uses it for rules that ask before an
+// agent is started.
+func (e *Executor) Approve(ctx context.Context, req ApprovalRequest) (ok bool, denial string, err error) {
+	ap := e.Approver
+	if ap == nil {
+		ap = &Approver{Mode: ApproveAsk}
+	}
+	return ap.Approve(ctx, req)
+}
+
+// A Gate is a tool whose calls are judged before they run: by the rules of
+// the agent's definition (package rule wraps tools so). RunTool asks Judge
+// first: PermissionDeny refuses the call with the reason given;
+// PermissionAsk puts it to the Approver whatever the tool, the reason
+// naming the rule that asks; PermissionAllow lets it go on (to the Approver
+// still when the tool mutates). Then it calls CallJudged, not Call.
+type Gate interface {
+	cadre.Tool
+	Judge(ctx context.Context, args json.RawMessage) (cadre.Permission, string)
+	// CallJudged runs a call Judge allowed, or one it asked about and the
+	// Approver allowed (approved). It judges the call again first and
+	// refuses it if the answer is now stricter, so what changed in between
+	// (a link swapped for another) is caught.
+	CallJudged(ctx context.Context, args json.RawMessage, approved bool) (string, error)
 }
 
 func (e *Executor) log(ctx context.Context, level slog.Level, msg string, args ...any) {

@@ -154,8 +154,9 @@ func modelCell(model, role string) string {
 	return "(parent's)"
 }
 
-// toolsCell shows the tools an agent gets, with the subagent tools as one
-// word: its list less the disallowed tools, or the parent's except them.
+// toolsCell shows the tools an agent gets, with the delegation tools as
+// one word when all are there: its list less the disallowed tools, or the
+// parent's except them.
 func toolsCell(tools, disallowed []string) string {
 	if tools == nil {
 		if len(disallowed) > 0 {
@@ -167,7 +168,7 @@ func toolsCell(tools, disallowed []string) string {
 	if len(tools) == 0 {
 		return "(none)"
 	}
-	sub := agentdef.SubagentTools()
+	sub := agentdef.DelegationTools()
 	all := true
 	for _, s := range sub {
 		all = all && slices.Contains(tools, s)
@@ -180,7 +181,7 @@ func toolsCell(tools, disallowed []string) string {
 		out = append(out, t)
 	}
 	if all {
-		out = append(out, "subagents")
+		out = append(out, agentdef.GroupDelegation)
 	}
 	return strings.Join(out, ", ")
 }
@@ -308,6 +309,27 @@ func nameDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// ruleLine shows one rule of a definition: what it decides, about which
+// tool and calls, and where it comes from.
+func ruleLine(r cadre.ToolRule) string {
+	what := "every call"
+	if r.Pattern != "" {
+		what = fmt.Sprintf("%s %q", r.Syntax, r.Pattern)
+	}
+	tool := r.Tool
+	switch tool {
+	case cadre.RuleAgents:
+		tool = "starting agents"
+	case cadre.RuleAnyTool:
+		tool = "every tool"
+	}
+	line := fmt.Sprintf("%-5s %s: %s", r.Action, tool, what)
+	if r.Source != "" {
+		line += "  (" + r.Source + ")"
+	}
+	return line
+}
+
 // showAgent prints every field of a definition, then its prompt.
 func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalog, diags []agentdef.Diagnostic) {
 	w := a.io.Stdout
@@ -341,15 +363,15 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 	default:
 		field("tools", "%s", strings.Join(def.Tools, ", "))
 	}
-	for _, k := range slices.Sorted(maps.Keys(def.ToolArgs)) {
-		what := "allowed"
-		if k == agentdef.AgentArgsKey {
-			what = "agents it may call"
-		}
-		field("  "+k, "%s: %s", what, strings.Join(def.ToolArgs[k], "; "))
-	}
 	if len(def.DisallowedTools) > 0 {
 		field("disallowed tools", "%s", strings.Join(def.DisallowedTools, ", "))
+	}
+	for i, r := range def.Rules {
+		if i == 0 {
+			field("rules", "%s", ruleLine(r))
+			continue
+		}
+		fmt.Fprintf(w, "%-22s %s\n", "", ruleLine(r))
 	}
 	field("timeout", "%s of inactivity", def.Timeout())
 	field("visibility", "%s", def.Visibility)
@@ -411,7 +433,7 @@ func extraNote(key string) string {
 	case "mode":
 		return "OpenCode: a primary agent is internal"
 	case "permission":
-		return "OpenCode: tools denied here are disallowed above; the rest is left to approvals"
+		return "OpenCode: read as the rules above, enforced on every call"
 	case "displayName":
 		return "the name as written in the file"
 	}

@@ -207,7 +207,8 @@ func TestAgentsShow(t *testing.T) {
 		"file:                  .claude/agents/reviewer.md\n",
 		"model:                 sonnet → anthropic:claude-sonnet-4-5\n",
 		"tools:                 read_file, search_files, run_command\n",
-		"  run_command:         allowed: git diff *\n",
+		"rules:                 deny  run_command: every call  (tools: Bash(git diff *))\n" +
+			"                       allow run_command: command \"git diff *\"  (tools: Bash(git diff *))\n",
 		"timeout:               5m0s of inactivity\n",
 		"visibility:            user-facing\n",
 		"report:                tool\n",
@@ -264,7 +265,7 @@ func TestAgentsShowOpenCode(t *testing.T) {
 		"other fields (kept as written):\n",
 		"  hidden:              true\n",
 		"  mode:                \"subagent\"  (OpenCode: a primary agent is internal)\n",
-		"  permission:          {\"*\":\"deny\",\"bash\":\"deny\",\"edit\":\"allow\",\"read\":\"allow\"}  (OpenCode: tools denied here are disallowed above; the rest is left to approvals)\n",
+		"  permission:          {\"*\":\"deny\",\"bash\":\"deny\",\"edit\":\"allow\",\"read\":\"allow\"}  (OpenCode: read as the rules above, enforced on every call)\n",
 		"prompt:\nDocs.\n",
 	} {
 		if !strings.Contains(res.stdout, want) {
@@ -274,6 +275,28 @@ func TestAgentsShowOpenCode(t *testing.T) {
 	// Without the folder, the agent is not there.
 	if res := runCadre(t, dir, home, "agents", "show", "docs"); res.code != 1 || !strings.Contains(res.stderr, `no agent named "docs"`) {
 		t.Errorf("without --agents-dir: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// A rule cadre cannot honour rejects the file, and validate says where and
+// what to write instead.
+func TestAgentsValidateRules(t *testing.T) {
+	dir, home := agentsProject(t, map[string]string{
+		".claude/agents/builder.md":  "---\nname: builder\ndescription: Builds.\ntools: Read, Bash(npm run build && npm test)\n---\nBuild.\n",
+		".opencode/agent/planner.md": "---\ndescription: Plans.\nmode: subagent\npermission:\n  edit:\n    \"*\": deny\n    \"plans/**\": allow\n  grep:\n    \"secret*\": deny\n---\nPlan.\n",
+	})
+	res := runCadre(t, dir, home, "agents", "validate")
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1", res.code)
+	}
+	for _, want := range []string{
+		".claude/agents/builder.md:4:8: error: tools: Bash(npm run build && npm test): this rule allows a command line with &&",
+		"write one rule per command, such as Bash(npm run build) and Bash(npm test); the agent is rejected",
+		`.opencode/agent/planner.md:9:5: error: permission: grep: "secret*": deny: cadre cannot match patterns of grep`,
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
+		}
 	}
 }
 
@@ -308,7 +331,7 @@ func TestAgentsValidate(t *testing.T) {
 			".cadre/agents/broken.md:1:1: error: missing description: add description: followed by a sentence on what the agent does and when to use it",
 			".cadre/agents/broken.md:3:17: error: timeoutSeconds: \"soon\" is not valid: a whole number of seconds from 1 to 86400, such as 300",
 			".cadre/agents/sub/README.md: info: no frontmatter: not an agent definition; skipped",
-			".claude/agents/reviewer.md:4:8: warning: tools: WebSearch is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch; Task and Agent map to the subagent tools); the agent loads without it",
+			".claude/agents/reviewer.md:4:8: warning: tools: WebSearch is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch; Task and Agent map to spawn_agent and the tools that follow the agents it starts, delegation to every delegation tool); the agent loads without it",
 		}
 		if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(res.stdout), "\n")); diff != "" {
 			t.Errorf("stdout (-want +got):\n%s", diff)
@@ -416,7 +439,7 @@ func TestAgentsBadConfig(t *testing.T) {
 }
 
 func TestToolsCell(t *testing.T) {
-	sub := agentdef.SubagentTools()
+	sub := agentdef.DelegationTools()
 	for _, tc := range []struct {
 		name              string
 		tools, disallowed []string
@@ -425,7 +448,7 @@ func TestToolsCell(t *testing.T) {
 		{"inherit", nil, nil, "(parent's)"},
 		{"none", []string{}, nil, "(none)"},
 		{"some_subagent_tools", []string{"read_file", "spawn_agent"}, nil, "read_file, spawn_agent"},
-		{"all_subagent_tools", append([]string{"read_file"}, sub...), nil, "read_file, subagents"},
+		{"all_delegation_tools", append([]string{"read_file"}, sub...), nil, "read_file, delegation"},
 		{"inherit_except", nil, []string{"write_file", "run_command"}, "(parent's) except write_file, run_command"},
 		{"list_less_disallowed", []string{"read_file", "run_command"}, []string{"run_command"}, "read_file"},
 		{"all_disallowed", []string{"run_command"}, []string{"run_command"}, "(none)"},

@@ -10,6 +10,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/redact"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // This file keeps cadre's secrets out of what it shows and keeps: the API
@@ -168,6 +169,16 @@ type redactRunner struct {
 func (rr redactRunner) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Tool, call cadre.ToolCall) (string, bool) {
 	out, isErr := rr.next.RunTool(ctx, agent, t, call)
 	return rr.r.Values(out), isErr
+}
+
+// Approve passes approvals to the wrapped runner, so rules that ask before
+// an agent starts still reach the approval policy through the wrapper.
+func (rr redactRunner) Approve(ctx context.Context, req tool.ApprovalRequest) (bool, string, error) {
+	ap, ok := rr.next.(local.Approver)
+	if !ok {
+		return false, "this runner has no approval policy", nil
+	}
+	return ap.Approve(ctx, req)
 }
 
 // redactEvent hides every secret in an event's data.

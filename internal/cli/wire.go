@@ -112,7 +112,11 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	approver := &tool.Approver{Mode: mode}
 	if con.canAsk() {
 		approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
-			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary))
+			why := ""
+			if req.Rule != "" {
+				why = "\n(" + tool.Printable(req.Rule) + ")"
+			}
+			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s%s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary, why))
 			if err != nil {
 				return false, err
 			}
@@ -121,6 +125,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
+	w.engine.Workspace = w.workspace
 	// One set of tools for every agent: edits of one file take turns.
 	fetchAllow, err := cfg.fetchRules()
 	if err != nil {
