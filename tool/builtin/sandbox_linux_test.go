@@ -25,7 +25,8 @@ import (
 )
 
 // The sandbox tests run commands in bubblewrap. They skip where it cannot
-// run, except in CI (CI set), where they fail.
+// run, except in CI (CI set, or CADRE_REQUIRE_SANDBOX=1 as .ci/run sets
+// it), where they fail.
 
 var (
 	probeOnce sync.Once
@@ -37,7 +38,7 @@ func requireSandbox(t *testing.T) *Sandbox {
 	t.Helper()
 	probeOnce.Do(func() { probeErr = (&Sandbox{}).Probe(context.Background()) })
 	if probeErr != nil {
-		if os.Getenv("CI") != "" {
+		if os.Getenv("CI") != "" || os.Getenv("CADRE_REQUIRE_SANDBOX") == "1" {
 			t.Fatalf("bubblewrap must run in CI (install it with apt-get install bubblewrap): %v", probeErr)
 		}
 		t.Skipf("bubblewrap cannot run here: %v", probeErr)
