@@ -44,6 +44,9 @@ type fileConfig struct {
 	// (their tools are mcp__NAME__TOOL). The project's .mcp.json adds
 	// more; entries here win on the same name.
 	MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
+	// Sandbox is how run_command is confined: auto, bwrap or off, or a
+	// map with the mode and what commands may see and change.
+	Sandbox sandboxConfig `yaml:"sandbox"`
 }
 
 // mcpServerConfig is one entry of mcpServers: a program cadre starts
@@ -253,6 +256,9 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("models.%s: model is missing; give it as provider:model, for example openai:gpt-4o-mini", name)}
 		}
 	}
+	if err := checkSandbox(file, data, &fc.Sandbox); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
 		e := fc.MCPServers[name]
 		if err := checkMCPServer(file, data, name, e); err != nil {
@@ -447,6 +453,7 @@ func (c *config) merge(f fileConfig) {
 		c.Say = f.Say
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
+	c.Sandbox.merge(f.Sandbox)
 	setN := func(dst *int, v int) {
 		if v != 0 {
 			*dst = v

@@ -45,6 +45,8 @@ type app struct {
 
 	stdinOnce sync.Once
 	stdin     *lineReader
+	// probes remembers whether bubblewrap could run.
+	probes probeCache
 }
 
 // exitError carries an exit status through cobra without printing twice.

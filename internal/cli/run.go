@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,6 +205,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	// stdout as they come, one per line, and nothing else of its replies.
 	say := w.engine.Say && !f.json
 	out.rootSays = say
+	out.told = w.engine.Warnings
 	w.engine.Handlers = append(w.engine.Handlers, out.handle, func(ev cadre.Event) {
 		if v := view.Load(); v != nil {
 			v.handle(ev)
@@ -299,6 +301,8 @@ type renderer struct {
 	inText bool // the root's streamed text is mid-line
 	// rootSays: the root's say events are the answer, printed elsewhere.
 	rootSays bool
+	// told are warnings already printed when the run started.
+	told []string
 }
 
 func newJSONRenderer(w io.Writer) *renderer { return &renderer{w: w, json: true} }
@@ -367,6 +371,9 @@ func (r *renderer) plain(ev cadre.Event) {
 	case cadre.EventAgentQueued:
 		r.line("%s queued (all %v slots busy)", who, ev.Data["max_concurrent"])
 	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetWarning, cadre.EventBudgetExhausted, cadre.EventWarning:
+		if ev.Type == cadre.EventWarning && slices.Contains(r.told, str("message")) {
+			return
+		}
 		b, _ := json.Marshal(ev.Data)
 		r.line("%s %s %s", who, ev.Type, b)
 	case cadre.EventSay:

@@ -107,8 +107,16 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Runner = &tool.Executor{Approver: approver}
+	topts, warning, err := a.commandOptions(ctx, cfg, ws.Root)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		fmt.Fprintf(a.io.Stderr, "cadre: %s\n", warning)
+		w.engine.Warnings = append(w.engine.Warnings, warning)
+	}
 	// One set of tools for every agent: edits of one file take turns.
-	w.engine.Tools = builtin.New(ws, builtin.Options{})
+	w.engine.Tools = builtin.New(ws, topts)
 
 	// Agent definitions: diagnostics are shown, never fatal.
 	opts, err := a.loadOptions(cfg, nil, false)
