@@ -207,7 +207,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	out.rootSays = say
 	out.told = w.engine.Warnings
 	w.engine.Handlers = append(w.engine.Handlers, out.handle, func(ev cadre.Event) {
-		if v := view.Load(); v != nil {
+		if v := view.Load(); v != nil && !out.isTold(ev) {
 			v.handle(ev)
 		}
 		if say && ev.Type == cadre.EventSay && ev.Agent == cadre.RootID {
@@ -326,6 +326,12 @@ func (r *renderer) handle(ev cadre.Event) {
 	r.plain(ev)
 }
 
+// isTold reports whether ev is a warning printed when the run started.
+func (r *renderer) isTold(ev cadre.Event) bool {
+	msg, _ := ev.Data["message"].(string)
+	return ev.Type == cadre.EventWarning && slices.Contains(r.told, msg)
+}
+
 func (r *renderer) line(format string, args ...any) {
 	if r.inText {
 		fmt.Fprintln(r.w)
@@ -371,7 +377,7 @@ func (r *renderer) plain(ev cadre.Event) {
 	case cadre.EventAgentQueued:
 		r.line("%s queued (all %v slots busy)", who, ev.Data["max_concurrent"])
 	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetWarning, cadre.EventBudgetExhausted, cadre.EventWarning:
-		if ev.Type == cadre.EventWarning && slices.Contains(r.told, str("message")) {
+		if r.isTold(ev) {
 			return
 		}
 		b, _ := json.Marshal(ev.Data)

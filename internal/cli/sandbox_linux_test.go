@@ -139,6 +139,11 @@ func TestE2EUnconfinedWarning(t *testing.T) {
 			t.Errorf("%d warning events saying unconfined, want 1", warnings)
 		}
 	}
+	// With --approve=none no command runs, and there is nothing to say.
+	res := runBinary(t, dir, env, "run", "--store", "none", "--approve", "none", "-m", "openai:test-model", "run the command")
+	if l := unconfinedLines(res.stderr); res.code != 0 || len(l) != 0 {
+		t.Errorf("--approve=none: exit %d, lines saying unconfined %q", res.code, l)
+	}
 }
 
 // sandbox: bwrap where there is no bubblewrap refuses to start the run,

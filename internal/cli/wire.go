@@ -111,7 +111,8 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	if err != nil {
 		return nil, err
 	}
-	if warning != "" {
+	// With --approve=none no command runs: there is nothing to warn of.
+	if warning != "" && mode != tool.ApproveNone {
 		fmt.Fprintf(a.io.Stderr, "cadre: %s\n", warning)
 		w.engine.Warnings = append(w.engine.Warnings, warning)
 	}

@@ -171,9 +171,7 @@ func (s *Sandbox) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	args := append(s.namespaceArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true")
-	cmd := exec.CommandContext(ctx, prog, args...)
-	setGroup(cmd)
-	out, err := cmd.CombinedOutput()
+	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
 	if err != nil {
 		msg := strings.Join(strings.Fields(string(out)), " ")
 		if len(msg) > 500 {
@@ -225,7 +223,10 @@ func (p *mountPlan) add(root, path string, kind mountKind, list string) error {
 	if err != nil {
 		return nil // missing, or out of reach: nothing to mount
 	}
-	if real == "/" || real == string(filepath.Separator) {
+	if real == "/" {
+		if kind == mountWritable && path == root {
+			return errors.New("sandbox: the workspace is /, the whole file system, which a sandbox cannot confine; choose a folder as the workspace (or turn the sandbox off)")
+		}
 		return fmt.Errorf("sandbox: %s lists %s, which is the whole file system; name a folder inside it (or turn the sandbox off)", list, path)
 	}
 	fi, err := os.Stat(real)

@@ -276,7 +276,10 @@ func TestSandboxConfinement(t *testing.T) {
 	// A workspace in TMPDIR with a secret beside it, as in the attacks
 	// run_command used to allow.
 	ws, root, outside := newWorkspace(t)
-	files(t, outside, map[string]string{"secret.txt": "SECRET-MARKER-1\n"})
+	// Made here, so that the test binary, which the sandbox can read,
+	// does not hold it.
+	secret := fmt.Sprintf("SECRET-%d-%d", os.Getpid(), time.Now().UnixNano())
+	files(t, outside, map[string]string{"secret.txt": secret + "\n"})
 	symlink(t, outside, filepath.Join(root, "out"))
 	files(t, root, map[string]string{"inside.txt": "inside\n"})
 	hostname, err := os.ReadFile("/etc/hostname")
@@ -288,22 +291,22 @@ func TestSandboxConfinement(t *testing.T) {
 	t.Cleanup(func() { os.Remove(sysDir); os.Remove(private) })
 	rc := NewRunCommand(ws, Options{Sandbox: sb})
 	c.run(t, rc, []attempt{
-		{kind: "read outside", command: "cat ../outside/secret.txt", never: "SECRET-MARKER"},
-		{kind: "read outside", command: "cat out/secret.txt", never: "SECRET-MARKER"},
+		{kind: "read outside", command: "cat ../outside/secret.txt", never: secret},
+		{kind: "read outside", command: "cat out/secret.txt", never: secret},
 		{kind: "read outside", command: "ls ../outside", never: "secret.txt"},
-		{kind: "read outside", command: "cat " + filepath.Join(outside, "secret.txt"), never: "SECRET-MARKER"},
-		{kind: "read outside", command: "grep -rs SECRET-MARKER-1 /tmp /var/tmp " + filepath.Dir(root), never: "SECRET-MARKER"},
+		{kind: "read outside", command: "cat " + filepath.Join(outside, "secret.txt"), never: secret},
+		{kind: "read outside", command: "grep -rs " + secret + " /tmp " + os.TempDir() + " " + filepath.Dir(root), never: secret},
 		{kind: "write outside", command: "echo x > ../outside/x", check: missing(filepath.Join(outside, "x"))},
 		{kind: "write outside", command: "echo x > out/x", check: missing(filepath.Join(outside, "x"))},
 		{kind: "write outside", command: "cp inside.txt ../outside/copy", check: missing(filepath.Join(outside, "copy"))},
-		{kind: "write outside", command: "echo x > ../outside/secret.txt", check: unchanged(filepath.Join(outside, "secret.txt"), "SECRET-MARKER-1\n")},
-		{kind: "write outside", command: "rm ../outside/secret.txt", check: unchanged(filepath.Join(outside, "secret.txt"), "SECRET-MARKER-1\n")},
+		{kind: "write outside", command: "echo x > ../outside/secret.txt", check: unchanged(filepath.Join(outside, "secret.txt"), secret+"\n")},
+		{kind: "write outside", command: "rm ../outside/secret.txt", check: unchanged(filepath.Join(outside, "secret.txt"), secret+"\n")},
 		{kind: "write outside", command: "mv inside.txt ../outside/moved", check: missing(filepath.Join(outside, "moved"))},
 		// Attempts on the system's own files are harmless should they
 		// get through: a time stamp, a folder removed afterwards.
 		{kind: "write outside", command: "touch -d 2001-01-01 /etc/hostname", check: sameModTime("/etc/hostname")},
 		{kind: "write outside", command: "mkdir " + sysDir, check: missing(sysDir)},
-		{kind: "write outside", command: "ln -s ../outside/secret.txt link && echo x > link", check: unchanged(filepath.Join(outside, "secret.txt"), "SECRET-MARKER-1\n")},
+		{kind: "write outside", command: "ln -s ../outside/secret.txt link && echo x > link", check: unchanged(filepath.Join(outside, "secret.txt"), secret+"\n")},
 		{kind: "allowed", command: "cat /etc/hostname", okExit: true, want: strings.TrimSpace(string(hostname))},
 		{kind: "allowed", command: "echo made > made.txt && cat made.txt", okExit: true, want: "made", check: holds(filepath.Join(root, "made.txt"), "made\n")},
 		{kind: "allowed", command: "mkdir -p sub/deeper && echo x > sub/deeper/f", okExit: true, check: holds(filepath.Join(root, "sub/deeper/f"), "x\n")},
@@ -495,6 +498,30 @@ func TestSandboxProcesses(t *testing.T) {
 	out, err = call(t, rc, map[string]any{"command": "setsid sleep " + token + " > /dev/null 2>&1 < /dev/null & sleep " + token + " & echo started"})
 	if err != nil || !strings.HasPrefix(out, "started\n") {
 		t.Fatalf("got %q, %v", out, err)
+	}
+	waitNoProcess(t, token)
+
+	// A command that times out is killed with everything it started.
+	token = uniqueSleep()
+	rc = NewRunCommand(ws, Options{Sandbox: sb, CommandTimeout: 500 * time.Millisecond})
+	_, err = call(t, rc, map[string]any{"command": "setsid sleep " + token + " > /dev/null 2>&1 < /dev/null & sleep " + token})
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	waitNoProcess(t, token)
+
+	// So is one whose call is cancelled.
+	token = uniqueSleep()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := rc.Call(ctx, json.RawMessage(`{"command": "sleep `+token+` & sleep `+token+`"}`))
+		done <- err
+	}()
+	waitProcesses(t, token, 2)
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "cancelled") {
+		t.Fatalf("want a cancellation, got %v", err)
 	}
 	waitNoProcess(t, token)
 }
@@ -790,5 +817,39 @@ func TestSandboxProbe(t *testing.T) {
 	var pe *ProbeError
 	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "uid map: Permission denied") {
 		t.Errorf("Probe with a failing bwrap = %v", err)
+	}
+}
+
+// BenchmarkRunCommand measures what the sandbox adds to a command that
+// does nothing: bubblewrap's namespaces and mounts, and the plan of the
+// mounts (the default hidden paths resolved).
+func BenchmarkRunCommand(b *testing.B) {
+	base := b.TempDir()
+	if err := os.Mkdir(filepath.Join(base, "ws"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := tool.NewWorkspace(filepath.Join(base, "ws"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	for _, bc := range []struct {
+		name string
+		sb   *Sandbox
+	}{{"unconfined", nil}, {"sandbox", &Sandbox{Hide: DefaultHidden(home)}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.sb != nil {
+				if err := bc.sb.Probe(context.Background()); err != nil {
+					b.Skip(err)
+				}
+			}
+			rc := NewRunCommand(ws, Options{Sandbox: bc.sb})
+			raw := json.RawMessage(`{"command": "true"}`)
+			for b.Loop() {
+				if out, err := rc.Call(context.Background(), raw); err != nil || exitCodeOf(out) != 0 {
+					b.Fatalf("%q, %v", out, err)
+				}
+			}
+		})
 	}
 }

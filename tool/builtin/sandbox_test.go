@@ -140,6 +140,9 @@ func TestSandboxPlan(t *testing.T) {
 			t.Errorf("%s: [/]: %v", list, err)
 		}
 	}
+	if _, err := (&Sandbox{}).plan("/", nil); err == nil || !strings.Contains(err.Error(), "the workspace is /") {
+		t.Errorf("a workspace of /: %v", err)
+	}
 	if args, err := (&Sandbox{}).plan(ws, nil); err != nil || !slices.Contains(args, "--unshare-net") {
 		t.Errorf("default plan: %v, %v; want --unshare-net", args, err)
 	}
