@@ -399,6 +399,23 @@ func TestSandboxConfinement(t *testing.T) {
 		t.Errorf(".git/hooks: %v", err)
 	}
 
+	// The whole home folder hidden but for ~/go and the workspace in it.
+	rc4ws, err := tool.NewWorkspace(filepath.Join(home, "notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(t, home, map[string]string{"go/pkg/mod/m.txt": "MODULE\n", "other/p.txt": "OTHER-MARKER\n"})
+	rc4 := NewRunCommand(rc4ws, Options{Sandbox: &Sandbox{Hide: append(DefaultHidden(home), home), ReadOnly: []string{filepath.Join(home, "go")}}})
+	c.run(t, rc4, []attempt{
+		{kind: "allowed", command: "cat private.txt " + filepath.Join(home, "go/pkg/mod/m.txt"), okExit: true, want: "MODULE"},
+		{kind: "allowed", command: "echo n > new.txt", okExit: true, check: holds(filepath.Join(home, "notes/new.txt"), "n\n")},
+		{kind: "read hidden", command: "cat " + filepath.Join(home, "other/p.txt"), never: "OTHER-MARKER"},
+		{kind: "read hidden", command: "cat " + filepath.Join(home, ".netrc"), never: "NETRC-MARKER"},
+		{kind: "read hidden", command: "ls -A " + home, anyExit: true, never: "other"},
+		{kind: "write hidden", command: "echo x > " + filepath.Join(home, "go/pkg/mod/m.txt"), check: unchanged(filepath.Join(home, "go/pkg/mod/m.txt"), "MODULE\n")},
+		{kind: "write hidden", command: "touch " + filepath.Join(home, "new"), check: missing(filepath.Join(home, "new"))},
+	})
+
 	// A workspace without .cadre: the command cannot make one.
 	ws3, root3, _ := newWorkspace(t)
 	rc3 := NewRunCommand(ws3, Options{Sandbox: sb})
