@@ -181,7 +181,7 @@ func (p *probeCache) probe(ctx context.Context, sb *builtin.Sandbox) error {
 // where it records its processes. When commands run unconfined, warning
 // says so and why; when the configuration asks for bubblewrap and it
 // cannot run, the error says what to do.
-func (a *app) commandOptions(ctx context.Context, cfg *config, root string) (opts builtin.Options, warning string, err error) {
+func (a *app) commandOptions(ctx context.Context, cfg *config) (opts builtin.Options, warning string, err error) {
 	sc := cfg.Sandbox
 	opts.SecretEnv = secretEnvNames(cfg)
 	opts.PassEnv = sc.PassEnv

@@ -41,7 +41,7 @@ func TestSandboxConfig(t *testing.T) {
 	if cfg, err = a.loadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	opts, warning, err := a.commandOptions(context.Background(), cfg, proj)
+	opts, warning, err := a.commandOptions(context.Background(), cfg)
 	if err != nil || opts.Sandbox != nil || !strings.Contains(warning, "run_command is unconfined: sandbox: off (set in "+projFile+":2)") {
 		t.Fatalf("commandOptions = %+v, %q, %v", opts.Sandbox, warning, err)
 	}
@@ -55,7 +55,7 @@ func TestSandboxConfig(t *testing.T) {
 	if cfg, err = a.loadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = a.commandOptions(context.Background(), cfg, proj)
+	_, _, err = a.commandOptions(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "sandbox: bwrap (set in "+projFile+":1)") || !strings.Contains(err.Error(), "apt-get install bubblewrap") {
 		t.Fatalf("sandbox: bwrap without bwrap: %v", err)
 	}
@@ -64,7 +64,7 @@ func TestSandboxConfig(t *testing.T) {
 	if cfg, err = a.loadConfig(); err != nil {
 		t.Fatal(err)
 	}
-	opts, warning, err = a.commandOptions(context.Background(), cfg, proj)
+	opts, warning, err = a.commandOptions(context.Background(), cfg)
 	if err != nil || opts.Sandbox != nil || !strings.Contains(warning, "unconfined: bubblewrap (bwrap) is not installed") {
 		t.Fatalf("auto without bwrap: %+v, %q, %v", opts.Sandbox, warning, err)
 	}

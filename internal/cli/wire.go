@@ -107,7 +107,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Runner = &tool.Executor{Approver: approver}
-	topts, warning, err := a.commandOptions(ctx, cfg, ws.Root)
+	topts, warning, err := a.commandOptions(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
