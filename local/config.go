@@ -62,6 +62,10 @@ type Config struct {
 	// Settings is kept in the run's record as it is (the caller's own
 	// description of the run's configuration, used to resume it).
 	Settings json.RawMessage
+	// Warnings are told once each time the run starts or resumes, as
+	// warning events of the root agent (such as that commands run
+	// unconfined).
+	Warnings []string
 	// Handlers receive every event, in order, from one goroutine.
 	Handlers []func(cadre.Event)
 	Logger   *slog.Logger

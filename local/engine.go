@@ -127,6 +127,7 @@ func (e *Engine) StartID(ctx context.Context, id, task string) (*Run, error) {
 		}
 	}
 	r.emit(cadre.Event{Type: cadre.EventRunStarted, Data: map[string]any{"task": task, "model": e.cfg.RootModel}})
+	r.warn()
 	root, start, err := r.newRoot()
 	if err == nil {
 		r.created++

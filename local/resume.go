@@ -109,6 +109,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
 	r.emit(cadre.Event{Type: cadre.EventRunResumed, Data: map[string]any{"task": rec.Task, "agents": len(all)}})
+	r.warn()
 	r.watch(ctx)
 	if fresh {
 		r.launch(root, nil)

@@ -220,6 +220,13 @@ func (r *Run) emit(ev cadre.Event) {
 	r.events.publish(ev)
 }
 
+// warn publishes the engine's warnings, as the run starts or resumes.
+func (r *Run) warn() {
+	for _, w := range r.e.cfg.Warnings {
+		r.emit(cadre.Event{Type: cadre.EventWarning, Agent: cadre.RootID, Data: map[string]any{"message": w}})
+	}
+}
+
 // userFacing returns the definitions models may see, sorted by name.
 func (r *Run) userFacing() []*cadre.Definition {
 	r.mu.Lock()

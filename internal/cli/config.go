@@ -45,6 +45,9 @@ type fileConfig struct {
 	// (their tools are mcp__NAME__TOOL). The project's .mcp.json adds
 	// more; entries here win on the same name.
 	MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
+	// Sandbox is how run_command is confined: auto, bwrap or off, or a
+	// map with the mode and what commands may see and change.
+	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
 }
@@ -275,6 +278,9 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			return &ConfigError{File: file, Line: line, Column: col, Msg: "webFetch.allow: " + err.Error() +
 				"; give a host (intranet.example.com), a host and port (127.0.0.1:8080), *.domain, or a network (10.0.0.0/8)"}
 		}
+	}
+	if err := checkSandbox(file, data, &fc.Sandbox); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
 		e := fc.MCPServers[name]
@@ -508,6 +514,7 @@ func (c *config) merge(f fileConfig) {
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
 	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)
+	c.Sandbox.merge(f.Sandbox)
 	setN := func(dst *int, v int) {
 		if v != 0 {
 			*dst = v

@@ -83,6 +83,7 @@ func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadr
 	if cfg.Model == "" {
 		return fmt.Errorf("run %s has no recorded model: pass --model", rec.ID)
 	}
+	a.killLeftovers(cfg)
 	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
 		return eng.Resume(ctx, rec.ID)
 	})

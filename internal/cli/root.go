@@ -56,6 +56,8 @@ type app struct {
 	// redact hides the secrets of the configuration last read in the
 	// error Main prints.
 	redact atomic.Pointer[redact.Redactor]
+	// probes remembers whether bubblewrap could run.
+	probes probeCache
 }
 
 // exitError carries an exit status through cobra without printing twice.

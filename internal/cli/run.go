@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,8 +205,9 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	// stdout as they come, one per line, and nothing else of its replies.
 	say := w.engine.Say && !f.json
 	out.rootSays = say
+	out.told = w.engine.Warnings
 	w.handle(out.handle, func(ev cadre.Event) {
-		if v := view.Load(); v != nil {
+		if v := view.Load(); v != nil && !out.isTold(ev) {
 			v.handle(ev)
 		}
 		if say && ev.Type == cadre.EventSay && ev.Agent == cadre.RootID {
@@ -299,6 +301,8 @@ type renderer struct {
 	inText bool // the root's streamed text is mid-line
 	// rootSays: the root's say events are the answer, printed elsewhere.
 	rootSays bool
+	// told are warnings already printed when the run started.
+	told []string
 }
 
 func newJSONRenderer(w io.Writer) *renderer { return &renderer{w: w, json: true} }
@@ -320,6 +324,12 @@ func (r *renderer) handle(ev cadre.Event) {
 		return
 	}
 	r.plain(ev)
+}
+
+// isTold reports whether ev is a warning printed when the run started.
+func (r *renderer) isTold(ev cadre.Event) bool {
+	msg, _ := ev.Data["message"].(string)
+	return ev.Type == cadre.EventWarning && slices.Contains(r.told, msg)
 }
 
 func (r *renderer) line(format string, args ...any) {
@@ -367,6 +377,9 @@ func (r *renderer) plain(ev cadre.Event) {
 	case cadre.EventAgentQueued:
 		r.line("%s queued (all %v slots busy)", who, ev.Data["max_concurrent"])
 	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetWarning, cadre.EventBudgetExhausted, cadre.EventWarning:
+		if r.isTold(ev) {
+			return
+		}
 		b, _ := json.Marshal(ev.Data)
 		r.line("%s %s %s", who, ev.Type, b)
 	case cadre.EventSay:

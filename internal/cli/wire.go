@@ -126,12 +126,22 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	}
 	w.engine.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
 	w.engine.Workspace = w.workspace
-	// One set of tools for every agent: edits of one file take turns.
-	fetchAllow, err := cfg.fetchRules()
+	topts, warning, err := a.commandOptions(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	w.engine.Tools = builtin.New(ws, builtin.Options{FetchAllow: fetchAllow, FetchAllowWhere: "webFetch.allow in .cadre/config.yaml"})
+	// With --approve=none no command runs: there is nothing to warn of.
+	if warning != "" && mode != tool.ApproveNone {
+		fmt.Fprintf(a.io.Stderr, "cadre: %s\n", warning)
+		w.engine.Warnings = append(w.engine.Warnings, warning)
+	}
+	topts.FetchAllow, err = cfg.fetchRules()
+	if err != nil {
+		return nil, err
+	}
+	topts.FetchAllowWhere = "webFetch.allow in .cadre/config.yaml"
+	// One set of tools for every agent: edits of one file take turns.
+	w.engine.Tools = builtin.New(ws, topts)
 
 	// Agent definitions: diagnostics are shown, never fatal.
 	opts, err := a.loadOptions(cfg, nil, false)

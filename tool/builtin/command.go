@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -32,10 +33,19 @@ const defaultOutputGrace = 2 * time.Second
 // A process that leaves the group on purpose (setsid) is out of reach: if
 // it keeps the output open, the call returns shortly after the command
 // ends and says so.
+//
+// The command's environment is cleaned of secrets (see CleanEnv). With
+// Options.Sandbox it runs inside bubblewrap, confined as Sandbox says, and
+// nothing it starts outlives the call, setsid or not. Without one it is
+// confined by nothing but its working directory. On Linux the command is
+// killed when the process that runs it (cadre) dies; without a sandbox,
+// what it started in its process group is recorded in
+// Options.ProcessDir for KillLeftovers to stop.
 type RunCommand struct {
 	ws    tool.Workspace
 	opts  Options
 	grace time.Duration // how long to drain output after the group is killed
+	ph    placeholders  // control files made for sandboxed commands
 }
 
 var (
@@ -61,8 +71,9 @@ func (t *RunCommand) Spec() cadre.ToolSpec {
 		Description: fmt.Sprintf("Run a shell command (%s -c) in the workspace root and return its combined output and exit code. "+
 			"Standard input is empty, so interactive commands fail. The command is killed, with everything it started, after "+
 			"timeout_seconds (default %d, at most %d) and processes left in the background are killed when it returns. "+
-			"Output over %d bytes is cut in the middle.",
-			t.opts.Shell, int(t.opts.CommandTimeout/time.Second), int(t.opts.MaxCommandTimeout/time.Second), t.opts.MaxCommandOutput),
+			"Output over %d bytes is cut in the middle.%s",
+			t.opts.Shell, int(t.opts.CommandTimeout/time.Second), int(t.opts.MaxCommandTimeout/time.Second), t.opts.MaxCommandOutput,
+			t.sandboxNote()),
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {
@@ -73,6 +84,22 @@ func (t *RunCommand) Spec() cadre.ToolSpec {
 	"additionalProperties": false
 }`),
 	}
+}
+
+// sandboxNote tells the model what the sandbox allows, so that it does not
+// take a refusal for a fault of the command.
+func (t *RunCommand) sandboxNote() string {
+	sb := t.opts.Sandbox
+	if sb == nil {
+		return ""
+	}
+	net := " There is no network."
+	if sb.Network {
+		net = ""
+	}
+	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .mcp.json, .git/hooks " +
+		"or .git/config), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
+		"of its own that is gone when it ends." + net
 }
 
 // Mutates implements cadre.Mutator.
@@ -151,9 +178,32 @@ type runResult struct {
 func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (runResult, error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, t.opts.Shell, "-c", command)
+	var cmd *exec.Cmd
+	if sb := t.opts.Sandbox; sb != nil {
+		prog, err := sb.program()
+		if err != nil {
+			return runResult{}, fmt.Errorf("run_command: the sandbox cannot run: %w; install bubblewrap", err)
+		}
+		var hidden []string
+		if d := t.opts.ProcessDir; d != "" && os.MkdirAll(d, 0o700) == nil {
+			hidden = append(hidden, d)
+		}
+		held := t.ph.acquire(dir)
+		defer t.ph.release(held)
+		args, err := sb.plan(dir, hidden)
+		if err != nil {
+			return runResult{}, fmt.Errorf("run_command: %w", err)
+		}
+		cmd = exec.CommandContext(cctx, prog, append(args, "--", t.opts.Shell, "-c", command)...)
+	} else {
+		cmd = exec.CommandContext(cctx, t.opts.Shell, "-c", command)
+	}
 	cmd.Dir = dir
-	cmd.Env = t.opts.Env
+	env := t.opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = CleanEnv(env, t.opts.SecretEnv, t.opts.PassEnv)
 	// The output goes to a pipe of our own, not one exec makes, so Wait
 	// returns when the shell exits even if a background process still
 	// holds the pipe; the group is then killed and the pipe drained.
@@ -163,20 +213,26 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	wait, err := startLocked(cmd)
+	if err != nil {
 		pr.Close()
 		pw.Close()
-		return runResult{}, fmt.Errorf("run_command: start %s: %w", t.opts.Shell, err)
+		return runResult{}, fmt.Errorf("run_command: start %s: %w", cmd.Path, err)
 	}
 	pw.Close()
+	unrecord := func() {}
+	if t.opts.Sandbox == nil {
+		unrecord = recordCommand(t.opts.ProcessDir, cmd.Process.Pid, command)
+	}
 	buf := newCapBuffer(t.opts.MaxCommandOutput)
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
 		_, _ = io.Copy(buf, pr) // ends at EOF, or when pr is closed below
 	}()
-	waitErr := cmd.Wait()
+	waitErr := wait()
 	killGroup(cmd)
+	unrecord()
 	timer := time.NewTimer(t.grace)
 	abandoned := false
 	select {
@@ -209,6 +265,36 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		res.status = exitErr.String() // "signal: killed" and the like
 	}
 	return res, nil
+}
+
+// startLocked starts cmd from a goroutine locked to an OS thread of its
+// own, which waits for the command there; the returned function gives the
+// result of cmd.Wait.
+//
+// On Linux the command's parent-death signal (SIGKILL) fires when the
+// thread that started it ends, not the process. The Go runtime ends a
+// thread when a goroutine locked to it exits, so a command started from
+// an ordinary goroutine would be killed whenever some unrelated goroutine
+// that had locked that thread exited. Here the thread stays locked to its
+// goroutine until the command has been waited for, and ends with it, so
+// the signal fires only when cadre itself dies.
+func startLocked(cmd *exec.Cmd) (wait func() error, err error) {
+	started := make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: the thread ends with this goroutine.
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		done <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return func() error { return <-done }, nil
 }
 
 // A capBuffer keeps the first and last bytes written to it, up to max in

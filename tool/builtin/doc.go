@@ -13,10 +13,26 @@
 // link while walking: list_files lists links to files inside the root,
 // leaves out links to directories, and only counts links that lead
 // outside or nowhere; search_files reads regular files only. Named pipes,
-// sockets and devices are never opened. run_command runs in the root
-// directory; what the command itself touches is not confined, which is why
-// it, write_file and edit_file are mutating tools (cadre.Mutator) that go
-// through approval.
+// sockets and devices are never opened.
+//
+// run_command runs in the root directory with an environment cleaned of
+// secrets (CleanEnv). With Options.Sandbox it runs inside bubblewrap on
+// Linux: the workspace writable except cadre's and git's control files,
+// the rest of the file system read-only, credential stores hidden, a
+// /tmp, /dev and /proc of its own, no network unless allowed, and nothing
+// it starts outliving the call or cadre (see Sandbox). Without one, what
+// the command touches is not confined. Either way it, write_file and
+// edit_file are mutating tools (cadre.Mutator) that go through approval.
+//
+// # Processes
+//
+// A command runs in a process group of its own, killed when the call
+// ends. On Linux the command is killed when cadre dies (a parent-death
+// signal, sent from a thread that lives as long as the command); a
+// sandboxed command takes everything it started with it. An unconfined
+// command's group is recorded in Options.ProcessDir while it runs, and
+// KillLeftovers kills what a dead cadre left there. A process that left
+// the group (setsid) of an unconfined command is out of reach.
 //
 // web_fetch connects only to public addresses. Each connection, the first
 // and each redirect's, is checked on the address it is about to reach,

@@ -73,8 +73,24 @@ type Options struct {
 	// Shell is the program that runs a command line with -c.
 	Shell string
 	// Env is the environment of commands; nil means the environment of the
-	// current process.
+	// current process. Either way, CleanEnv removes the variables that hold
+	// secrets before a command sees it.
 	Env []string
+	// SecretEnv names more variables commands must not see, besides those
+	// CleanEnv's rules find: the variables a program reads its keys from.
+	SecretEnv []string
+	// PassEnv names variables commands see even though CleanEnv would
+	// remove them.
+	PassEnv []string
+	// Sandbox, when not nil, confines every command with bubblewrap (see
+	// Sandbox); nil runs commands unconfined, in the workspace directory
+	// only. Check a Sandbox with Probe before using it.
+	Sandbox *Sandbox
+	// ProcessDir, when not empty, is a folder where run_command records
+	// the process group of each unconfined command while it runs, so that
+	// KillLeftovers can stop what a process that died left behind. It is
+	// created when first needed and hidden from sandboxed commands.
+	ProcessDir string
 
 	// HTTPClient makes web_fetch's requests, as it is. Nil, the default,
 	// means a client of web_fetch's own that connects only to public

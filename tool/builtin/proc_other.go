@@ -2,7 +2,10 @@
 
 package builtin
 
-import "os/exec"
+import (
+	"errors"
+	"os/exec"
+)
 
 // setGroup leaves cmd as it is: without process groups, cancelling kills
 // the shell only.
@@ -10,3 +13,11 @@ func setGroup(*exec.Cmd) {}
 
 // killGroup does nothing where there are no process groups.
 func killGroup(*exec.Cmd) {}
+
+// procInfo is not known here: commands are not recorded, and
+// KillLeftovers finds nothing.
+func procInfo(int) (procStat, error) { return procStat{}, errors.ErrUnsupported }
+
+func bootID() (string, error) { return "", errors.ErrUnsupported }
+
+func groupMembers(int) []int { return nil }

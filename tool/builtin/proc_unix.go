@@ -8,9 +8,11 @@ import (
 )
 
 // setGroup starts cmd in a process group of its own and makes cancelling
-// its context kill the whole group.
+// its context kill the whole group. On Linux, the command is also killed
+// when the thread that starts it ends (see startLocked), which is when
+// cadre dies.
 func setGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}

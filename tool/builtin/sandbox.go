@@ -1,0 +1,499 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultBwrap is the bubblewrap program a Sandbox runs when its Bwrap is
+// empty, looked up in PATH.
+const DefaultBwrap = "bwrap"
+
+// probeTimeout bounds Probe's trial run of bubblewrap.
+const probeTimeout = 30 * time.Second
+
+var (
+	// ErrNoBwrap is returned by Probe when the bubblewrap program is not
+	// found.
+	ErrNoBwrap = errors.New("bubblewrap (bwrap) is not installed")
+	// ErrSandboxUnsupported is returned by Probe on systems other than
+	// Linux, where bubblewrap does not run.
+	ErrSandboxUnsupported = errors.New("bubblewrap runs on Linux only")
+)
+
+// A ProbeError reports that bubblewrap is installed but could not make a
+// sandbox, with what it said.
+type ProbeError struct {
+	Program string // the bwrap that was run
+	Output  string // what it wrote, trimmed
+	Err     error  // how it ended
+}
+
+func (e *ProbeError) Error() string {
+	msg := fmt.Sprintf("%s cannot make a sandbox here (%v)", e.Program, e.Err)
+	if e.Output != "" {
+		msg += ": " + e.Output
+	}
+	return msg
+}
+
+// Unwrap returns how bwrap ended.
+func (e *ProbeError) Unwrap() error { return e.Err }
+
+// A Sandbox confines run_command's commands with bubblewrap on Linux.
+//
+// A sandboxed command sees the whole file system read-only, except:
+//
+//   - the workspace, which it may change, but not the workspace's .cadre/
+//     folder and .mcp.json (cadre's configuration, agents and run store,
+//     which take effect outside the sandbox), nor .git/hooks, .git/config
+//     and the folder core.hooksPath names (a hook would run outside the
+//     sandbox later); the .git folder itself cannot be moved away. When
+//     .cadre/ or .mcp.json is missing, an empty one is made for the time
+//     of the command, so that the command cannot create it, and removed
+//     afterwards if it is still empty;
+//   - Writable paths, which it may change;
+//   - Hide paths, which it sees empty: a folder as an empty read-only
+//     folder, anything else as a file that cannot be opened;
+//   - /tmp and the TMPDIR of cadre, which are empty folders of its own,
+//     and /dev and /proc, its own minimal ones;
+//   - ReadOnly paths, which matter only inside a writable or hidden path.
+//
+// Relative paths are taken from the workspace root, symbolic links are
+// resolved, and paths that do not exist when a command starts are left
+// out. A path inside another is applied after it, so a more specific rule
+// wins (Hide ~ and ReadOnly ~/go shows ~/go alone of the home folder);
+// where two lists name the same path, Writable wins over ReadOnly, and
+// ReadOnly over Hide. No list may name / itself.
+//
+// The command runs in namespaces of its own: process ids (it sees only
+// its own processes, and every process it starts dies with it), IPC, host
+// name and, unless Network is set, the network (only a loopback interface
+// of its own; nothing outside, not even the host's loopback services, can
+// be reached). It runs in a session of its own, and bubblewrap and
+// everything in the sandbox are killed if cadre dies.
+type Sandbox struct {
+	// Bwrap is the bubblewrap program: a path, or a name looked up in
+	// PATH. Empty means DefaultBwrap.
+	Bwrap string
+	// Network lets commands use the network of the machine.
+	Network bool
+	// Hide are paths commands see empty, such as credential stores; see
+	// DefaultHidden.
+	Hide []string
+	// ReadOnly are paths commands may read but not change.
+	ReadOnly []string
+	// Writable are paths outside the workspace commands may change, such
+	// as a build cache.
+	Writable []string
+}
+
+// DefaultHidden returns the paths a Sandbox should hide on a machine whose
+// user has the home folder home: credential stores and browser profiles
+// under home, cadre's and other agents' own configuration there, and the
+// sockets that would let a command act outside the sandbox (the user's
+// runtime folder /run/user/UID with its ssh-agent, gpg-agent and D-Bus
+// sockets, the Docker, containerd and Podman sockets, the system D-Bus).
+// They are returned whether they exist or not.
+//
+// Under home: .ssh, .gnupg, .aws, .azure, .config/gcloud, .kube, .docker,
+// .netrc, .git-credentials, .config/git/credentials, .config/gh,
+// .config/hub, .npmrc, .yarnrc.yml, .pypirc, .cargo/credentials,
+// .cargo/credentials.toml, .gem/credentials, .m2/settings.xml,
+// .gradle/gradle.properties, .vault-token, .password-store,
+// .local/share/keyrings, .terraform.d/credentials.tfrc.json, .pgpass,
+// .my.cnf, .s3cfg, .boto, .config/rclone, .config/op, .cadre, .claude,
+// .claude.json, .codex, .mozilla, .config/google-chrome, .config/chromium,
+// .config/BraveSoftware.
+func DefaultHidden(home string) []string {
+	var out []string
+	if home != "" {
+		for _, p := range hiddenInHome {
+			out = append(out, filepath.Join(home, filepath.FromSlash(p)))
+		}
+	}
+	if runtime.GOOS != "windows" {
+		out = append(out, "/run/user/"+strconv.Itoa(os.Getuid()))
+	}
+	return append(out, "/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/dbus", "/var/run/dbus")
+}
+
+var hiddenInHome = []string{
+	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
+	".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
+	".npmrc", ".yarnrc.yml", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+	".m2/settings.xml", ".gradle/gradle.properties", ".vault-token", ".password-store",
+	".local/share/keyrings", ".terraform.d/credentials.tfrc.json", ".pgpass", ".my.cnf",
+	".s3cfg", ".boto", ".config/rclone", ".config/op",
+	".cadre", ".claude", ".claude.json", ".codex",
+	".mozilla", ".config/google-chrome", ".config/chromium", ".config/BraveSoftware",
+}
+
+// program returns the bwrap to run, looked up in PATH when it is a name.
+func (s *Sandbox) program() (string, error) {
+	name := s.Bwrap
+	if name == "" {
+		name = DefaultBwrap
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w (%v)", ErrNoBwrap, err)
+	}
+	return p, nil
+}
+
+// Probe checks that s can confine commands here: that the system is
+// Linux, that bubblewrap is installed, and that it can make the
+// namespaces s asks for (it cannot where unprivileged user namespaces are
+// turned off, or in some containers). It runs bubblewrap once; call it
+// once, before the first command. The error wraps ErrSandboxUnsupported
+// or ErrNoBwrap, or is a *ProbeError with what bubblewrap said.
+func (s *Sandbox) Probe(ctx context.Context) error {
+	if runtime.GOOS != "linux" {
+		return fmt.Errorf("%w, not on %s", ErrSandboxUnsupported, runtime.GOOS)
+	}
+	prog, err := s.program()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	args := append(s.namespaceArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true")
+	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
+	if err != nil {
+		msg := strings.Join(strings.Fields(string(out)), " ")
+		if len(msg) > 500 {
+			msg = msg[:500] + " …"
+		}
+		return &ProbeError{Program: prog, Output: msg, Err: err}
+	}
+	return nil
+}
+
+// namespaceArgs are the options of bwrap that do not depend on the
+// command: the namespaces and the life of the sandbox.
+func (s *Sandbox) namespaceArgs() []string {
+	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
+	if !s.Network {
+		args = append(args, "--unshare-net")
+	}
+	return args
+}
+
+type mountKind int
+
+// Mount kinds, weakest first: where two rules name the same path, the
+// stronger one is kept.
+const (
+	mountHide     mountKind = iota // an empty read-only folder, or an unopenable file
+	mountPrivate                   // an empty writable folder of the sandbox's own
+	mountReadOnly                  // the host's, read-only
+	mountWritable                  // the host's, writable
+)
+
+// mountPlan gathers the rules of one command's sandbox.
+type mountPlan struct {
+	rules map[string]mountKind // resolved path -> kind
+	dirs  map[string]bool      // resolved path -> is a directory
+}
+
+// add adds a rule for p, taken from root when relative. A path that does
+// not exist is left out; a rule for / is refused.
+func (p *mountPlan) add(root, path string, kind mountKind, list string) error {
+	if path == "" {
+		return nil
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	path = filepath.Clean(path)
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil // missing, or out of reach: nothing to mount
+	}
+	if real == "/" {
+		if kind == mountWritable && path == root {
+			return errors.New("sandbox: the workspace is /, the whole file system, which a sandbox cannot confine; choose a folder as the workspace (or turn the sandbox off)")
+		}
+		return fmt.Errorf("sandbox: %s lists %s, which is the whole file system; name a folder inside it (or turn the sandbox off)", list, path)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return nil
+	}
+	if old, ok := p.rules[real]; !ok || kind > old {
+		p.rules[real] = kind
+	}
+	p.dirs[real] = fi.IsDir()
+	return nil
+}
+
+// args returns bwrap's options for a command run in root (resolved).
+func (p *mountPlan) args(base []string, root string) []string {
+	paths := make([]string, 0, len(p.rules))
+	for path := range p.rules {
+		paths = append(paths, path)
+	}
+	// A path is mounted after every path that contains it.
+	slices.SortFunc(paths, func(a, b string) int {
+		if da, db := strings.Count(a, "/"), strings.Count(b, "/"); da != db {
+			return da - db
+		}
+		return strings.Compare(a, b)
+	})
+	args := append(base, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	var remount []string
+	for _, path := range paths {
+		switch p.rules[path] {
+		case mountWritable:
+			args = append(args, "--bind", path, path)
+		case mountReadOnly:
+			args = append(args, "--ro-bind", path, path)
+		case mountPrivate:
+			args = append(args, "--tmpfs", path)
+		case mountHide:
+			if p.dirs[path] {
+				args = append(args, "--tmpfs", path)
+				remount = append(remount, path)
+			} else {
+				args = append(args, "--ro-bind", "/dev/null", path)
+			}
+		}
+	}
+	// Hidden folders are made read-only last, once the mounts inside them
+	// have their mount points.
+	for _, path := range slices.Backward(remount) {
+		args = append(args, "--remount-ro", path)
+	}
+	return append(args, "--chdir", root)
+}
+
+// plan returns the bwrap options that confine a command run in root, the
+// workspace (resolved), with hidden extra paths to hide.
+func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
+	p := &mountPlan{rules: map[string]mountKind{}, dirs: map[string]bool{}}
+	add := func(path string, kind mountKind, list string) error { return p.add(root, path, kind, list) }
+	for _, h := range s.Hide {
+		if err := add(h, mountHide, "hide"); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range hidden {
+		if err := add(h, mountHide, "hide"); err != nil {
+			return nil, err
+		}
+	}
+	if tmp := os.TempDir(); tmp != "/tmp" {
+		_ = add(tmp, mountPrivate, "TMPDIR")
+	}
+	for _, r := range s.ReadOnly {
+		if err := add(r, mountReadOnly, "readOnly"); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range controlPaths(root) {
+		_ = add(r, mountReadOnly, "")
+	}
+	for _, w := range s.Writable {
+		if err := add(w, mountWritable, "writable"); err != nil {
+			return nil, err
+		}
+	}
+	if err := add(root, mountWritable, "the workspace"); err != nil {
+		return nil, err
+	}
+	// The .git folder is mounted on itself, so that it cannot be moved
+	// away and replaced by one with hooks of the command's choosing.
+	if fi, err := os.Lstat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		_ = add(filepath.Join(root, ".git"), mountWritable, "")
+	}
+	return p.args(s.namespaceArgs(), root), nil
+}
+
+// controlFiles are the files and folders of a workspace root through which
+// what a command writes would take effect outside the sandbox: cadre's
+// configuration, agents and run store, and the MCP servers cadre starts.
+// They are read-only in the sandbox, and made (empty) when missing.
+var controlFiles = []struct {
+	name string
+	dir  bool
+}{{".cadre", true}, {".mcp.json", false}}
+
+// controlPaths returns the paths of the workspace root that a sandboxed
+// command may not change besides the control files: the git hooks and
+// configuration of the repository at root, if any, and the hooks folder
+// core.hooksPath names. The hooks folder is created when missing, as git
+// itself does, so that it can be made read-only.
+func controlPaths(root string) []string {
+	out := []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json")}
+	dotgit := filepath.Join(root, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil {
+		return out
+	}
+	var gitDirs []string
+	switch {
+	case fi.IsDir():
+		gitDirs = append(gitDirs, dotgit)
+	case fi.Mode().IsRegular():
+		// A linked worktree or a submodule: .git names the git folder.
+		if dir := readGitFile(dotgit, "gitdir:"); dir != "" {
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(root, dir)
+			}
+			gitDirs = append(gitDirs, dir)
+			if common := readGitFile(filepath.Join(dir, "commondir"), ""); common != "" {
+				if !filepath.IsAbs(common) {
+					common = filepath.Join(dir, common)
+				}
+				gitDirs = append(gitDirs, filepath.Clean(common))
+			}
+		}
+	}
+	for _, g := range gitDirs {
+		if st, err := os.Stat(g); err != nil || !st.IsDir() {
+			continue
+		}
+		hooks := filepath.Join(g, "hooks")
+		if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) {
+			_ = os.Mkdir(hooks, 0o755)
+		}
+		out = append(out, hooks, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"))
+		if mods, err := filepath.Glob(filepath.Join(g, "modules", "*")); err == nil {
+			for _, m := range mods {
+				out = append(out, filepath.Join(m, "hooks"), filepath.Join(m, "config"))
+			}
+		}
+		if hp := hooksPath(filepath.Join(g, "config")); hp != "" {
+			if strings.HasPrefix(hp, "~/") {
+				if home, err := os.UserHomeDir(); err == nil {
+					hp = filepath.Join(home, hp[2:])
+				}
+			}
+			if !filepath.IsAbs(hp) {
+				hp = filepath.Join(root, hp)
+			}
+			out = append(out, hp)
+		}
+	}
+	return out
+}
+
+// readGitFile returns the first line of file, after prefix when prefix is
+// not empty, trimmed; "" when there is none.
+func readGitFile(file, prefix string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(line)
+	if prefix != "" {
+		rest, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			return ""
+		}
+		line = strings.TrimSpace(rest)
+	}
+	return line
+}
+
+// hooksPath returns core.hooksPath from a git config file, or "".
+func hooksPath(config string) string {
+	b, err := os.ReadFile(config)
+	if err != nil {
+		return ""
+	}
+	section, value := "", ""
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "[") {
+			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
+			section = strings.ToLower(strings.TrimSpace(name))
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if section == "core" && ok && strings.EqualFold(strings.TrimSpace(key), "hooksPath") {
+			value = strings.Trim(strings.TrimSpace(val), `"`)
+		}
+	}
+	return value
+}
+
+// placeholders makes the control files that are missing for the time of
+// the commands that run, and removes them afterwards if still empty.
+type placeholders struct {
+	mu    sync.Mutex
+	users map[string]int // placeholder path -> commands running with it
+}
+
+// acquire makes the missing control files of root and returns the ones
+// this call must release.
+func (ph *placeholders) acquire(root string) []string {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	var held []string
+	for _, c := range controlFiles {
+		path := filepath.Join(root, c.name)
+		if ph.users[path] > 0 {
+			ph.users[path]++
+			held = append(held, path)
+			continue
+		}
+		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+			continue // there, or out of reach: not ours
+		}
+		var err error
+		if c.dir {
+			err = os.Mkdir(path, 0o700)
+		} else {
+			var f *os.File
+			if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+				err = f.Close()
+			}
+		}
+		if err != nil {
+			continue
+		}
+		if ph.users == nil {
+			ph.users = map[string]int{}
+		}
+		ph.users[path] = 1
+		held = append(held, path)
+	}
+	return held
+}
+
+// release gives back what acquire returned; the last command to give a
+// placeholder back removes it if it is still empty.
+func (ph *placeholders) release(held []string) {
+	ph.mu.Lock()
+	defer ph.mu.Unlock()
+	for _, path := range held {
+		if ph.users[path]--; ph.users[path] > 0 {
+			continue
+		}
+		delete(ph.users, path)
+		fi, err := os.Lstat(path)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			_ = os.Remove(path) // fails, as it should, when not empty
+		case fi.Mode().IsRegular() && fi.Size() == 0:
+			_ = os.Remove(path)
+		}
+	}
+}

@@ -1,0 +1,205 @@
+//go:build unix
+
+package builtin
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCleanEnv(t *testing.T) {
+	env := []string{
+		"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "USER=u", "SHELL=/bin/bash", "TZ=UTC",
+		"GIT_AUTHOR_NAME=U", "TOKENIZERS_PARALLELISM=false", "KEYBOARD=us", "GOPATH=/home/u/go",
+		"OPENAI_API_KEY=sk-1", "ANTHROPIC_API_KEY=sk-2", "MY_PROVIDER_KEY=k", "GITHUB_TOKEN=t", "GH_TOKEN=t",
+		"AWS_SECRET_ACCESS_KEY=s", "AWS_PROFILE=p", "AZURE_CLIENT_ID=c", "DB_PASSWORD=p", "PGPASSWORD=p",
+		"SSH_AUTH_SOCK=/run/user/1/ssh", "GOOGLE_APPLICATION_CREDENTIALS=/k.json", "client_secret=s",
+		"DATABASE_URL=postgres://u:pw@db/x", "PLAIN_URL=https://example.com/x", "HTTP_PROXY=http://user@proxy:3128",
+		"CADRE_STORE=postgres://cadre:pw@db/cadre", "VLLM=named-by-config", "NPM_CONFIG__AUTH=a", "XAUTHORITY=/x",
+		"KEEP_TOKEN=kept",
+	}
+	got := CleanEnv(env, []string{"VLLM"}, []string{"KEEP_TOKEN"})
+	want := []string{
+		"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "USER=u", "SHELL=/bin/bash", "TZ=UTC",
+		"GIT_AUTHOR_NAME=U", "TOKENIZERS_PARALLELISM=false", "KEYBOARD=us", "GOPATH=/home/u/go",
+		"PLAIN_URL=https://example.com/x", "HTTP_PROXY=http://user@proxy:3128", "KEEP_TOKEN=kept",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("CleanEnv (-want +got):\n%s", diff)
+	}
+}
+
+// mountsOf returns bwrap's mount options in pairs or triples, for reading.
+func mountsOf(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch args[i] {
+		case "--bind", "--ro-bind":
+			out = append(out, args[i]+" "+args[i+1]+" "+args[i+2])
+			i += 2
+		case "--tmpfs", "--remount-ro", "--dev", "--proc", "--chdir":
+			out = append(out, args[i]+" "+args[i+1])
+			i++
+		}
+	}
+	return out
+}
+
+// TestSandboxPlan: the mounts come in an order in which a path inside
+// another wins, the same path in two lists gets the stronger rule, missing
+// paths are left out, links are resolved, and / is refused.
+func TestSandboxPlan(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(t, base, map[string]string{
+		"home/.ssh/id":         "",
+		"home/go/pkg/x":        "",
+		"home/.netrc":          "",
+		"ws/.cadre/config":     "",
+		"ws/.git/config":       "[core]\n\thooksPath = \"tools/hooks\"\n",
+		"ws/tools/hooks/x":     "",
+		"ws/docs/a":            "",
+		"cache/x":              "",
+		"real-secrets/s":       "",
+		"ws/.cadre/cadre.db":   "",
+		"ws/.cadre/cadre.db-x": "",
+	})
+	symlink(t, filepath.Join(base, "real-secrets"), filepath.Join(base, "home/secrets"))
+	home, ws := filepath.Join(base, "home"), filepath.Join(base, "ws")
+	sb := &Sandbox{
+		Network:  true,
+		Hide:     []string{home, filepath.Join(home, ".ssh"), filepath.Join(home, ".netrc"), filepath.Join(home, "secrets"), filepath.Join(home, "missing"), "docs"},
+		ReadOnly: []string{filepath.Join(home, "go"), "docs"},
+		Writable: []string{"../cache", filepath.Join(home, ".ssh")},
+	}
+	args, err := sb.plan(ws, []string{filepath.Join(ws, ".cadre/cadre.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(args, "--unshare-net") {
+		t.Error("--unshare-net with the network on")
+	}
+	for _, a := range []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"} {
+		if !slices.Contains(args, a) {
+			t.Errorf("%s missing from %v", a, args)
+		}
+	}
+	tmp := []string{}
+	if d := os.TempDir(); d != "/tmp" {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			tmp = append(tmp, "--tmpfs "+real)
+		}
+	}
+	// The test's TMPDIR holds base: its mount comes first.
+	want := append([]string{"--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"}, tmp...)
+	want = append(want,
+		"--bind "+base+"/cache "+base+"/cache",
+		"--tmpfs "+home,
+		"--tmpfs "+base+"/real-secrets",
+		"--bind "+ws+" "+ws,
+		"--ro-bind /dev/null "+home+"/.netrc",
+		"--bind "+home+"/.ssh "+home+"/.ssh",
+		"--ro-bind "+home+"/go "+home+"/go",
+		"--ro-bind "+ws+"/.cadre "+ws+"/.cadre",
+		"--bind "+ws+"/.git "+ws+"/.git",
+		"--ro-bind "+ws+"/docs "+ws+"/docs",
+		"--ro-bind /dev/null "+ws+"/.cadre/cadre.db",
+		"--ro-bind "+ws+"/.git/config "+ws+"/.git/config",
+		"--ro-bind "+ws+"/.git/hooks "+ws+"/.git/hooks",
+		"--ro-bind "+ws+"/tools/hooks "+ws+"/tools/hooks",
+		"--remount-ro "+base+"/real-secrets",
+		"--remount-ro "+home,
+		"--chdir "+ws,
+	)
+	got := mountsOf(args)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(strings.Join(args, " "), "--unshare-pid") {
+		t.Error("no pid namespace")
+	}
+
+	for _, list := range []string{"hide", "readOnly", "writable"} {
+		sb := &Sandbox{}
+		switch list {
+		case "hide":
+			sb.Hide = []string{"/"}
+		case "readOnly":
+			sb.ReadOnly = []string{"/"}
+		case "writable":
+			sb.Writable = []string{"/"}
+		}
+		if _, err := sb.plan(ws, nil); err == nil || !strings.Contains(err.Error(), "sandbox: "+list+" lists /, which is the whole file system") {
+			t.Errorf("%s: [/]: %v", list, err)
+		}
+	}
+	if _, err := (&Sandbox{}).plan("/", nil); err == nil || !strings.Contains(err.Error(), "the workspace is /") {
+		t.Errorf("a workspace of /: %v", err)
+	}
+	if args, err := (&Sandbox{}).plan(ws, nil); err != nil || !slices.Contains(args, "--unshare-net") {
+		t.Errorf("default plan: %v, %v; want --unshare-net", args, err)
+	}
+}
+
+func TestHooksPath(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ config, want string }{
+		{"[core]\n\thooksPath = .husky/_\n", ".husky/_"},
+		{"[Core]\nHooksPath=\"x y\"\n", "x y"},
+		{"[user]\n\thooksPath = no\n[core]\n\tbare = false\n", ""},
+		{"[core]\n\thooksPath = a\n[core]\n\thooksPath = b\n", "b"},
+		{"", ""},
+	}
+	for i, tt := range tests {
+		f := filepath.Join(dir, "config")
+		if err := os.WriteFile(f, []byte(tt.config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := hooksPath(f); got != tt.want {
+			t.Errorf("%d: hooksPath(%q) = %q, want %q", i, tt.config, got, tt.want)
+		}
+	}
+}
+
+// TestControlPathsWorktree: in a linked worktree, .git is a file naming
+// the git folder, and the hooks and configuration are in the common one.
+func TestControlPathsWorktree(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(t, base, map[string]string{
+		"main/.git/config":                 "",
+		"main/.git/worktrees/wt/commondir": "../..\n",
+		"wt/.git":                          "gitdir: " + filepath.Join(base, "main/.git/worktrees/wt") + "\n",
+	})
+	got := controlPaths(filepath.Join(base, "wt"))
+	for _, want := range []string{
+		filepath.Join(base, "wt/.cadre"), filepath.Join(base, "wt/.mcp.json"),
+		filepath.Join(base, "main/.git/worktrees/wt/hooks"),
+		filepath.Join(base, "main/.git/hooks"), filepath.Join(base, "main/.git/config"),
+	} {
+		if !slices.Contains(got, want) {
+			t.Errorf("controlPaths lacks %s: %v", want, got)
+		}
+	}
+}
+
+func TestDefaultHidden(t *testing.T) {
+	got := DefaultHidden("/home/u")
+	for _, want := range []string{"/home/u/.ssh", "/home/u/.aws", "/home/u/.gnupg", "/home/u/.config/gcloud", "/home/u/.docker", "/home/u/.netrc", "/home/u/.kube", "/run/docker.sock"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("DefaultHidden lacks %s", want)
+		}
+	}
+	if got := DefaultHidden(""); slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, "/.") }) {
+		t.Errorf("DefaultHidden without a home: %v", got)
+	}
+}
