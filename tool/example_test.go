@@ -67,6 +67,7 @@ func ExampleWorkspace_Resolve() {
 		fmt.Println(err)
 		return
 	}
+	defer ws.Close()
 	for _, p := range []string{"src/main.go", "../etc/passwd", "/etc/passwd", "tmp/x"} {
 		real, err := ws.Resolve(p)
 		switch {
