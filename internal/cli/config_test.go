@@ -53,6 +53,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
 		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
 		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},
+		{"unknown files key", "files:\n  allowHardlinks: true\n", 2, []string{"allowHardlinks"}},
+		{"files flag not a boolean", "files:\n  allowHardLinks: sometimes\n", 2, []string{"allowHardLinks"}},
 	})
 }
 
