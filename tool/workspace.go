@@ -46,8 +46,10 @@ const maxLinkHops = 40
 // resolved and opened in one step: a directory swapped for a symbolic link
 // while a tool works cannot lead it outside. Copies of such a Workspace
 // share the open directory; whoever made it calls Close once, when no tool
-// uses it any more. A Workspace built as a literal resolves Root and opens
-// it anew for every operation, and needs no Close.
+// uses it any more. The directory held is the one opened: if it is moved
+// or replaced meanwhile, file operations go on in it. A Workspace built as
+// a literal resolves Root and opens it anew for every operation, and needs
+// no Close.
 //
 // Symbolic links are followed while they stay inside the root, whether
 // their target is relative or absolute; a link that leads outside, or
