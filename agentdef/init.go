@@ -52,7 +52,9 @@ func InitFiles() ([]InitFile, error) {
 	return append(files, InitFile{Path: filepath.Join(".cadre", "AGENTS.md"), Data: guide}), nil
 }
 
-// Init writes the files of InitFiles into dir, creating folders as needed.
+// Init writes the files of InitFiles into dir, creating folders as needed:
+// the folders under dir with mode 0700 and the files with mode 0600, since
+// they are the user's settings and agents.
 // It never overwrites a file: those that exist are left as they are and
 // listed in kept. created and kept hold full paths, in the order of
 // InitFiles. On an error, the files created so far stay and are listed.
@@ -61,12 +63,17 @@ func Init(dir string) (created, kept []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// The project folder is made like any folder; what is under .cadre is
+	// its user's alone.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("init: cannot create the folder %s: %w%s", dir, err, blockedBy(filepath.Dir(dir), dir))
+	}
 	for _, f := range files {
 		p := filepath.Join(dir, f.Path)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return created, kept, fmt.Errorf("init: cannot create the folder %s: %w%s", filepath.Dir(p), err, blockedBy(dir, filepath.Dir(p)))
 		}
-		w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, fs.ErrExist) {
 			kept = append(kept, p)
 			continue

@@ -49,6 +49,7 @@ researcher:
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer ws.Close()
 
 	eng := local.New(local.Config{
 		Models:      local.OneModel{Name: "scripted:example", Model: m},

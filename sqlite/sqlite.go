@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -67,7 +68,11 @@ type Store struct {
 }
 
 // Open opens the database at path, creating it and its parent directory
-// when they do not exist, and brings its schema up to date.
+// when they do not exist, and brings its schema up to date. A database it
+// creates can be read and written by its owner only (mode 0600, in a
+// directory of mode 0700 when it makes that too), as can the -wal and
+// -shm files SQLite keeps beside it; the permissions of an existing
+// database are left as they are.
 func Open(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, options{grouped: true, synchronous: "FULL"})
 }
@@ -87,8 +92,15 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", path, err)
+	}
+	// A new database is its owner's alone, and so are the -wal and -shm
+	// files SQLite makes beside it, which take the database's permissions.
+	if f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("sqlite: open %s: create the file: %w", path, err)
 	}
 	busy := strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{

@@ -30,6 +30,7 @@ func BenchmarkResolve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer ws.Close()
 	for _, p := range []string{"a/b/c", "a/b/c/new/file.txt"} {
 		b.Run(filepath.Base(p), func(b *testing.B) {
 			for b.Loop() {

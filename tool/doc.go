@@ -9,8 +9,9 @@
 //
 //   - Registry is safe for concurrent use once filled; Add may run
 //     concurrently with reads.
-//   - Validate, Workspace.Resolve and Func's tools are safe for concurrent
-//     use and never panic on malformed input.
+//   - Validate, Workspace's methods and Func's tools are safe for
+//     concurrent use and never panic on malformed input. A Workspace made
+//     by NewWorkspace holds its root directory open until Close.
 //   - Approver serialises its prompts: at most one question is put to the
 //     user at a time, whatever the number of agents asking. The summary it
 //     is given (Summarize) shows terminal control characters as escapes.
@@ -32,14 +33,22 @@
 // # Errors
 //
 // Validate returns a *ValidationError listing every problem found.
-// Workspace.Resolve returns an *EscapeError (which matches
-// ErrOutsideWorkspace with errors.Is) for paths that lead outside the root.
-// Registry.Add wraps ErrDuplicate.
+// Workspace's methods return an *EscapeError (which matches
+// ErrOutsideWorkspace with errors.Is) for paths that lead outside the root,
+// and ErrClosed after Close. Registry.Add wraps ErrDuplicate.
 //
-// Workspace confinement guards against mistakes of a model: paths that climb
-// out of the root with "..", absolute paths elsewhere, and symbolic links
-// that lead outside. It checks the file system when the path is resolved; it
-// is not a sandbox against a process that changes the tree at the same
-// time. Commands run with run_command are not confined beyond their working
-// directory; that is what approval is for.
+// # Confinement
+//
+// A Workspace refuses paths that climb out of the root with "..",
+// absolute paths elsewhere, and symbolic links that lead outside, and
+// follows links that stay inside, relative or absolute. Its file
+// operations (OpenFile, Stat, MkdirAll, OpenDir, WalkDir) resolve the path
+// and act on it in one step through an os.Root, which follows a link only
+// while it stays inside the root: a process that swaps a directory for a
+// link while a tool works can make the call fail, never reach outside.
+// Resolve and Local only describe the tree as it was; what acts on a file
+// must use the file operations. Not confined: file systems mounted inside
+// the root, and a file's other hard links, which may lie outside (package
+// builtin refuses files with several links by default). Commands run with
+// run_command are not confined by a Workspace.
 package tool

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,6 +68,7 @@ func ExampleWorkspace_Resolve() {
 		fmt.Println(err)
 		return
 	}
+	defer ws.Close()
 	for _, p := range []string{"src/main.go", "../etc/passwd", "/etc/passwd", "tmp/x"} {
 		real, err := ws.Resolve(p)
 		switch {
@@ -83,6 +85,38 @@ func ExampleWorkspace_Resolve() {
 	// ../etc/passwd: refused
 	// /etc/passwd: refused
 	// tmp/x: refused
+}
+
+func ExampleWorkspace_OpenFile() {
+	dir, _ := os.MkdirTemp("", "workspace")
+	defer os.RemoveAll(dir)
+	root := filepath.Join(dir, "root")
+	_ = os.MkdirAll(filepath.Join(root, "docs"), 0o755)
+	_ = os.WriteFile(filepath.Join(root, "docs", "notes.txt"), []byte("hello\n"), 0o644)
+	_ = os.Symlink("docs", filepath.Join(root, "latest"))    // stays inside
+	_ = os.Symlink(os.TempDir(), filepath.Join(root, "tmp")) // leads outside
+
+	ws, err := tool.NewWorkspace(root)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ws.Close()
+	for _, p := range []string{"latest/notes.txt", "tmp/x"} {
+		// Resolved and opened in one step: a directory swapped for a link
+		// meanwhile cannot lead outside.
+		f, rel, err := ws.OpenFile(p, os.O_RDONLY, 0)
+		if err != nil {
+			fmt.Printf("%s: refused: %v\n", p, errors.Is(err, tool.ErrOutsideWorkspace))
+			continue
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		fmt.Printf("%s: %s holds %q\n", p, rel, b)
+	}
+	// Output:
+	// latest/notes.txt: docs/notes.txt holds "hello\n"
+	// tmp/x: refused: true
 }
 
 func ExampleApprover() {

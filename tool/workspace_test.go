@@ -2,8 +2,10 @@ package tool
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -184,5 +186,182 @@ func TestNewWorkspaceErrors(t *testing.T) {
 		if _, err := NewWorkspace(p); err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("NewWorkspace(%q) = %v; want an error naming it", p, err)
 		}
+	}
+}
+
+// TestWorkspaceOpenFile resolves and opens paths of the fuzz tree, held
+// open and as a literal, and checks where each one lands.
+func TestWorkspaceOpenFile(t *testing.T) {
+	root, outside := fuzzTree(t)
+	held, err := NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	tests := []struct {
+		path    string
+		rel     string // where it lands; empty when it is refused
+		missing bool   // it lands on a file that does not exist
+		escape  string // a substring of the EscapeError's reason
+	}{
+		{path: "a/b.txt", rel: "a/b.txt"},
+		{path: ".", rel: "."},
+		{path: "in/c/d.txt", rel: "a/c/d.txt"},
+		{path: "abs/d.txt", rel: "a/c/d.txt"},
+		{path: "a/up", rel: "file.txt"},
+		{path: "a/c/top", rel: "."},
+		{path: "chain/d.txt", rel: "a/c/d.txt"},
+		{path: "chain/top/in/b.txt", rel: "a/b.txt"},
+		// ".." in the path given is taken away with the name before it,
+		// as filepath.Clean does; ".." in a link's target goes up from
+		// where the link leads.
+		{path: "abs/../file.txt", rel: "file.txt"},
+		{path: "a/c/top/a/up", rel: "file.txt"},
+		{path: filepath.Join(root, "chain"), rel: "a/c"},
+		{path: "later", rel: "a/later.txt", missing: true},
+		{path: "later/x", rel: "a/later.txt/x", missing: true},
+		{path: "out/secret.txt", escape: "leads to " + filepath.Join(outside, "secret.txt")},
+		{path: "absout", escape: "leads to " + outside},
+		{path: "a/esc", escape: "leads to " + filepath.Join(outside, "secret.txt")},
+		{path: "a/c/top/out/dir", escape: "leads to " + filepath.Join(outside, "dir")},
+		{path: "abs/../../outside", escape: "climbs above the root"},
+		{path: "dangle", escape: "leads to " + filepath.Join(outside, "none")},
+		{path: "../outside/secret.txt", escape: "climbs above the root"},
+		{path: filepath.Join(outside, "secret.txt"), escape: "absolute path"},
+	}
+	for _, ws := range []struct {
+		name string
+		ws   Workspace
+	}{{"held", held}, {"literal", Workspace{Root: root}}} {
+		for _, tt := range tests {
+			t.Run(ws.name+"/"+tt.path, func(t *testing.T) {
+				f, rel, err := ws.ws.OpenFile(tt.path, os.O_RDONLY, 0)
+				if f != nil {
+					defer f.Close()
+				}
+				switch {
+				case tt.escape != "":
+					var ee *EscapeError
+					if !errors.As(err, &ee) || !strings.Contains(ee.Reason, tt.escape) {
+						t.Fatalf("OpenFile(%q) = %q, %v; want an *EscapeError saying %q", tt.path, rel, err, tt.escape)
+					}
+				case tt.missing:
+					if !errors.Is(err, os.ErrNotExist) || rel != tt.rel {
+						t.Fatalf("OpenFile(%q) = %q, %v; want %q, which does not exist", tt.path, rel, err, tt.rel)
+					}
+				default:
+					if err != nil || rel != tt.rel {
+						t.Fatalf("OpenFile(%q) = %q, %v; want %q", tt.path, rel, err, tt.rel)
+					}
+					fi, err := f.Stat()
+					want, err2 := os.Stat(filepath.Join(root, filepath.FromSlash(tt.rel)))
+					if err != nil || err2 != nil || !os.SameFile(fi, want) {
+						t.Errorf("OpenFile(%q) opened another file than %s (%v, %v)", tt.path, tt.rel, err, err2)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRootEscapeText checks that the text os.Root gives its refusals is
+// still the one rootError recognises.
+func TestRootEscapeText(t *testing.T) {
+	r, err := os.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	_, err = r.Open("../x")
+	if err == nil {
+		t.Fatal("os.Root opened ../x")
+	}
+	var ee *EscapeError
+	if !errors.As(Workspace{}.rootError("../x", "/root", err), &ee) {
+		t.Fatalf("os.Root's refusal %q is not recognised; errRootEscape is %q", err, errRootEscape)
+	}
+}
+
+// TestWorkspaceDirRefuses checks that a Dir reports a link leading out
+// of it as an *EscapeError naming the path from the workspace root.
+func TestWorkspaceDirRefuses(t *testing.T) {
+	root, _ := fuzzTree(t)
+	ws, err := NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	d, err := ws.OpenDir("in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Rel() != "a" {
+		t.Errorf("Rel = %q, want a", d.Rel())
+	}
+	if _, err := d.Stat("b.txt"); err != nil {
+		t.Errorf("Stat(b.txt): %v", err)
+	}
+	for _, name := range []string{"up", "esc", "../file.txt"} {
+		_, err := d.OpenFile(name, os.O_RDONLY, 0)
+		var ee *EscapeError
+		if !errors.As(err, &ee) || ee.Path != "a/"+name || ee.Root != root {
+			t.Errorf("OpenFile(%s) = %v; want an *EscapeError for a/%s", name, err, name)
+		}
+	}
+}
+
+// TestWorkspaceClose checks that a closed workspace refuses to work and
+// that closing is idempotent.
+func TestWorkspaceClose(t *testing.T) {
+	root, _, _ := tree(t)
+	ws, err := NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Stat("a/b.txt"); err != nil {
+		t.Fatal(err)
+	}
+	copied := ws
+	if err := ws.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := copied.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, _, err := copied.OpenFile("a/b.txt", os.O_RDONLY, 0); !errors.Is(err, ErrClosed) {
+		t.Errorf("OpenFile after Close = %v; want ErrClosed", err)
+	}
+	if err := (Workspace{Root: root}).Close(); err != nil {
+		t.Errorf("Close of a literal: %v", err)
+	}
+}
+
+// TestWorkspaceWalkDir checks that a walk goes through the root without
+// following links, and gives paths relative to the root.
+func TestWorkspaceWalkDir(t *testing.T) {
+	root, _ := fuzzTree(t)
+	ws, err := NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var got []string
+	err = ws.WalkDir("in", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			p += "@"
+		}
+		got = append(got, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a", "a/b.txt", "a/c", "a/c/d.txt", "a/c/top@", "a/esc@", "a/up@"}
+	if !slices.Equal(got, want) {
+		t.Errorf("walk of in = %v, want %v", got, want)
 	}
 }

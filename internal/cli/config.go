@@ -38,6 +38,8 @@ type fileConfig struct {
 	// Store is the run store: a SQLite path, postgres://…, or "none".
 	Store     string `yaml:"store"`
 	Workspace string `yaml:"workspace"`
+	// Files tune the file tools.
+	FileTools filesConfig `yaml:"files"`
 	// Agent is the definition the root agent runs as (default: the
 	// generic root).
 	Agent string `yaml:"agent"`
@@ -84,6 +86,15 @@ type mcpServerConfig struct {
 	// support, reported when the server is needed).
 	file    string
 	problem string
+}
+
+// filesConfig is the files: section, for the file tools (read_file,
+// search_files, write_file, edit_file).
+type filesConfig struct {
+	// AllowHardLinks lets the file tools use a file with more than one
+	// hard link, which they refuse by default: its other names may lie
+	// outside the workspace.
+	AllowHardLinks *bool `yaml:"allowHardLinks"`
 }
 
 type namedModel struct {
@@ -511,6 +522,9 @@ func (c *config) merge(f fileConfig) {
 	}
 	if f.Say != nil {
 		c.Say = f.Say
+	}
+	if f.FileTools.AllowHardLinks != nil {
+		c.FileTools.AllowHardLinks = f.FileTools.AllowHardLinks
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
 	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)

@@ -61,6 +61,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown webFetch key", "webFetch:\n  allowed: [x]\n", 2, []string{"allowed"}},
 		{"bad envPassthrough", "mcpServers:\n  demo:\n    command: x\n    envPassthrough: [OK_NAME, \"BAD-NAME\"]\n", 4, []string{"mcpServers.demo", `"BAD-NAME"`, "AWS_*"}},
 		{"envPassthrough on url", "mcpServers:\n  demo:\n    url: http://h/mcp\n    envPassthrough: [A]\n", 4, []string{"mcpServers.demo", "envPassthrough is for servers cadre starts"}},
+		{"unknown files key", "files:\n  allowHardlinks: true\n", 2, []string{"allowHardlinks"}},
+		{"files flag not a boolean", "files:\n  allowHardLinks: sometimes\n", 2, []string{"allowHardLinks"}},
 	})
 }
 

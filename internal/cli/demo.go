@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -68,13 +69,17 @@ func writeDemo(dir string) error {
 			rel = filepath.Join(".cadre", rel)
 		}
 		dst := filepath.Join(dir, rel)
+		dirMode, fileMode := os.FileMode(0o755), os.FileMode(0o644)
+		if rel == ".cadre" || strings.HasPrefix(rel, ".cadre"+string(filepath.Separator)) {
+			dirMode, fileMode = privateDir, privateFile
+		}
 		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
+			return os.MkdirAll(dst, dirMode)
 		}
 		b, err := demoFiles.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(dst, b, 0o644)
+		return os.WriteFile(dst, b, fileMode)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -89,7 +90,11 @@ func (a *app) existingStore(ctx context.Context, cfg *config) (cadre.Store, stri
 			return nil, where, fmt.Errorf("the run store %s is a folder: give --store the path of a SQLite file, such as .cadre/cadre.db", where)
 		}
 	}
-	s, err := openStore(ctx, loc, where)
+	log, err := a.logger()
+	if err != nil {
+		return nil, where, err
+	}
+	s, err := openStore(ctx, loc, where, log)
 	if err != nil {
 		return nil, where, err
 	}
@@ -114,8 +119,9 @@ func (a *app) storeWhere(loc string) string {
 }
 
 // openStore opens the store at loc, a SQLite file or a postgres:// URL;
-// where names it in errors.
-func openStore(ctx context.Context, loc, where string) (cadre.Store, error) {
+// where names it in errors. A SQLite file other users can read is made
+// private first (makeStorePrivate); log gets the debug lines.
+func openStore(ctx context.Context, loc, where string, log *slog.Logger) (cadre.Store, error) {
 	var (
 		s   cadre.Store
 		err error
@@ -123,6 +129,7 @@ func openStore(ctx context.Context, loc, where string) (cadre.Store, error) {
 	if isPostgres(loc) {
 		s, err = postgres.Open(ctx, loc)
 	} else {
+		makeStorePrivate(loc, log)
 		s, err = sqlite.Open(ctx, loc)
 	}
 	if err != nil {

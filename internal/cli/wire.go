@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +28,7 @@ type wiring struct {
 	models    *models
 	store     cadre.Store
 	workspace string
+	ws        tool.Workspace // its root held open for the file tools
 	// mcpClient holds the MCP servers whose tools are in engine.Tools.
 	mcpClient *mcp.Client
 	// redact hides the secrets of the configuration (see redact.go).
@@ -50,6 +50,7 @@ func (w *wiring) close() {
 	if w.store != nil {
 		w.store.Close()
 	}
+	w.ws.Close()
 }
 
 // runSettings is what a run's record keeps of its configuration, so that
@@ -79,18 +80,19 @@ func (s *runSettings) apply(c *config) {
 // with their approval policy, the store, the personality files, and how
 // questions and new agents reach the user.
 func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, error) {
+	wired := false // the wiring is returned, and closes what it holds
 	wd, err := a.wd()
 	if err != nil {
 		return nil, err
 	}
 	w := &wiring{models: newModels(cfg, a.io.Getenv), redact: a.redactor(cfg)}
 	w.models.redact = w.redact
-	if lvl := a.io.Getenv("CADRE_LOG"); lvl != "" {
-		var level slog.Level
-		if err := level.UnmarshalText([]byte(lvl)); err != nil {
-			return nil, fmt.Errorf("CADRE_LOG=%s is not a log level: use debug, info, warn or error", lvl)
-		}
-		w.models.logger = slog.New(slog.NewTextHandler(redactWriter{a.io.Stderr, w.redact}, &slog.HandlerOptions{Level: level}))
+	log, err := a.logger()
+	if err != nil {
+		return nil, err
+	}
+	if a.io.Getenv("CADRE_LOG") != "" {
+		w.models.logger = log
 		w.engine.Logger = w.models.logger
 	}
 	root := cfg.Workspace
@@ -101,7 +103,12 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w (give an existing folder with --workspace)", root, err)
 	}
-	w.workspace = ws.Root
+	w.workspace, w.ws = ws.Root, ws
+	defer func() {
+		if !wired {
+			ws.Close()
+		}
+	}()
 
 	mode := tool.DefaultApprovalMode
 	if cfg.Approve != "" {
@@ -140,6 +147,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		return nil, err
 	}
 	topts.FetchAllowWhere = "webFetch.allow in .cadre/config.yaml"
+	topts.AllowHardLinks = cfg.FileTools.AllowHardLinks != nil && *cfg.FileTools.AllowHardLinks
 	// One set of tools for every agent: edits of one file take turns.
 	w.engine.Tools = builtin.New(ws, topts)
 
@@ -202,14 +210,14 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	if loc := a.storePath(cfg); loc != "none" {
 		if !isPostgres(loc) {
-			if err := os.MkdirAll(filepath.Dir(loc), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(loc), privateDir); err != nil {
 				return nil, fmt.Errorf("create the folder of the run store %s: %w (choose another with --store, or --store none)", loc, err)
 			}
 			if cfg.Store == "" {
 				keepOutOfGit(filepath.Dir(loc))
 			}
 		}
-		s, err := openStore(ctx, loc, a.storeWhere(loc))
+		s, err := openStore(ctx, loc, a.storeWhere(loc), log)
 		if err != nil {
 			return nil, err
 		}
@@ -219,6 +227,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	// MCP servers' tools join the built-in ones last, when nothing can
 	// fail any more, so no server is left running by an error above.
 	w.engine.Tools = append(w.engine.Tools, a.mcpTools(ctx, cfg, w)...)
+	wired = true
 	return w, nil
 }
 
@@ -230,7 +239,7 @@ func keepOutOfGit(dir string) {
 	if _, err := os.Stat(path); err == nil {
 		return
 	}
-	_ = os.WriteFile(path, []byte("# cadre's run store: the history of runs on this machine.\ncadre.db\ncadre.db-*\n"), 0o644)
+	_ = os.WriteFile(path, []byte("# cadre's run store: the history of runs on this machine.\ncadre.db\ncadre.db-*\n"), privateFile)
 }
 
 // agentCreator asks for approval of a definition an agent wrote
@@ -258,10 +267,10 @@ func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Con
 		if err != nil {
 			return "", err
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, privateDir); err != nil {
 			return "", fmt.Errorf("create %s: %w", a.relPath(dir), err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFile)
 		if errors.Is(err, fs.ErrExist) {
 			return "", fmt.Errorf("%s already exists; choose another name", a.relPath(path))
 		}

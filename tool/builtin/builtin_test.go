@@ -35,6 +35,7 @@ func newWorkspace(t testing.TB) (ws tool.Workspace, root, outside string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { ws.Close() })
 	return ws, root, outside
 }
 

@@ -5,15 +5,22 @@
 // # Confinement
 //
 // File tools are confined to a tool.Workspace: every path a model gives is
-// resolved with Workspace.Resolve, so paths that climb out of the root,
-// absolute paths elsewhere and symbolic links leading outside — along the
-// path or at its end, dangling or not — are refused. Links that stay
-// inside work. Paths in results are relative to the root, so a model can
-// pass them back. list_files and search_files never follow a symbolic
-// link while walking: list_files lists links to files inside the root,
-// leaves out links to directories, and only counts links that lead
-// outside or nowhere; search_files reads regular files only. Named pipes,
-// sockets and devices are never opened.
+// resolved and opened through it in one step (an os.Root), so paths that
+// climb out of the root, absolute paths elsewhere and symbolic links
+// leading outside — along the path or at its end, dangling or not — are
+// refused, even when another process swaps a directory for such a link
+// while the tool works. Links that stay inside work. Paths in results are
+// relative to the root, so a model can pass them back. list_files and
+// search_files walk through the root and never follow a symbolic link
+// while walking: list_files lists links to files inside the root, leaves
+// out links to directories, and only counts links that lead outside or
+// nowhere; search_files reads regular files only. Named pipes, sockets and
+// devices are never opened.
+//
+// A regular file with more than one hard link may be a door to a file
+// outside the workspace: read_file, write_file and edit_file refuse it
+// with a *HardLinkError, and search_files skips it and says so, unless
+// Options.AllowHardLinks. The link count is the one of the opened file.
 //
 // run_command runs in the root directory with an environment cleaned of
 // secrets (CleanEnv). With Options.Sandbox it runs inside bubblewrap on
@@ -49,8 +56,14 @@
 //
 // # Files
 //
-// write_file and edit_file keep a file's mode, and its \r\n line endings
-// when the model writes \n (read_file shows lines without their endings).
+// write_file and edit_file write a temporary file in the file's folder and
+// rename it over the file, so that a reader sees the old content or the
+// new and a failed write leaves the old; the file keeps its mode, its
+// owner where it can (else it is written in place), and its \r\n line
+// endings when the model writes \n (read_file shows lines without their
+// endings). Other attributes, such as extended attributes, are not kept.
+// An allowed file with several hard links is written in place, so that
+// every name sees the change.
 // edit_file replaces text that occurs exactly once and, when it does not,
 // says where it occurs or why it may not match.
 //

@@ -26,6 +26,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	defer ws.Close()
 	reg, err := tool.NewRegistry(builtin.New(ws, builtin.Options{})...)
 	if err != nil {
 		fmt.Println(err)

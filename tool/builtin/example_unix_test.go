@@ -17,6 +17,7 @@ func ExampleNewRunCommand() {
 		fmt.Println(err)
 		return
 	}
+	defer ws.Close()
 	rc := builtin.NewRunCommand(ws, builtin.Options{MaxCommandOutput: 40})
 	// Nobody is asked here: a mutating tool called directly runs. Through
 	// a tool.Executor, it would need approval first.

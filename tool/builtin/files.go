@@ -24,6 +24,8 @@ func looksBinary(head []byte) bool {
 }
 
 // resolve resolves p in ws for tool name, defaulting an empty p to def.
+// It returns the path relative to the root, free of symbolic links, which
+// is what the tool opens and what it shows.
 func resolve(ws tool.Workspace, name, p, def string) (string, error) {
 	if p == "" {
 		if def == "" {
@@ -31,16 +33,18 @@ func resolve(ws tool.Workspace, name, p, def string) (string, error) {
 		}
 		p = def
 	}
-	real, err := ws.Resolve(p)
+	rel, err := ws.Local(p)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	return real, nil
+	return rel, nil
 }
 
 // statError words a failed Stat of p for a model.
 func statError(name, p string, err error) error {
 	switch {
+	case errors.Is(err, tool.ErrOutsideWorkspace):
+		return fmt.Errorf("%s: %w", name, err)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s: %s does not exist in the workspace: check the path with list_files", name, p)
 	case errors.Is(err, fs.ErrPermission):
@@ -52,6 +56,80 @@ func statError(name, p string, err error) error {
 	}
 	return fmt.Errorf("%s: %s: %w", name, p, err)
 }
+
+// openFile opens the file at rel, a path resolve returned, with flag, for
+// tool name; verb says what the tool means to do, for messages. What is
+// not a regular file is refused before it is opened, and again on the
+// open file, which is opened without blocking so that a named pipe put in
+// its place meanwhile cannot hold the call. A file with more than one
+// hard link is refused unless allowLinks: the count is the open file's,
+// so the file checked is the file used.
+func openFile(ws tool.Workspace, name, verb, rel string, flag int, allowLinks bool) (*os.File, fs.FileInfo, error) {
+	fi, _, err := ws.Stat(rel)
+	if err != nil {
+		return nil, nil, statError(name, rel, err)
+	}
+	if err := regularFile(name, rel, fi); err != nil {
+		return nil, nil, err
+	}
+	f, _, err := ws.OpenFile(rel, flag|openNonblock, 0)
+	if err != nil {
+		return nil, nil, fileError(name, verb, rel, err)
+	}
+	fi, _, err = checkOpen(f, name, verb, rel, allowLinks)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// checkOpen checks an open file for tool name: a regular file, with one
+// hard link unless allowLinks. It returns the file's FileInfo and its
+// number of links.
+func checkOpen(f *os.File, name, verb, shown string, allowLinks bool) (fs.FileInfo, uint64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, fileError(name, verb, shown, err)
+	}
+	if err := regularFile(name, shown, fi); err != nil {
+		return nil, 0, err
+	}
+	n, err := linkCount(f, fi)
+	if err != nil {
+		return nil, 0, fileError(name, verb, shown, err)
+	}
+	if n > 1 && !allowLinks {
+		return nil, 0, &HardLinkError{Tool: name, Path: shown, Links: n}
+	}
+	return fi, n, nil
+}
+
+// A HardLinkError reports a file a tool refused because it has more than
+// one hard link (see Options.AllowHardLinks).
+type HardLinkError struct {
+	Tool  string // the tool that refused it
+	Path  string // the file, relative to the workspace root
+	Links uint64 // how many names the file has
+}
+
+func (e *HardLinkError) Error() string {
+	did := "read"
+	switch e.Tool {
+	case NameWriteFile, NameEditFile:
+		did = "changed"
+	case NameSearchFiles:
+		did = "searched"
+	}
+	return fmt.Sprintf("%s: %s has %d hard links: the same file has other names, which may lie outside the workspace, "+
+		"so it may be a door to a file outside and is not %s; "+
+		"if such files are meant to be used, the user can allow them with %s",
+		e.Tool, e.Path, e.Links, did, allowHardLinksKey)
+}
+
+// allowHardLinksKey says where cadre's configuration allows files with
+// several hard links (Options.AllowHardLinks).
+const allowHardLinksKey = "allowHardLinks: true under files: in .cadre/config.yaml"
 
 // regularFile refuses what is not a regular file: a directory, with a
 // pointer to list_files, or a named pipe, socket or device, which could
@@ -87,6 +165,8 @@ func fileKind(m fs.FileMode) string {
 // fileError words a failed open, read or write of shown for a model.
 func fileError(name, verb, shown string, err error) error {
 	switch {
+	case errors.Is(err, tool.ErrOutsideWorkspace):
+		return fmt.Errorf("%s: %w", name, err)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%s: cannot %s %s: permission denied; the file's permissions do not allow it, so leave it or ask the user", name, verb, shown)
 	case errors.Is(err, fs.ErrNotExist):
@@ -97,26 +177,6 @@ func fileError(name, verb, shown string, err error) error {
 		err = pe.Err // the absolute path means nothing to the model
 	}
 	return fmt.Errorf("%s: %s %s: %w", name, verb, shown, err)
-}
-
-// readText reads a whole text file for the editing tools, refusing
-// directories, special files and binary files.
-func readText(name, shown, real string) ([]byte, fs.FileInfo, error) {
-	fi, err := os.Stat(real)
-	if err != nil {
-		return nil, nil, statError(name, shown, err)
-	}
-	if err := regularFile(name, shown, fi); err != nil {
-		return nil, nil, err
-	}
-	b, err := os.ReadFile(real)
-	if err != nil {
-		return nil, nil, fileError(name, "read", shown, err)
-	}
-	if looksBinary(b[:min(len(b), sniffLen)]) {
-		return nil, nil, fmt.Errorf("%s: %s is a binary file (%s), not text: %s changes text files only", name, shown, size(int64(len(b))), name)
-	}
-	return b, fi, nil
 }
 
 // lineReader reads lines of any length, keeping at most max bytes of each.

@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 
@@ -72,8 +71,8 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	shownBase := t.ws.Rel(base)
-	fi, err := os.Stat(base)
+	shownBase := base
+	fi, _, err := t.ws.Stat(base)
 	if err != nil {
 		return "", statError(NameListFiles, shownBase, err)
 	}
@@ -82,7 +81,7 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 	}
 	var found []string
 	total, linksOut := 0, 0
-	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+	err = t.ws.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
@@ -101,8 +100,7 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 			}
 			return nil
 		}
-		rel, _ := filepath.Rel(base, p)
-		if g != nil && !g.match(filepath.ToSlash(rel)) {
+		if g != nil && !g.match(relTo(base, p)) {
 			return nil
 		}
 		switch typ := d.Type(); {
@@ -110,12 +108,7 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 			// A link is listed when it leads to a file in the workspace;
 			// a link to a directory is not followed, and one leading out
 			// or nowhere is left out and counted.
-			real, err := t.ws.Resolve(p)
-			if err != nil {
-				linksOut++
-				return nil
-			}
-			fi, err := os.Stat(real)
+			fi, _, err := t.ws.Stat(p)
 			if err != nil {
 				linksOut++
 				return nil
@@ -128,7 +121,7 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 		}
 		total++
 		if len(found) < t.opts.MaxListFiles {
-			found = append(found, t.ws.Rel(p))
+			found = append(found, p)
 		}
 		return nil
 	})
@@ -163,4 +156,15 @@ func (t *ListFiles) Call(ctx context.Context, raw json.RawMessage) (string, erro
 	}
 	b.WriteString(linkNote)
 	return b.String(), nil
+}
+
+// relTo returns p, a slash-separated path under base, relative to base.
+func relTo(base, p string) string {
+	if base == "." {
+		return p
+	}
+	if p == base {
+		return path.Base(p)
+	}
+	return p[len(base)+1:]
 }

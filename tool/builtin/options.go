@@ -66,6 +66,13 @@ type Options struct {
 	MaxListFiles      int
 	MaxSearchMatches  int
 	MaxSearchFileSize int64
+	// AllowHardLinks lets the file tools read, search, write and edit a
+	// regular file that has more than one hard link. By default such a
+	// file is refused (search_files skips it and says so): its other
+	// names may lie outside the workspace, so it can be a door to a file
+	// the workspace does not hold. Allowed, write_file and edit_file
+	// change such a file in place, so every name sees the change.
+	AllowHardLinks bool
 
 	CommandTimeout    time.Duration
 	MaxCommandTimeout time.Duration

@@ -69,21 +69,13 @@ func (t *ReadFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	if limit == 0 || limit > t.opts.ReadLimit {
 		limit = t.opts.ReadLimit
 	}
-	real, err := resolve(t.ws, NameReadFile, a.Path, "")
+	shown, err := resolve(t.ws, NameReadFile, a.Path, "")
 	if err != nil {
 		return "", err
 	}
-	shown := t.ws.Rel(real)
-	fi, err := os.Stat(real)
+	f, fi, err := openFile(t.ws, NameReadFile, "open", shown, os.O_RDONLY, t.opts.AllowHardLinks)
 	if err != nil {
-		return "", statError(NameReadFile, shown, err)
-	}
-	if err := regularFile(NameReadFile, shown, fi); err != nil {
 		return "", err
-	}
-	f, err := os.Open(real)
-	if err != nil {
-		return "", fileError(NameReadFile, "open", shown, err)
 	}
 	defer f.Close()
 	head := make([]byte, sniffLen)

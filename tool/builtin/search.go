@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -87,63 +87,57 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 	if err != nil {
 		return "", err
 	}
-	shownBase := t.ws.Rel(base)
-	fi, err := os.Stat(base)
+	shownBase := base
+	fi, _, err := t.ws.Stat(base)
 	if err != nil {
 		return "", statError(NameSearchFiles, shownBase, err)
 	}
-	if !fi.IsDir() {
-		if err := regularFile(NameSearchFiles, shownBase, fi); err != nil {
-			return "", err
-		}
-	}
-
 	var b strings.Builder
 	var sk skips
 	matches := 0
-	err = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
+	if !fi.IsDir() {
+		// One file, named by the call: refuse it rather than skip it.
+		f, fi, err := openFile(t.ws, NameSearchFiles, "open", base, os.O_RDONLY, t.opts.AllowHardLinks)
 		if err != nil {
-			if p == base {
-				return err
-			}
-			sk.add(&sk.unreadable, t.ws.Rel(p))
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
+			return "", err
 		}
-		if d.IsDir() {
-			if p != base && skipDir(d.Name()) {
-				return fs.SkipDir
+		matches, err = t.searchOpen(f, fi, base, re, t.opts.MaxSearchMatches, &b, &sk)
+		f.Close()
+		if err != nil && !errors.Is(err, errEnough) {
+			return "", err
+		}
+	} else {
+		err = t.ws.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
 			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // links are not followed; devices and pipes are not read
-		}
-		if g != nil && p != base {
-			rel, _ := filepath.Rel(base, p)
-			if !g.match(filepath.ToSlash(rel)) {
+			if err != nil {
+				if p == base {
+					return err
+				}
+				sk.add(&sk.unreadable, p)
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
 				return nil
 			}
-		}
-		shown := t.ws.Rel(p)
-		info, err := d.Info()
-		if err != nil {
-			sk.add(&sk.unreadable, shown)
-			return nil
-		}
-		if info.Size() > t.opts.MaxSearchFileSize {
-			sk.add(&sk.large, shown)
-			return nil
-		}
-		n, err := t.searchFile(p, shown, re, t.opts.MaxSearchMatches-matches, &b, &sk)
-		matches += n
-		return err
-	})
+			if d.IsDir() {
+				if p != base && skipDir(d.Name()) {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if !d.Type().IsRegular() {
+				return nil // links are not followed; devices and pipes are not read
+			}
+			if g != nil && !g.match(relTo(base, p)) {
+				return nil
+			}
+			n, err := t.searchFile(p, re, t.opts.MaxSearchMatches-matches, &b, &sk)
+			matches += n
+			return err
+		})
+	}
 	limited := errors.Is(err, errEnough)
 	if err != nil && !limited {
 		return "", fmt.Errorf("search_files: %w", err)
@@ -174,7 +168,7 @@ const maxSkipNames = 5
 
 // skips records the files search_files did not search, by reason.
 type skips struct {
-	binary, large, unreadable skipList
+	binary, large, linked, unreadable skipList
 }
 
 type skipList struct {
@@ -193,7 +187,7 @@ func (s *skips) add(l *skipList, name string) {
 // reason, or nothing.
 func (s *skips) report(maxSize int64) string {
 	var b strings.Builder
-	line := func(l skipList, what string) {
+	line := func(l skipList, what, advice string) {
 		if l.n == 0 {
 			return
 		}
@@ -201,19 +195,88 @@ func (s *skips) report(maxSize int64) string {
 		if l.n > len(l.names) {
 			fmt.Fprintf(&b, " and %d more", l.n-len(l.names))
 		}
+		b.WriteString(advice)
 		b.WriteString(")\n")
 	}
-	line(s.binary, plural(s.binary.n, "binary file"))
-	line(s.large, plural(s.large.n, "file")+" over "+size(maxSize))
-	line(s.unreadable, plural(s.unreadable.n, "unreadable file"))
+	line(s.binary, plural(s.binary.n, "binary file"), "")
+	line(s.large, plural(s.large.n, "file")+" over "+size(maxSize), "")
+	line(s.linked, plural(s.linked.n, "file")+" with more than one hard link, which may be a door to a file outside the workspace",
+		"; the user can allow such files with "+allowHardLinksKey)
+	line(s.unreadable, plural(s.unreadable.n, "unreadable file"), "")
 	return b.String()
 }
 
-// searchFile appends up to room matching lines of the file at p to b. It
-// returns errEnough when it filled the room and there may be more.
-func (t *SearchFiles) searchFile(p, shown string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
-	data, err := os.ReadFile(p) // the caller checked the size
+// searchFile appends up to room matching lines of the file at p, met in
+// a walk, to b. A file that cannot be opened or read, is no longer a
+// regular file, has more than one hard link (unless allowed) or is too
+// large is skipped and recorded in sk. It returns errEnough when it filled
+// the room and there may be more.
+func (t *SearchFiles) searchFile(p string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
+	f, err := t.ws.OpenResolved(p, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
+		sk.add(&sk.unreadable, p)
+		return 0, nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		sk.add(&sk.unreadable, p)
+		return 0, nil
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, nil // no longer what the walk saw
+	}
+	links, err := linkCount(f, fi)
+	switch {
+	case err != nil:
+		sk.add(&sk.unreadable, p)
+		return 0, nil
+	case links > 1 && !t.opts.AllowHardLinks:
+		sk.add(&sk.linked, p)
+		return 0, nil
+	}
+	return t.searchOpen(f, fi, p, re, room, b, sk)
+}
+
+// errTooLarge reports a file that grew past the size search_files reads.
+var errTooLarge = errors.New("file too large")
+
+// readUpTo reads f, of about size bytes, to its end, in one read when its
+// size is right, as os.ReadFile does; past limit bytes it stops with
+// errTooLarge.
+func readUpTo(f io.Reader, size, limit int64) ([]byte, error) {
+	data := make([]byte, 0, min(max(size+1, 512), limit+1))
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if int64(len(data)) > limit {
+			return nil, errTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // grow
+		}
+	}
+}
+
+// searchOpen appends up to room matching lines of f, a regular file that
+// fi describes, to b, showing it as shown.
+func (t *SearchFiles) searchOpen(f *os.File, fi fs.FileInfo, shown string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
+	if fi.Size() > t.opts.MaxSearchFileSize {
+		sk.add(&sk.large, shown)
+		return 0, nil
+	}
+	data, err := readUpTo(f, fi.Size(), t.opts.MaxSearchFileSize)
+	switch {
+	case errors.Is(err, errTooLarge):
+		sk.add(&sk.large, shown)
+		return 0, nil
+	case err != nil:
 		sk.add(&sk.unreadable, shown)
 		return 0, nil
 	}

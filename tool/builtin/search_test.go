@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -79,4 +80,37 @@ func TestSearchFilesNamesSkippedFiles(t *testing.T) {
 		"(not searched: 8 binary files: img0.png, img1.png, img2.png, img3.png, img4.png and 3 more)\n" +
 		"(not searched: 2 files over 500 bytes: huge0.log, huge1.log)\n"
 	checkResult(t, got, err, want, "")
+}
+
+// TestReadUpTo checks the reading of a file whose size may have changed
+// since it was looked at.
+func TestReadUpTo(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		size    int64 // as the file was seen
+		limit   int64
+		tooBig  bool
+	}{
+		{name: "size_right", content: "abc", size: 3, limit: 10},
+		{name: "empty", content: "", size: 0, limit: 10},
+		{name: "grew", content: strings.Repeat("x", 2000), size: 3, limit: 5000},
+		{name: "shrank", content: "ab", size: 3000, limit: 5000},
+		{name: "at_limit", content: "12345", size: 5, limit: 5},
+		{name: "grew_past_limit", content: "123456", size: 2, limit: 5, tooBig: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := readUpTo(strings.NewReader(tt.content), tt.size, tt.limit)
+			if tt.tooBig {
+				if !errors.Is(err, errTooLarge) {
+					t.Fatalf("got %q, %v; want errTooLarge", got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.content {
+				t.Errorf("got %q, %v; want %q", got, err, tt.content)
+			}
+		})
+	}
 }

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -22,8 +20,9 @@ import (
 // mutating tool. A file that ends its lines with \r\n keeps doing so when
 // the new content uses \n, and a replaced file keeps its mode.
 type WriteFile struct {
-	ws    tool.Workspace
-	locks *pathLocks
+	ws         tool.Workspace
+	locks      *pathLocks
+	allowLinks bool
 }
 
 var (
@@ -34,8 +33,8 @@ var (
 // NewWriteFile returns the write_file tool confined to ws. Its calls that
 // change the same file run one after the other; New makes write_file and
 // edit_file share that order.
-func NewWriteFile(ws tool.Workspace, _ Options) *WriteFile {
-	return &WriteFile{ws: ws, locks: new(pathLocks)}
+func NewWriteFile(ws tool.Workspace, opts Options) *WriteFile {
+	return &WriteFile{ws: ws, locks: new(pathLocks), allowLinks: opts.AllowHardLinks}
 }
 
 type writeArgs struct {
@@ -79,22 +78,25 @@ func (t *WriteFile) Call(ctx context.Context, raw json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	real, err := resolve(t.ws, NameWriteFile, a.Path, "")
+	shown, err := resolve(t.ws, NameWriteFile, a.Path, "")
 	if err != nil {
 		return "", err
 	}
-	shown := t.ws.Rel(real)
-	unlock := t.locks.lock(real)
+	if shown == "." {
+		return "", errors.New("write_file: the path names the workspace root, a directory: give the path of a file")
+	}
+	unlock := t.locks.lock(shown)
 	defer unlock()
+	tg, err := openTarget(t.ws, NameWriteFile, shown, true, t.allowLinks)
+	if err != nil {
+		return "", err
+	}
+	defer tg.close()
 	content, verb, note := a.Content, "replaced", ""
-	switch fi, err := os.Stat(real); {
-	case err == nil && fi.IsDir():
-		return "", fmt.Errorf("write_file: %s is a directory: give the path of a file", shown)
-	case err == nil:
-		if err := regularFile(NameWriteFile, shown, fi); err != nil {
-			return "", err
-		}
-		crlf, err := fileUsesCRLF(real)
+	if tg.f == nil {
+		verb = "created"
+	} else {
+		crlf, err := fileUsesCRLF(tg.f)
 		if err != nil {
 			return "", fileError(NameWriteFile, "read", shown, err)
 		}
@@ -102,34 +104,21 @@ func (t *WriteFile) Call(ctx context.Context, raw json.RawMessage) (string, erro
 			content = toCRLF(content)
 			note = `; its \r\n line endings were kept`
 		}
-	case errors.Is(err, fs.ErrNotExist):
-		verb = "created"
-		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
-			return "", fileError(NameWriteFile, "create the directories of", shown, err)
-		}
-	default:
-		return "", statError(NameWriteFile, shown, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("write_file: %w", err)
 	}
-	// WriteFile keeps the mode of a file that exists.
-	if err := os.WriteFile(real, []byte(content), 0o644); err != nil {
-		return "", fileError(NameWriteFile, "write", shown, err)
+	if err := tg.replace([]byte(content)); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("%s %s (%s, %s%s)", verb, shown, plural(len(content), "byte"), plural(countLines(content), "line"), note), nil
 }
 
-// fileUsesCRLF reports whether the start of the file at p ends its lines
-// with \r\n only.
-func fileUsesCRLF(p string) (bool, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
+// fileUsesCRLF reports whether the start of f ends its lines with \r\n
+// only.
+func fileUsesCRLF(f *os.File) (bool, error) {
 	head := make([]byte, 64<<10)
-	n, err := io.ReadFull(f, head)
+	n, err := io.ReadFull(io.NewSectionReader(f, 0, int64(len(head))), head)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return false, err
 	}
@@ -163,8 +152,9 @@ func countLines(s string) int {
 // with \r\n, the \n of old_string and new_string stand for \r\n, since
 // read_file shows lines without their endings. The file keeps its mode.
 type EditFile struct {
-	ws    tool.Workspace
-	locks *pathLocks
+	ws         tool.Workspace
+	locks      *pathLocks
+	allowLinks bool
 }
 
 var (
@@ -175,8 +165,8 @@ var (
 // NewEditFile returns the edit_file tool confined to ws. Its calls that
 // change the same file run one after the other, so that no edit is lost;
 // New makes write_file and edit_file share that order.
-func NewEditFile(ws tool.Workspace, _ Options) *EditFile {
-	return &EditFile{ws: ws, locks: new(pathLocks)}
+func NewEditFile(ws tool.Workspace, opts Options) *EditFile {
+	return &EditFile{ws: ws, locks: new(pathLocks), allowLinks: opts.AllowHardLinks}
 }
 
 type editArgs struct {
@@ -229,14 +219,18 @@ func (t *EditFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	if a.OldString == a.NewString {
 		return "", errors.New("edit_file: old_string and new_string are the same, so there is nothing to change")
 	}
-	real, err := resolve(t.ws, NameEditFile, a.Path, "")
+	shown, err := resolve(t.ws, NameEditFile, a.Path, "")
 	if err != nil {
 		return "", err
 	}
-	shown := t.ws.Rel(real)
-	unlock := t.locks.lock(real)
+	unlock := t.locks.lock(shown)
 	defer unlock()
-	b, _, err := readText(NameEditFile, shown, real)
+	tg, err := openTarget(t.ws, NameEditFile, shown, false, t.allowLinks)
+	if err != nil {
+		return "", err
+	}
+	defer tg.close()
+	b, err := tg.readText()
 	if err != nil {
 		return "", err
 	}
@@ -266,9 +260,8 @@ func (t *EditFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	at := strings.Index(content, old)
 	line := strings.Count(content[:at], "\n") + 1
 	content = content[:at] + repl + content[at+len(old):]
-	// WriteFile keeps the file's mode.
-	if err := os.WriteFile(real, []byte(content), 0o644); err != nil {
-		return "", fileError(NameEditFile, "write", shown, err)
+	if err := tg.replace([]byte(content)); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("edited %s: replaced %s at line %d with %s", shown,
 		plural(countLines(a.OldString), "line"), line, plural(countLines(a.NewString), "line")), nil

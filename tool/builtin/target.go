@@ -1,0 +1,179 @@
+package builtin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
+
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// A target is the file write_file or edit_file changes. The directory that
+// holds it is held open (a tool.Dir), so that the file is checked, read
+// and replaced in that one directory whatever happens to the tree around
+// it.
+type target struct {
+	tool  string      // the tool changing it
+	shown string      // its path relative to the workspace root
+	dir   *tool.Dir   // the directory that holds it
+	name  string      // its name in dir
+	f     *os.File    // the file as it is, open for reading and writing; nil when it does not exist yet
+	fi    fs.FileInfo // f's Stat
+	links uint64      // f's number of hard links
+}
+
+// openTarget opens the file at rel, a path resolve returned, for tool
+// name to change. With create, a file that does not exist is fine, and its
+// missing parent directories are made. The file must be a regular file,
+// writable, with one hard link unless allowLinks.
+func openTarget(ws tool.Workspace, name, rel string, create, allowLinks bool) (*target, error) {
+	parent, base := path.Dir(rel), path.Base(rel)
+	dir, err := ws.OpenDir(parent)
+	if create && errors.Is(err, fs.ErrNotExist) {
+		if err := ws.MkdirAll(parent, 0o755); err != nil {
+			return nil, fileError(name, "create the directories of", rel, forPath(rel, err))
+		}
+		dir, err = ws.OpenDir(parent)
+	}
+	if err != nil {
+		return nil, statError(name, rel, forPath(rel, err))
+	}
+	t := &target{tool: name, shown: rel, dir: dir, name: base}
+	fi, err := dir.Stat(base)
+	switch {
+	case create && errors.Is(err, fs.ErrNotExist):
+		return t, nil
+	case err != nil:
+		err = statError(name, rel, err)
+	case create && fi.IsDir():
+		err = fmt.Errorf("%s: %s is a directory: give the path of a file", name, rel)
+	default:
+		err = regularFile(name, rel, fi)
+	}
+	if err == nil {
+		t.f, err = dir.OpenFile(base, os.O_RDWR|openNonblock, 0)
+		if err != nil {
+			err = fileError(name, "write", rel, err)
+		} else {
+			t.fi, t.links, err = checkOpen(t.f, name, "write", rel, allowLinks)
+		}
+	}
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// readText reads the whole file, refusing a binary one.
+func (t *target) readText() ([]byte, error) {
+	b, err := io.ReadAll(io.NewSectionReader(t.f, 0, 1<<62))
+	if err != nil {
+		return nil, fileError(t.tool, "read", t.shown, err)
+	}
+	if looksBinary(b[:min(len(b), sniffLen)]) {
+		return nil, fmt.Errorf("%s: %s is a binary file (%s), not text: %s changes text files only", t.tool, t.shown, size(int64(len(b))), t.tool)
+	}
+	return b, nil
+}
+
+// maxTempTries bounds the names replace tries for its temporary file.
+const maxTempTries = 10
+
+// replace makes data the content of the file. It writes a temporary file
+// beside it and renames it over the file, so that a reader sees the old
+// content or the new, and a failed write leaves the old; the new file gets
+// the old one's mode and, where it can, its owner. A file with several
+// hard links (allowed) is written in place instead, so that every name
+// sees the change; so is one whose owner cannot be kept.
+func (t *target) replace(data []byte) error {
+	if t.f != nil && t.links > 1 {
+		return t.inPlace(data)
+	}
+	perm := fs.FileMode(0o644) // less the umask, as for any new file
+	if t.f != nil {
+		perm = t.fi.Mode().Perm()
+	}
+	var (
+		tmp  *os.File
+		name string
+		err  error
+	)
+	for range maxTempTries {
+		name = fmt.Sprintf(".%s.%016x.tmp", t.name, rand.Uint64())
+		tmp, err = t.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	closed, renamed := false, false
+	defer func() {
+		if !closed {
+			tmp.Close()
+		}
+		if !renamed {
+			_ = t.dir.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	if t.f != nil {
+		if err := keepOwner(tmp, t.fi); err != nil {
+			// Renaming would hand the file to another owner: change it
+			// where it is instead.
+			return t.inPlace(data)
+		}
+		// The mode last: writing and changing the owner clear the
+		// set-user-ID and set-group-ID bits.
+		if err := tmp.Chmod(t.fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
+			return fileError(t.tool, "write", t.shown, err)
+		}
+	}
+	closed = true
+	if err := tmp.Close(); err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	if err := t.dir.Rename(name, t.name); err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	renamed = true
+	return nil
+}
+
+// inPlace writes data over the open file.
+func (t *target) inPlace(data []byte) error {
+	if _, err := t.f.WriteAt(data, 0); err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	if err := t.f.Truncate(int64(len(data))); err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	return nil
+}
+
+// close lets go of the file and its directory.
+func (t *target) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
+	t.dir.Close()
+}
+
+// forPath makes an *EscapeError about the directory of rel one about rel,
+// the path the model gave.
+func forPath(rel string, err error) error {
+	if ee, ok := errors.AsType[*tool.EscapeError](err); ok {
+		c := *ee
+		c.Path = rel
+		return &c
+	}
+	return err
+}
