@@ -55,10 +55,15 @@ type Config struct {
 	// Settings is kept in the run's record as it is (the caller's own
 	// description of the run's configuration, used to resume it).
 	Settings json.RawMessage
-	// Handlers receive every event, in order, from one goroutine.
-	Handlers []func(cadre.Event)
-	Logger   *slog.Logger
+	// EventBuffer is how many of a run's latest events the engine keeps for
+	// its watchers (Engine.Events); a watcher further behind is told what
+	// it missed. Zero means DefaultEventBuffer.
+	EventBuffer int
+	Logger      *slog.Logger
 }
+
+// DefaultEventBuffer is the EventBuffer of a Config that sets none.
+const DefaultEventBuffer = 1024
 
 // ModelSource chooses and opens models.
 type ModelSource interface {
