@@ -220,7 +220,7 @@ type BudgetWarning struct {
 	Used int64 `json:"used"`
 	// Budget is the run's token budget.
 	Budget int64 `json:"budget"`
-	// Percent is Used as a whole percentage of Budget.
+	// Percent is the tokens used as a whole percentage of the budget.
 	Percent int64 `json:"percent"`
 }
 
@@ -282,7 +282,7 @@ type Say struct {
 
 // OnboardQuestion is the payload of EventOnboardQuestion: an onboarding
 // agent asked a question. It is emitted by the asking agent, and again by
-// its parent with Handle and Child set.
+// its parent, naming the handle and the child.
 type OnboardQuestion struct {
 	// Handle is the onboarding handle (onboard-N), in the parent's event.
 	Handle string `json:"handle,omitempty"`
@@ -307,7 +307,7 @@ type OnboardAnswer struct {
 
 // Question is the payload of EventQuestion: an agent asked its caller a
 // question (ask_caller). It is emitted by the asking agent, and, for a
-// child, again by its parent with Child set.
+// child, again by its parent, naming the child.
 type Question struct {
 	// Child is the asking agent, in the parent's event.
 	Child AgentID `json:"child,omitempty"`
@@ -316,8 +316,8 @@ type Question struct {
 }
 
 // Answer is the payload of EventAnswer: an agent's question was answered,
-// by its parent (Child set, in the parent's event) or by the user (From
-// set, in the root's event).
+// by its parent (the parent's event names the child) or by the user (the
+// asking agent's event says from whom).
 type Answer struct {
 	// Child is the agent whose question the parent answered.
 	Child AgentID `json:"child,omitempty"`
@@ -349,17 +349,18 @@ type Warning struct {
 }
 
 // Skipped is the payload of EventSkipped: a watcher of an event stream
-// fell behind and did not receive Count events. The store keeps the ones
-// that are stored: those with AfterSeq < Seq <= ToSeq, which
-// Store.Events(run, AfterSeq) returns first.
+// fell behind and this event stands for the events it missed. The store
+// has the stored ones among them: those whose seq is above after_seq and
+// at most to_seq, which Store.Events(run, AfterSeq) returns first. It is
+// never stored itself.
 type Skipped struct {
 	// Count is how many events the watcher missed, streamed text included.
 	Count int `json:"count"`
-	// AfterSeq is the Seq of the last stored event before the missed ones
+	// AfterSeq is the seq of the last stored event before the missed ones
 	// (0 when there is none).
 	AfterSeq int64 `json:"after_seq"`
-	// ToSeq is the Seq of the last stored event missed, 0 when none of
-	// the missed events was stored (no store, or only streamed text).
+	// ToSeq is the seq of the last stored event missed, 0 when none of the
+	// missed events was stored (no store, or only streamed text).
 	ToSeq int64 `json:"to_seq"`
 }
 

@@ -162,6 +162,16 @@ func waitRun(t *testing.T, e *Engine, id string) (*cadre.Result, error) {
 	return res, err
 }
 
+// start starts a run of e on task.
+func start(t *testing.T, e *Engine, task string) string {
+	t.Helper()
+	id, err := e.Start(context.Background(), task, cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // testRun is a run a test started or resumed.
 type testRun struct {
 	e  *Engine
