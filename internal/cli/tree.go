@@ -198,7 +198,7 @@ func (v *treeView) draw(lines []string, f treeFrame) {
 // treeFrame is one frame's worth of a run: a snapshot of its agents and
 // what the view collected from its events.
 type treeFrame struct {
-	Agents []cadre.AgentInfo // in creation order, as Run.Tree returns them
+	Agents []cadre.AgentInfo // in creation order, as Engine.Tree gives them
 	Now    time.Time
 	Used   int64 // tokens used by the whole tree
 	Budget int64 // the token budget; 0 or less means none
