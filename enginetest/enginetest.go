@@ -62,7 +62,7 @@ type Setup struct {
 
 // Timeout bounds each wait of the suite: a run that has not ended by then
 // is reported as stuck. It is a failsafe, never a measure of speed.
-var Timeout = 60 * time.Second
+const Timeout = 60 * time.Second
 
 // Run runs the suite against the engines newEngine makes.
 func Run(t *testing.T, newEngine func(t *testing.T, s Setup) cadre.Engine) {

@@ -46,7 +46,9 @@ type Config struct {
 	RootDefinition *cadre.Definition
 	// AskUser answers the root agent's ask_caller questions (a root with
 	// askCaller). Nil means there is no one to ask: the question fails
-	// with a message telling the agent to go on with what it knows.
+	// with a message telling the agent to go on with what it knows. While
+	// AskUser asks, Engine.Answer may answer instead; AwaitAnswer leaves
+	// every question to it.
 	AskUser func(ctx context.Context, agent cadre.AgentID, question string) (string, error)
 	// CreateAgent approves and saves a definition an agent writes with
 	// agent_create, returning where it was written. Nil refuses every

@@ -156,3 +156,66 @@ func TestAnswer(t *testing.T) {
 		t.Errorf("Answer to an unknown run: %v, want cadre.ErrNotFound", err)
 	}
 }
+
+// An engine holds the runs that ended until keptRuns more have; it answers
+// for older ones from the store, or not at all without one.
+func TestEndedRunsForgotten(t *testing.T) {
+	checkNoLeaks(t)
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		return text("answer to " + lastContent(req)), nil
+	})
+	for _, withStore := range []bool{true, false} {
+		cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake"}
+		if withStore {
+			cfg.Store = memstore.New()
+		}
+		e := New(cfg)
+		var ids []string
+		for i := range keptRuns + 1 {
+			id := start(t, e, "task "+string(rune('a'+i)))
+			if _, err := waitRun(t, e, id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if e.live(ids[0]) != nil || e.live(ids[1]) == nil {
+			t.Fatalf("store %v: the engine holds the first run %v and the second %v, want only the second", withStore, e.live(ids[0]) != nil, e.live(ids[1]) != nil)
+		}
+		res, err := e.Wait(t.Context(), ids[0])
+		switch {
+		case withStore && (err != nil || res.Answer != "answer to task a"):
+			t.Errorf("a forgotten run with a store: %v, %+v", err, res)
+		case !withStore && !errors.Is(err, cadre.ErrNotFound):
+			t.Errorf("a forgotten run without a store: %v, want cadre.ErrNotFound", err)
+		}
+		// The events of the last run are kept; without a store, those of
+		// the run before it are not.
+		last, before := readAll(e, ids[len(ids)-1]), readAll(e, ids[len(ids)-2])
+		if last.err != nil || len(last.types) < 4 || last.types[len(last.types)-1] != cadre.EventRunCompleted {
+			t.Errorf("store %v: the events of the last run: %v, %v", withStore, last.types, last.err)
+		}
+		switch {
+		case withStore && (before.err != nil || len(before.types) < 3):
+			t.Errorf("the stored events of an earlier run: %v, %v", before.types, before.err)
+		case !withStore && !errors.Is(before.err, cadre.ErrNotRunning):
+			t.Errorf("the events of an earlier run without a store: %v, %v; want cadre.ErrNotRunning", before.types, before.err)
+		}
+	}
+}
+
+type readEvents struct {
+	types []cadre.EventType
+	err   error
+}
+
+func readAll(e *Engine, id string) readEvents {
+	var r readEvents
+	for ev, err := range e.Events(context.Background(), id) {
+		if err != nil {
+			r.err = err
+			break
+		}
+		r.types = append(r.types, ev.Type)
+	}
+	return r
+}

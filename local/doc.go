@@ -3,10 +3,11 @@
 // per live agent, and carries out what the loop asks for.
 //
 // Engine implements cadre.Engine and cadre.Answerer; the contract and its
-// guarantees are in package cadre's documentation. An Engine holds every
-// run it starts or resumes, ended ones included, so that Wait, Tree and
-// Events can still answer for them; for runs it does not hold, Wait, Tree
-// and Events read the store.
+// guarantees are in package cadre's documentation. An Engine holds each run
+// it starts or resumes while it goes on and, after it ends, its result
+// until 8 more runs have ended, and (without a store) its latest events
+// until another run ends; Wait, Tree and Events read what it no longer
+// holds from the store.
 //
 // # Goroutines
 //

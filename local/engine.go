@@ -19,16 +19,43 @@ import (
 	"github.com/cadre-ai/cadre/prompt"
 )
 
-// Engine runs agents in this process. It keeps every run it starts or
-// resumes, for Wait, Tree and Events, for as long as it lives; a program
-// that runs many runs over a long life should use an Engine per run or
-// batch of runs.
+// Engine runs agents in this process. It holds each run it starts or
+// resumes while the run goes on and, once it has ended, its result until
+// keptRuns more runs have ended; what it no longer holds is read from the
+// store.
 type Engine struct {
 	cfg  Config
 	defs map[string]*cadre.Definition
 
-	mu   sync.Mutex
-	runs map[string]*run
+	mu    sync.Mutex
+	runs  map[string]*run
+	ended []string // the held runs that ended, oldest first
+}
+
+// keptRuns is how many ended runs an Engine holds the results of, for
+// Wait and Tree.
+const keptRuns = 8
+
+// forget, now that r has ended, drops the oldest ended runs beyond
+// keptRuns, and the latest events of the ended runs before r: a run's
+// events stay for watchers until the next run ends (or, with a store, are
+// read from it once the run has ended).
+func (e *Engine) forget(r *run) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if n := len(e.ended); n > 0 {
+		if prev := e.runs[e.ended[n-1]]; prev != nil && prev.over() {
+			prev.dropFeed()
+		}
+	}
+	e.ended = append(e.ended, r.id)
+	for len(e.ended) > keptRuns {
+		id := e.ended[0]
+		e.ended = e.ended[1:]
+		if old := e.runs[id]; old != nil && old.over() {
+			delete(e.runs, id)
+		}
+	}
 }
 
 // New returns an Engine for cfg.
@@ -248,14 +275,23 @@ func (e *Engine) storedTree(ctx context.Context, id string) (*cadre.Tree, error)
 // engine published for it (run_started, or run_resumed), then live ones,
 // until the run's last. The engine keeps the latest Config.EventBuffer
 // events; a watcher further behind is sent an EventSkipped in place of the
-// ones it missed. For a run the engine does not hold, the sequence is the
-// events its store kept, and ends there.
+// ones it missed. For a run that has ended, when there is a store, and for
+// a run the engine does not hold, the sequence is the events the store
+// kept, and ends there. Without a store, the events of a run that ended are
+// kept until another run ends.
 func (e *Engine) Events(ctx context.Context, id string) iter.Seq2[cadre.Event, error] {
-	if r := e.live(id); r != nil {
-		return r.feed.watch(ctx)
+	r := e.live(id)
+	if r != nil {
+		if f := r.watchable(); f != nil {
+			return f.watch(ctx)
+		}
 	}
 	return func(yield func(cadre.Event, error) bool) {
 		s := e.cfg.Store
+		if s == nil && r != nil {
+			yield(cadre.Event{}, fmt.Errorf("run %s has ended and its events are no longer kept: the engine has no store: %w", id, cadre.ErrNotRunning))
+			return
+		}
 		if s == nil {
 			yield(cadre.Event{}, e.unknown(ctx, id))
 			return

@@ -65,14 +65,10 @@ func (e *Engine) newRun(id, task string) (*run, error) {
 		r.defs[k] = v
 	}
 	e.mu.Lock()
-	if old := e.runs[id]; old != nil {
-		select {
-		case <-old.done:
-		default:
-			e.mu.Unlock()
-			cancel(nil)
-			return nil, fmt.Errorf("local: run %s is already going on in this engine", id)
-		}
+	if old := e.runs[id]; old != nil && !old.over() {
+		e.mu.Unlock()
+		cancel(nil)
+		return nil, fmt.Errorf("local: run %s is already going on in this engine", id)
 	}
 	e.runs[id] = r
 	e.mu.Unlock()
@@ -201,6 +197,9 @@ func (r *run) cancelTree(id cadre.AgentID, reason string) {
 func (r *run) tree() *cadre.Tree {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if res := r.result; res != nil {
+		return &cadre.Tree{Run: r.id, Usage: res.Usage, Agents: slices.Clone(res.Agents)}
+	}
 	t := &cadre.Tree{Run: r.id, Usage: r.usage, Agents: make([]cadre.AgentInfo, 0, len(r.order))}
 	for _, id := range r.order {
 		t.Agents = append(t.Agents, *r.infos[id])
@@ -478,7 +477,9 @@ func (r *run) finish(fin loop.Finish) {
 	default:
 		res.Status = cadre.StatusDone
 	}
+	r.mu.Lock()
 	r.result = res
+	r.mu.Unlock()
 	if res.Status == cadre.StatusDone {
 		data := cadre.RunCompleted{Answer: res.Answer, Usage: res.Usage, Agents: len(res.Agents), Findings: res.Findings}
 		if res.BudgetExhausted {
@@ -506,7 +507,44 @@ func (r *run) finish(fin loop.Finish) {
 		}
 	}
 	r.cancel(errors.New("run ended"))
+	// What only agents used goes; the result stays, and is the tree. With
+	// a store, the run's events are there for watchers that come later;
+	// those already watching keep the feed they read.
+	r.mu.Lock()
+	r.defs, r.prompts, r.tasks, r.infos, r.order = nil, nil, nil, nil, nil
+	r.mu.Unlock()
+	if r.e.cfg.Store != nil {
+		r.dropFeed()
+	}
 	close(r.done)
+	r.e.forget(r)
+}
+
+// dropFeed lets go of the run's latest events, once it has ended; watchers
+// already reading them keep them until they are done.
+func (r *run) dropFeed() {
+	r.mu.Lock()
+	r.feed = nil
+	r.mu.Unlock()
+	r.events.feed = nil // the pump is closed: nothing publishes any more
+}
+
+// watchable returns the feed of the run's events, or nil once the run has
+// ended and its events are to be read from the store.
+func (r *run) watchable() *feed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.feed
+}
+
+// over reports whether the run has ended.
+func (r *run) over() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // charge adds a model call's usage and warns once at 80% of the budget.

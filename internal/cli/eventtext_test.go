@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"iter"
 	"strings"
 	"testing"
@@ -156,5 +158,55 @@ func TestShowEventsFillsGaps(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"a", "skipped", "e", "f"}, show(nil)); d != "" {
 		t.Errorf("without a store (-want +got):\n%s", d)
+	}
+}
+
+// An event is the same bytes wherever cadre writes it: a line of run
+// --json, the store (read back by runs show --follow --json), and runs
+// export, where it is indented like the rest of the document.
+func TestOneEventEncoding(t *testing.T) {
+	dir, model := scriptedProject(t, fruitScript)
+	home := t.TempDir()
+	run := runCadre(t, dir, home, "run", "--json", "--approve", "none", "-m", model, "Count the fruit")
+	if run.code != 0 {
+		t.Fatalf("cadre run exited %d: %s", run.code, run.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(run.stdout), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("cadre run --json wrote %d lines:\n%s", len(lines), run.stdout)
+	}
+	follow := runCadre(t, dir, home, "runs", "show", "--follow", "--json", "last")
+	if follow.code != 0 {
+		t.Fatalf("cadre runs show --follow --json exited %d: %s", follow.code, follow.stderr)
+	}
+	if d := cmp.Diff(lines, strings.Split(strings.TrimSpace(follow.stdout), "\n")); d != "" {
+		t.Errorf("run --json and the stored events differ (-run +stored):\n%s", d)
+	}
+	export := runCadre(t, dir, home, "runs", "export", "last")
+	if export.code != 0 {
+		t.Fatalf("cadre runs export exited %d: %s", export.code, export.stderr)
+	}
+	var x struct {
+		Events []json.RawMessage `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(export.stdout), &x); err != nil {
+		t.Fatal(err)
+	}
+	var exported []string
+	for _, ev := range x.Events {
+		var b bytes.Buffer
+		if err := json.Compact(&b, ev); err != nil {
+			t.Fatal(err)
+		}
+		exported = append(exported, b.String())
+	}
+	if d := cmp.Diff(lines, exported); d != "" {
+		t.Errorf("run --json and runs export differ (-run +export):\n%s", d)
+	}
+	for _, l := range lines {
+		var ev cadre.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Seq == 0 || ev.Data == nil {
+			t.Errorf("line %s: seq %d, payload %T, %v", l, ev.Seq, ev.Data, err)
+		}
 	}
 }
