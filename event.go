@@ -1,8 +1,10 @@
 package cadre
 
 import (
+	"bytes"
 	"encoding/json"
-	"maps"
+	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -10,7 +12,10 @@ import (
 type EventType string
 
 // The events a run emits. Every event carries the run, the agent and, for
-// agents below the root, the parent and depth.
+// agents below the root, the parent and depth; the fields that depend on
+// the type are its payload (see Payload), one struct per type, named as the
+// constant without its Event prefix (except EventFinding's, which is
+// FindingReported). docs/events.md describes each type's JSON.
 const (
 	EventRunStarted       EventType = "run_started"
 	EventRunCompleted     EventType = "run_completed"
@@ -43,46 +48,100 @@ const (
 	EventAgentCreated     EventType = "agent_created"
 	EventRunResumed       EventType = "run_resumed"
 	EventWarning          EventType = "warning"
+	// EventSkipped is not something that happened in the run: an event
+	// stream sends it to a watcher that fell behind, in place of the events
+	// it missed. Stores never hold it.
+	EventSkipped EventType = "events_skipped"
 )
 
-// An Event is something that happened in a run. Data holds the fields that
-// depend on the type; in JSON they sit beside the common fields.
+// An Event is something that happened in a run. Data is the payload of
+// Type: the struct of that type (ToolCalled for EventToolCalled, …), or
+// nil when the event has no fields of its own. In JSON the payload's
+// fields sit beside the common ones, in one flat object.
 type Event struct {
-	Seq    int64          `json:"seq,omitempty"`
-	Type   EventType      `json:"type"`
-	Time   time.Time      `json:"time"`
-	Run    string         `json:"run"`
-	Agent  AgentID        `json:"agent,omitempty"`
-	Parent AgentID        `json:"parent,omitempty"`
-	Depth  int            `json:"depth,omitempty"`
-	Data   map[string]any `json:"-"`
+	// Seq numbers a run's stored events from 1, in order; it is 0 for an
+	// event that is not stored (model_delta, events_skipped, or a run
+	// without a store).
+	Seq    int64
+	Type   EventType
+	Time   time.Time
+	Run    string
+	Agent  AgentID
+	Parent AgentID
+	Depth  int
+	Data   Payload
 }
 
-var eventCommon = []string{"seq", "type", "time", "run", "agent", "parent", "depth"}
+// A Payload is the part of an Event that depends on its type. The payload
+// types are this package's; each one's EventType names the events it
+// belongs to.
+type Payload interface {
+	EventType() EventType
+	payload()
+}
 
-// MarshalJSON writes the common fields and Data as one flat object.
+// NewEvent returns an event of p's type with p as its payload.
+func NewEvent(p Payload) Event { return Event{Type: p.EventType(), Data: p} }
+
+// MarshalJSON writes the event as one flat object: seq (when not 0), type,
+// time (RFC 3339, UTC, with nanoseconds), run, agent (when set), parent and
+// depth (below the root), then the payload's fields.
 func (e Event) MarshalJSON() ([]byte, error) {
-	m := make(map[string]any, len(e.Data)+7)
-	maps.Copy(m, e.Data)
+	b := make([]byte, 0, 192)
+	b = append(b, '{')
 	if e.Seq != 0 {
-		m["seq"] = e.Seq
+		b = append(b, `"seq":`...)
+		b = strconv.AppendInt(b, e.Seq, 10)
+		b = append(b, ',')
 	}
-	m["type"] = e.Type
-	m["time"] = e.Time.UTC().Format(time.RFC3339Nano)
-	m["run"] = e.Run
+	b = append(b, `"type":`...)
+	b = appendJSONString(b, string(e.Type))
+	b = append(b, `,"time":"`...)
+	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","run":`...)
+	b = appendJSONString(b, e.Run)
 	if e.Agent != "" {
-		m["agent"] = e.Agent
+		b = append(b, `,"agent":`...)
+		b = appendJSONString(b, string(e.Agent))
 	}
 	if e.Parent != "" {
-		m["parent"] = e.Parent
-		m["depth"] = e.Depth
+		b = append(b, `,"parent":`...)
+		b = appendJSONString(b, string(e.Parent))
+		b = append(b, `,"depth":`...)
+		b = strconv.AppendInt(b, int64(e.Depth), 10)
 	}
-	return json.Marshal(m)
+	if e.Data != nil {
+		p, err := json.Marshal(e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("cadre: encode the %s event's payload: %w", e.Type, err)
+		}
+		// p is an object: its fields join the common ones.
+		if p = bytes.TrimSpace(p); len(p) > 2 && p[0] == '{' {
+			b = append(b, ',')
+			b = append(b, p[1:len(p)-1]...)
+		}
+	}
+	return append(b, '}'), nil
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
+}
+
+// eventCommon are the JSON names of Event's own fields; no payload uses
+// them.
+var eventCommon = [...]string{"seq", "type", "time", "run", "agent", "parent", "depth"}
+
+// UnmarshalJSON reads what MarshalJSON writes. The payload is decoded into
+// its type's struct; fields it does not know are ignored. An event of a
+// type this package does not know keeps its own fields in a RawPayload, so
+// that writing it again loses nothing. Data is nil when the object has no
+// fields besides the common ones.
 func (e *Event) UnmarshalJSON(b []byte) error {
-	type common struct {
+	var c struct {
 		Seq    int64     `json:"seq"`
 		Type   EventType `json:"type"`
 		Time   time.Time `json:"time"`
@@ -91,20 +150,41 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Parent AgentID   `json:"parent"`
 		Depth  int       `json:"depth"`
 	}
-	var c common
 	if err := json.Unmarshal(b, &c); err != nil {
 		return err
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
 		return err
 	}
 	for _, k := range eventCommon {
-		delete(m, k)
+		delete(fields, k)
 	}
 	*e = Event{Seq: c.Seq, Type: c.Type, Time: c.Time, Run: c.Run, Agent: c.Agent, Parent: c.Parent, Depth: c.Depth}
-	if len(m) > 0 {
-		e.Data = m
+	if len(fields) == 0 {
+		return nil
+	}
+	if e.Data = decodePayload(c.Type, b); e.Data == nil {
+		e.Data = RawPayload{Type: c.Type, Fields: fields}
 	}
 	return nil
 }
+
+// A RawPayload holds the fields of an event whose type this package does
+// not know (one written by a newer cadre), as they were.
+type RawPayload struct {
+	Type   EventType
+	Fields map[string]json.RawMessage
+}
+
+func (p RawPayload) EventType() EventType { return p.Type }
+
+// MarshalJSON writes the fields back as they were read.
+func (p RawPayload) MarshalJSON() ([]byte, error) {
+	if p.Fields == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(p.Fields)
+}
+
+func (RawPayload) payload() {}

@@ -20,7 +20,7 @@ var errInterrupted = errors.New("interrupted by a steering message")
 // agent is one live agent. Its fields are owned by its goroutine unless
 // noted.
 type agent struct {
-	run        *Run
+	run        *run
 	id         cadre.AgentID
 	parent     *agent
 	depth      int
@@ -53,7 +53,7 @@ type agent struct {
 	activity    atomic.Int64           // unix nanos of the last sign of life
 }
 
-func (r *Run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
+func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
 	ctx, cancel := context.WithCancel(r.ctx)
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
@@ -82,8 +82,9 @@ func compileRules(sets []loop.RuleSet) (rule.Chain, error) {
 	return chain, nil
 }
 
-func (a *agent) emit(t cadre.EventType, data map[string]any) {
-	ev := cadre.Event{Type: t, Agent: a.id, Depth: a.depth, Data: data}
+// emit publishes an event of this agent with payload p.
+func (a *agent) emit(p cadre.Payload) {
+	ev := cadre.Event{Type: p.EventType(), Agent: a.id, Depth: a.depth, Data: p}
 	if a.parent != nil {
 		ev.Parent = a.parent.id
 	}
@@ -99,12 +100,12 @@ func (a *agent) main(pending []loop.Action) {
 	a.touch()
 	var fin *loop.Finish
 	if a.first != nil {
-		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName})
+		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName})
 		// The Start is already in the journal (see Run.create).
 		fin = a.apply([]loop.Input{*a.first})
 		a.first = nil
 	} else {
-		a.emit(cadre.EventAgentStarted, map[string]any{"definition": a.definition, "model": a.modelName, "resumed": true})
+		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})
 		fin = a.doAll(pending)
 	}
 	var timer *time.Timer
@@ -253,7 +254,7 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 			a.modelCancel(errInterrupted)
 		}
 	case loop.Emit:
-		a.emit(act.Type, act.Data)
+		a.emit(act.Event)
 	case loop.Wait:
 		a.run.setStatus(a, cadre.StatusWaiting)
 	case loop.Finish:
@@ -272,7 +273,7 @@ func (a *agent) acquire(ctx context.Context, first bool) bool {
 	}
 	if first {
 		a.run.setStatus(a, cadre.StatusQueued)
-		a.emit(cadre.EventAgentQueued, map[string]any{"max_concurrent": cap(a.run.sem)})
+		a.emit(cadre.AgentQueued{MaxConcurrent: cap(a.run.sem)})
 	}
 	select {
 	case a.run.sem <- struct{}{}:
@@ -312,7 +313,7 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	req := act.Request
 	resp, err := cadre.Collect(a.model.Stream(ctx, &req), func(text string) {
 		a.touch()
-		a.emit(cadre.EventModelDelta, map[string]any{"text": text})
+		a.emit(cadre.ModelDelta{Text: text})
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -321,16 +322,8 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 		return loop.ModelResult{Err: err.Error()}
 	}
 	a.run.charge(a, resp.Usage)
-	data := map[string]any{
-		"turn": req.Turn, "usage": resp.Usage, "text": resp.Message.Content, "tool_calls": len(resp.Message.ToolCalls),
-	}
-	if resp.StopReason != "" {
-		data["stop_reason"] = resp.StopReason
-	}
-	if act.Final {
-		data["final"] = true
-	}
-	a.emit(cadre.EventModelResponse, data)
+	a.emit(cadre.ModelResponse{Turn: req.Turn, Usage: resp.Usage, Text: resp.Message.Content, ToolCalls: len(resp.Message.ToolCalls),
+		StopReason: resp.StopReason, Final: act.Final})
 	return loop.ModelResult{Response: resp}
 }
 
@@ -379,11 +372,11 @@ func (a *agent) callTools(act loop.CallTools) {
 				if act.Resumed && cadre.Mutates(t) {
 					out, isErr = interruptedCall, true
 				} else {
-					a.emit(cadre.EventToolCalled, map[string]any{"call_id": c.ID, "tool": c.Name, "arguments": c.Arguments})
+					a.emit(cadre.ToolCalled{CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
 					out, isErr = a.run.e.cfg.Runner.RunTool(a.ctx, a.id, t, c)
 				}
 				a.touch()
-				a.emit(cadre.EventToolResult, map[string]any{"call_id": c.ID, "tool": c.Name, "is_error": isErr, "content": clip(out, 2000)})
+				a.emit(cadre.ToolResult{CallID: c.ID, Tool: c.Name, IsError: isErr, Content: clip(out, 2000)})
 				a.box.put(loop.ToolResults{Results: []loop.ToolResult{{CallID: c.ID, Content: out, IsError: isErr}}})
 			}()
 		}
@@ -395,9 +388,9 @@ func (a *agent) callTools(act loop.CallTools) {
 // the user for the root.
 func (a *agent) ask(act loop.Ask) {
 	if act.Onboarding {
-		a.emit(cadre.EventOnboardQuestion, map[string]any{"question": act.Question})
+		a.emit(cadre.OnboardQuestion{Question: act.Question})
 	} else {
-		a.emit(cadre.EventQuestion, map[string]any{"question": act.Question})
+		a.emit(cadre.Question{Question: act.Question})
 	}
 	if a.parent != nil {
 		a.parent.box.put(loop.ChildQuestion{Child: a.id, Question: act.Question})
@@ -408,21 +401,35 @@ func (a *agent) ask(act loop.Ask) {
 		a.box.put(loop.Answer{Err: "there is no one to ask: the run has no terminal for questions."})
 		return
 	}
+	// The question is pending until AskUser returns or Engine.Answer
+	// answers it, whichever comes first.
+	ctx, cancel := context.WithCancel(a.ctx)
+	q := &question{cancel: cancel}
+	a.run.mu.Lock()
+	a.run.questions[a.id] = q
+	a.run.mu.Unlock()
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
-		text, err := askUser(a.ctx, a.id, act.Question)
+		defer cancel()
+		text, err := askUser(ctx, a.id, act.Question)
+		a.run.mu.Lock()
+		delete(a.run.questions, a.id)
+		if q.answered {
+			text, err = q.text, nil
+		}
+		a.run.mu.Unlock()
 		if err != nil {
 			a.box.put(loop.Answer{Err: err.Error()})
 			return
 		}
-		a.emit(cadre.EventAnswer, map[string]any{"question": act.Question, "answer": text, "from": "user"})
+		a.emit(cadre.Answer{Question: act.Question, Answer: text, From: "user"})
 		a.box.put(loop.Answer{Text: text})
 	}()
 }
 
 // reply delivers a parent's answer to its child's question.
-func (r *Run) reply(act loop.Reply) {
+func (r *run) reply(act loop.Reply) {
 	r.mu.Lock()
 	target := r.agents[act.To]
 	r.mu.Unlock()

@@ -178,11 +178,12 @@ func (w *workload) engine(store cadre.Store) *local.Engine {
 // created and the run completed.
 func runOnce(b *testing.B, e *local.Engine, agents int) {
 	b.Helper()
-	r, err := e.Start(context.Background(), "Do the benchmark's work.")
+	ctx := context.Background()
+	id, err := e.Start(ctx, "Do the benchmark's work.", cadre.StartOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := r.Wait()
+	res, err := e.Wait(ctx, id)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -303,13 +304,14 @@ func BenchmarkIdleAgents(b *testing.B) {
 				e := w.engine(nil)
 				before := inUse()
 				g0 := runtime.NumGoroutine()
-				r, err := e.Start(context.Background(), "Do the benchmark's work.")
+				ctx := context.Background()
+				id, err := e.Start(ctx, "Do the benchmark's work.", cadre.StartOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				// Every worker is blocked in its model call and the root,
 				// done with its second call, waits for reports.
-				for w.parked.Load() < int64(n) || w.rootCalls.Load() < 2 || !rootWaiting(r) {
+				for w.parked.Load() < int64(n) || w.rootCalls.Load() < 2 || !rootWaiting(e, id) {
 					time.Sleep(time.Millisecond)
 				}
 				idle := inUse()
@@ -317,7 +319,7 @@ func BenchmarkIdleAgents(b *testing.B) {
 				stack += float64(int64(idle.StackInuse)-int64(before.StackInuse)) / float64(n)
 				gs += float64(runtime.NumGoroutine()-g0) / float64(n)
 				close(hold)
-				res, err := r.Wait()
+				res, err := e.Wait(ctx, id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -338,9 +340,9 @@ func BenchmarkIdleAgents(b *testing.B) {
 }
 
 // rootWaiting reports whether the root has ended its turn and waits.
-func rootWaiting(r *local.Run) bool {
-	tree := r.Tree()
-	return len(tree) > 0 && tree[0].Status == cadre.StatusWaiting
+func rootWaiting(e *local.Engine, id string) bool {
+	tree, err := e.Tree(context.Background(), id)
+	return err == nil && len(tree.Agents) > 0 && tree.Agents[0].Status == cadre.StatusWaiting
 }
 
 // inUse returns the memory statistics after a collection, for the heap

@@ -53,7 +53,9 @@ type Config struct {
 	RootDefinition *cadre.Definition
 	// AskUser answers the root agent's ask_caller questions (a root with
 	// askCaller). Nil means there is no one to ask: the question fails
-	// with a message telling the agent to go on with what it knows.
+	// with a message telling the agent to go on with what it knows. While
+	// AskUser asks, Engine.Answer may answer instead; AwaitAnswer leaves
+	// every question to it.
 	AskUser func(ctx context.Context, agent cadre.AgentID, question string) (string, error)
 	// CreateAgent approves and saves a definition an agent writes with
 	// agent_create, returning where it was written. Nil refuses every
@@ -66,10 +68,15 @@ type Config struct {
 	// warning events of the root agent (such as that commands run
 	// unconfined).
 	Warnings []string
-	// Handlers receive every event, in order, from one goroutine.
-	Handlers []func(cadre.Event)
-	Logger   *slog.Logger
+	// EventBuffer is how many of a run's latest events the engine keeps for
+	// its watchers (Engine.Events); a watcher further behind is told what
+	// it missed. Zero means DefaultEventBuffer.
+	EventBuffer int
+	Logger      *slog.Logger
 }
+
+// DefaultEventBuffer is the EventBuffer of a Config that sets none.
+const DefaultEventBuffer = 1024
 
 // ModelSource chooses and opens models.
 type ModelSource interface {

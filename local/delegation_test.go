@@ -48,7 +48,7 @@ func TestDepthLimitInRun(t *testing.T) {
 		t.Errorf("answer %q", res.Answer)
 	}
 	dl := ev.of(cadre.EventDepthLimit)
-	if len(dl) != 1 || dl[0].Agent != "root/worker.1" || dl[0].Data["attempted_depth"] != 2 || dl[0].Data["max_depth"] != 1 {
+	if len(dl) != 1 || dl[0].Agent != "root/worker.1" || data[cadre.DepthLimit](dl[0]).AttemptedDepth != 2 || data[cadre.DepthLimit](dl[0]).MaxDepth != 1 {
 		t.Errorf("depth_limit events %+v", dl)
 	}
 	if len(res.Agents) != 2 {
@@ -145,7 +145,7 @@ func TestChildPromptAndModel(t *testing.T) {
 	if got["small root/helper.2"] == nil {
 		t.Errorf("an unusable model request must fall back to the parent's: %v", keys(got))
 	}
-	if w := ev.of(cadre.EventWarning); len(w) != 1 || !strings.Contains(w[0].Data["message"].(string), `"nonexistent"`) {
+	if w := ev.of(cadre.EventWarning); len(w) != 1 || !strings.Contains(data[cadre.Warning](w[0]).Message, `"nonexistent"`) {
 		t.Errorf("warnings %+v", w)
 	}
 }
@@ -218,7 +218,7 @@ func TestFailedRootStopsItsChildren(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker")}, "go")
-	var re *RunError
+	var re *cadre.RunError
 	if !errors.As(err, &re) || res.Status != cadre.StatusFailed || !strings.Contains(res.Error, "the server exploded") {
 		t.Fatalf("err %v result %+v", err, res)
 	}

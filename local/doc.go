@@ -2,15 +2,24 @@
 // with the deterministic state machine of package loop, one owner goroutine
 // per live agent, and carries out what the loop asks for.
 //
+// Engine implements cadre.Engine and cadre.Answerer; the contract and its
+// guarantees are in package cadre's documentation. An Engine holds each run
+// it starts or resumes while it goes on and, after it ends, its result
+// until 8 more runs have ended, and (without a store) its latest events
+// until another run ends; Wait, Tree and Events read what it no longer
+// holds from the store.
+//
 // # Goroutines
 //
-// A Run owns one goroutine per live agent, one event pump and one watcher
-// (the caller's context and the run's time limit). An agent's goroutine
+// A run owns one goroutine per live agent, one event pump (when there is a
+// store) and one timer (when the run has a time limit). An agent's goroutine
 // owns the goroutines of its model call, its tool calls and its questions to
 // the user, and waits for them before it exits. An agent that finishes for
 // any reason cancels its children that are still alive and ends only after
 // they have ended, so no agent outlives its parent and descendants always
-// end first. Run.Wait returns after every goroutine of the run has exited.
+// end first. Engine.Wait returns after every goroutine of the run has
+// exited. Watching a run starts no goroutine: the sequence Events returns
+// runs in the watcher's own.
 //
 // # Inputs and the journal
 //
@@ -27,10 +36,22 @@
 // # Events
 //
 // Events are published in the order they are produced, with Run, Agent,
-// Parent, Depth and Time set. The pump writes them to the Store and calls
-// each Handler in turn, from one goroutine, so handlers see events in order
-// and need no locking between calls. A slow handler delays later events; it
-// never blocks an agent (the queue in front of the pump is unbounded).
+// Parent, Depth and Time set. With a store, the pump writes them to it in
+// batches, from one goroutine, and only then hands them, numbered, to the
+// run's watchers; an agent never waits for the store or a watcher (the
+// queue in front of the pump is unbounded).
+//
+// Watchers read a ring of the run's latest Config.EventBuffer events
+// (DefaultEventBuffer), each at its own position, so publishing never
+// waits for them and one watcher's pace does not affect another's. The
+// ring keeps everything from the run's first event until it is full, so a
+// watcher that starts right after Start or Resume misses nothing (unless
+// the run has already produced EventBuffer events). A watcher
+// whose next event has been overwritten receives one events_skipped event
+// in its place, with the count of events it missed and the Seq range of the
+// stored ones (read them with Store.Events(run, AfterSeq)), then goes on
+// from the oldest event kept. Streamed text (model_delta) is in the ring but
+// not in the store.
 //
 // # Tool rules
 //

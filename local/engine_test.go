@@ -94,7 +94,7 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 		t.Errorf("%d agent_nudged events, want 1", n)
 	}
 	for _, e := range ev.of(cadre.EventAgentSpawned) {
-		if e.Parent != cadre.RootID || e.Depth != 1 || e.Data["mode"] != "sync" {
+		if e.Parent != cadre.RootID || e.Depth != 1 || data[cadre.AgentSpawned](e).Mode != "sync" {
 			t.Errorf("agent_spawned %+v", e)
 		}
 	}
@@ -138,7 +138,7 @@ func TestBackgroundReportWakesRoot(t *testing.T) {
 // Cancelling a middle agent stops exactly its subtree.
 func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 	checkNoLeaks(t)
-	var runRef atomic.Pointer[Run]
+	var runRef atomic.Pointer[testRun]
 	started := make(chan struct{}, 10)
 	registered := make(chan struct{})
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
@@ -175,18 +175,19 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 		}
 		return text("done"), nil
 	})
-	ev := &events{}
-	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("middle", "leaf", "other"), Handlers: []func(cadre.Event){ev.handle}}
-	r, err := New(cfg).Start(context.Background(), "go")
+	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("middle", "leaf", "other")}
+	r, err := begin(New(testConfig(cfg)), "go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	runRef.Store(r)
+	ev := watch(t, r.e, r.id, nil)
+	runRef.Store(&r)
 	close(registered)
 	res, err := r.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ev.wait(t)
 	status := map[cadre.AgentID]cadre.Status{}
 	for _, a := range res.Agents {
 		status[a.ID] = a.Status
@@ -228,7 +229,7 @@ func TestInactivityTimeout(t *testing.T) {
 	if res.Answer != "parent got: Error: timed out: no activity for 1s" {
 		t.Fatalf("answer %q", res.Answer)
 	}
-	if f := ev.of(cadre.EventAgentFailed); len(f) != 1 || f[0].Data["error"] != "timed out: no activity for 1s" {
+	if f := ev.of(cadre.EventAgentFailed); len(f) != 1 || data[cadre.AgentFailed](f[0]).Error != "timed out: no activity for 1s" {
 		t.Fatalf("agent_failed events %+v", f)
 	}
 }
@@ -361,7 +362,7 @@ func TestRunTimeoutAndCancel(t *testing.T) {
 	})
 	t.Run("run timeout", func(t *testing.T) {
 		res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{Timeout: 200 * time.Millisecond}}, "go")
-		var re *RunError
+		var re *cadre.RunError
 		if !errors.As(err, &re) || res.Status != cadre.StatusCancelled || !strings.Contains(res.Error, "time limit") {
 			t.Fatalf("err %v, result %+v", err, res)
 		}
@@ -372,13 +373,14 @@ func TestRunTimeoutAndCancel(t *testing.T) {
 			t.Error("no run_failed event")
 		}
 	})
-	t.Run("context cancel", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		r, err := New(Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker")}).Start(ctx, "go")
+	t.Run("abort", func(t *testing.T) {
+		r, err := begin(New(Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker")}), "go")
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.AfterFunc(50*time.Millisecond, cancel)
+		if err := r.e.Cancel(context.Background(), r.id, cadre.CancelOptions{Abort: true}); err != nil {
+			t.Fatal(err)
+		}
 		res, err := r.Wait()
 		if err == nil || res.Status != cadre.StatusCancelled {
 			t.Fatalf("err %v status %s", err, res.Status)

@@ -58,11 +58,12 @@ researcher:
 		Tools:       builtin.New(ws, builtin.Options{}),
 		Runner:      &tool.Executor{Approver: &tool.Approver{Mode: tool.ApproveNone}},
 	})
-	run, err := eng.Start(context.Background(), "When is the release?")
+	ctx := context.Background()
+	run, err := eng.Start(ctx, "When is the release?", cadre.StartOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	res, err := run.Wait()
+	res, err := eng.Wait(ctx, run)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -52,16 +52,52 @@ func defs(names ...string) []*cadre.Definition {
 	return out
 }
 
-// events collects a run's events.
+// events collects a run's events from its stream (Engine.Events).
 type events struct {
-	mu  sync.Mutex
-	all []cadre.Event
+	mu   sync.Mutex
+	all  []cadre.Event
+	done chan struct{} // closed when the stream has ended
+	err  error         // the stream's error, if it ended with one
 }
 
-func (e *events) handle(ev cadre.Event) {
-	e.mu.Lock()
-	e.all = append(e.all, ev)
-	e.mu.Unlock()
+// watch collects the events of run id until its stream ends, calling
+// onEvent, when not nil, with each, in order. A watcher that falls behind
+// fails the test: these runs are small and the tests' buffer large.
+func watch(t *testing.T, e *Engine, id string, onEvent func(cadre.Event)) *events {
+	t.Helper()
+	ev := &events{done: make(chan struct{})}
+	go func() {
+		defer close(ev.done)
+		for e, err := range e.Events(context.Background(), id) {
+			if err != nil {
+				ev.err = err
+				return
+			}
+			if e.Type == cadre.EventSkipped {
+				t.Errorf("the test's watcher fell behind: %+v", e.Data)
+			}
+			ev.mu.Lock()
+			ev.all = append(ev.all, e)
+			ev.mu.Unlock()
+			if onEvent != nil {
+				onEvent(e)
+			}
+		}
+	}()
+	return ev
+}
+
+// wait waits until the stream has ended.
+func (e *events) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-e.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the event stream did not end")
+	}
+	if e.err != nil {
+		t.Errorf("the event stream ended with %v", e.err)
+	}
 }
 
 func (e *events) of(t cadre.EventType) []cadre.Event {
@@ -76,29 +112,97 @@ func (e *events) of(t cadre.EventType) []cadre.Event {
 	return out
 }
 
-// run starts an engine on task and waits for it with a failsafe.
-func runTask(t *testing.T, cfg Config, task string) (*Result, error, *events) {
+// data is the payload of e, or the zero payload when it is of another type.
+func data[T cadre.Payload](e cadre.Event) T {
+	d, _ := e.Data.(T)
+	return d
+}
+
+// testConfig gives cfg an event buffer no test run fills.
+func testConfig(cfg Config) Config {
+	if cfg.EventBuffer == 0 {
+		cfg.EventBuffer = 1 << 16
+	}
+	return cfg
+}
+
+// runTask starts an engine on task and waits for it with a failsafe,
+// collecting its events.
+func runTask(t *testing.T, cfg Config, task string) (*cadre.Result, error, *events) {
 	t.Helper()
-	ev := &events{}
-	cfg.Handlers = append(cfg.Handlers, ev.handle)
-	r, err := New(cfg).Start(context.Background(), task)
+	return runWatched(t, cfg, task, nil)
+}
+
+// runWatched is runTask with onEvent called with each event, in order.
+func runWatched(t *testing.T, cfg Config, task string, onEvent func(cadre.Event)) (*cadre.Result, error, *events) {
+	t.Helper()
+	e := New(testConfig(cfg))
+	id, err := e.Start(context.Background(), task, cadre.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var (
-		res  *Result
-		werr error
-	)
-	go func() { res, werr = r.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
+	ev := watch(t, e, id, onEvent)
+	res, werr := waitRun(t, e, id)
+	ev.wait(t)
+	return res, werr, ev
+}
+
+// waitRun waits for a run with a failsafe.
+func waitRun(t *testing.T, e *Engine, id string) (*cadre.Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := e.Wait(ctx, id)
+	if ctx.Err() != nil {
 		buf := make([]byte, 1<<20)
 		n := runtime.Stack(buf, true)
-		t.Fatalf("run did not finish; tree %+v\n%s", r.Tree(), buf[:n])
+		tree, _ := e.Tree(context.Background(), id)
+		t.Fatalf("run did not finish; tree %+v\n%s", tree, buf[:n])
 	}
-	return res, werr, ev
+	return res, err
+}
+
+// start starts a run of e on task.
+func start(t *testing.T, e *Engine, task string) string {
+	t.Helper()
+	id, err := e.Start(context.Background(), task, cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// testRun is a run a test started or resumed.
+type testRun struct {
+	e  *Engine
+	id string
+}
+
+// begin starts a run of e on task.
+func begin(e *Engine, task string) (testRun, error) {
+	id, err := e.Start(context.Background(), task, cadre.StartOptions{})
+	return testRun{e, id}, err
+}
+
+// resumeRun resumes the run id with e.
+func resumeRun(e *Engine, id string) (testRun, error) {
+	return testRun{e, id}, e.Resume(context.Background(), id)
+}
+
+func (r testRun) ID() string { return r.id }
+
+func (r testRun) Wait() (*cadre.Result, error) { return r.e.Wait(context.Background(), r.id) }
+
+func (r testRun) Tree() []cadre.AgentInfo {
+	t, err := r.e.Tree(context.Background(), r.id)
+	if err != nil {
+		return nil
+	}
+	return t.Agents
+}
+
+func (r testRun) CancelAgent(id cadre.AgentID, reason string) error {
+	return r.e.Cancel(context.Background(), r.id, cadre.CancelOptions{Agent: id, Reason: reason})
 }
 
 // checkNoLeaks fails when goroutines started by the test are still alive.

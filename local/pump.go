@@ -8,12 +8,14 @@ import (
 	"github.com/cadre-ai/cadre"
 )
 
-// pump delivers events in order to the store and the handlers from one
-// goroutine. Publishing never blocks on a slow handler.
+// pump writes a run's events to the store, in order, from one goroutine,
+// then hands them, numbered, to the run's feed. Publishing never waits for
+// the store. Without a store there is no goroutine: events go to the feed
+// at once.
 type pump struct {
-	store    cadre.Store
-	handlers []func(cadre.Event)
-	log      *slog.Logger
+	store cadre.Store
+	feed  *feed
+	log   *slog.Logger
 
 	kept []cadre.Event // the store's share of a batch, reused
 
@@ -24,14 +26,18 @@ type pump struct {
 	done   chan struct{}
 }
 
-func newPump(s cadre.Store, handlers []func(cadre.Event), log *slog.Logger) *pump {
-	p := &pump{store: s, handlers: handlers, log: log, notify: make(chan struct{}, 1), done: make(chan struct{})}
-	go p.run()
+func newPump(s cadre.Store, f *feed, log *slog.Logger) *pump {
+	p := &pump{store: s, feed: f, log: log}
+	if s != nil {
+		p.notify, p.done = make(chan struct{}, 1), make(chan struct{})
+		go p.run()
+	}
 	return p
 }
 
 func (p *pump) publish(ev cadre.Event) {
-	if p.store == nil && len(p.handlers) == 0 {
+	if p.store == nil {
+		p.feed.publish(ev)
 		return
 	}
 	p.mu.Lock()
@@ -56,35 +62,29 @@ func (p *pump) run() {
 		p.queue = nil
 		p.mu.Unlock()
 		if len(batch) > 0 {
-			if p.store != nil {
-				// Streamed text is for watchers; the store keeps the whole
-				// reply in model_response.
-				kept := p.kept[:0]
-				for _, ev := range batch {
-					if ev.Type != cadre.EventModelDelta {
-						kept = append(kept, ev)
-					}
-				}
-				p.kept = kept
-				if len(kept) > 0 {
-					if err := p.store.AppendEvents(context.Background(), kept); err != nil {
-						p.log.Warn("store events", "err", err)
-					}
-					// Handlers see the numbers the store gave.
-					j := 0
-					for i := range batch {
-						if batch[i].Type != cadre.EventModelDelta {
-							batch[i].Seq = kept[j].Seq
-							j++
-						}
-					}
-				}
-			}
+			// Streamed text is for watchers; the store keeps the whole
+			// reply in model_response.
+			kept := p.kept[:0]
 			for _, ev := range batch {
-				for _, h := range p.handlers {
-					h(ev)
+				if ev.Type != cadre.EventModelDelta {
+					kept = append(kept, ev)
 				}
 			}
+			p.kept = kept
+			if len(kept) > 0 {
+				if err := p.store.AppendEvents(context.Background(), kept); err != nil {
+					p.log.Warn("store events", "err", err)
+				}
+				// Watchers see the numbers the store gave.
+				j := 0
+				for i := range batch {
+					if batch[i].Type != cadre.EventModelDelta {
+						batch[i].Seq = kept[j].Seq
+						j++
+					}
+				}
+			}
+			p.feed.publish(batch...)
 		}
 		if closed {
 			return
@@ -92,14 +92,17 @@ func (p *pump) run() {
 	}
 }
 
-// close delivers what is queued and stops the pump.
+// close delivers what is queued, stops the pump and closes the feed.
 func (p *pump) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	select {
-	case p.notify <- struct{}{}:
-	default:
+	if p.store != nil {
+		p.mu.Lock()
+		p.closed = true
+		p.mu.Unlock()
+		select {
+		case p.notify <- struct{}{}:
+		default:
+		}
+		<-p.done
 	}
-	<-p.done
+	p.feed.close()
 }

@@ -30,8 +30,14 @@ type restored struct {
 //
 // The engine must be configured as the run was (definitions, tools,
 // models, limits): the caller keeps that in Config.Settings, which Start
-// stores in the run's record.
-func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
+// stores in the run's record. ctx bounds only the reading and recording of
+// the run, as for Start.
+func (e *Engine) Resume(ctx context.Context, id string) error {
+	_, err := e.resume(ctx, id)
+	return err
+}
+
+func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 	s := e.cfg.Store
 	if s == nil {
 		return nil, ErrNoStore
@@ -50,7 +56,10 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
 	}
-	r := e.newRun(id, rec.Task)
+	r, err := e.newRun(id, rec.Task)
+	if err != nil {
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
 	var all []*restored
 	for _, ar := range recs {
 		entries, err := s.Journal(ctx, id, ar.ID)
@@ -108,9 +117,9 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	r.emit(cadre.Event{Type: cadre.EventRunResumed, Data: map[string]any{"task": rec.Task, "agents": len(all)}})
+	r.emit(cadre.NewEvent(cadre.RunResumed{Task: rec.Task, Agents: len(all)}))
 	r.warn()
-	r.watch(ctx)
+	r.watch()
 	if fresh {
 		r.launch(root, nil)
 		return r, nil
@@ -147,7 +156,7 @@ func (e *Engine) Resume(ctx context.Context, id string) (*Run, error) {
 
 // restore rebuilds the agents of a run, registers them, and posts to each
 // live parent the reports and ends of its children that it may have missed.
-func (r *Run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
+func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 	e := r.e
 	byName := make(map[string]cadre.Tool, len(e.cfg.Tools))
 	for _, t := range e.cfg.Tools {

@@ -197,7 +197,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 	full := memstore.New()
 	cc := &callCounter{calls: map[string]int{}}
 	w := &mutator{runs: map[string]int{}}
-	r, err := New(treeConfig(cc.model(), full, w)).Start(context.Background(), "build the tree")
+	r, err := begin(New(treeConfig(cc.model(), full, w)), "build the tree")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 			crash := &crashStore{Store: mem, limit: limit}
 			w := &mutator{runs: map[string]int{}}
 			first := &callCounter{calls: map[string]int{}}
-			r, err := New(treeConfig(first.model(), crash, w)).Start(context.Background(), "build the tree")
+			r, err := begin(New(treeConfig(first.model(), crash, w)), "build the tree")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 			completed := journaledTurns(t, mem, r.ID())
 
 			second := &callCounter{calls: map[string]int{}}
-			r2, err := New(treeConfig(second.model(), mem, w)).Resume(context.Background(), r.ID())
+			r2, err := resumeRun(New(treeConfig(second.model(), mem, w)), r.ID())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +328,7 @@ func TestResumeDoesNotRepeatWrites(t *testing.T) {
 		seen = lastContent(req)
 		return text("checked"), nil
 	})}
-	r, err := New(cfg).Resume(ctx, id)
+	r, err := resumeRun(New(cfg), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,15 +345,15 @@ func TestResumeDoesNotRepeatWrites(t *testing.T) {
 }
 
 func TestResumeRefusals(t *testing.T) {
-	if _, err := New(Config{Models: OneModel{}}).Resume(context.Background(), "x"); !errors.Is(err, ErrNoStore) {
+	if _, err := resumeRun(New(Config{Models: OneModel{}}), "x"); !errors.Is(err, ErrNoStore) {
 		t.Errorf("no store: %v", err)
 	}
 	mem := memstore.New()
-	if _, err := New(Config{Models: OneModel{}, Store: mem}).Resume(context.Background(), "nope"); !errors.Is(err, cadre.ErrNotFound) {
+	if _, err := resumeRun(New(Config{Models: OneModel{}, Store: mem}), "nope"); !errors.Is(err, cadre.ErrNotFound) {
 		t.Errorf("unknown run: %v", err)
 	}
 	mem.CreateRun(context.Background(), &cadre.RunRecord{ID: "old", Task: "t", Status: cadre.StatusDone, Started: time.Now()})
-	if _, err := New(Config{Models: OneModel{}, Store: mem}).Resume(context.Background(), "old"); err == nil || !strings.Contains(err.Error(), "already ended") {
+	if _, err := resumeRun(New(Config{Models: OneModel{}, Store: mem}), "old"); err == nil || !strings.Contains(err.Error(), "already ended") {
 		t.Errorf("finished run: %v", err)
 	}
 }

@@ -303,7 +303,7 @@ func TestRulesSurviveResume(t *testing.T) {
 	crash := &crashStore{Store: mem, limit: 2} // the Start and the first model result
 	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Tools: []cadre.Tool{sh}, Store: crash,
 		RootDefinition: parseDef(t, "gitter", "tools: Bash(git *)")}
-	r, err := New(cfg).Start(context.Background(), "look")
+	r, err := begin(New(cfg), "look")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestRulesSurviveResume(t *testing.T) {
 		t.Fatal("the run survived its store")
 	}
 	cfg.Store, cfg.RootDefinition = mem, nil
-	r, err = New(cfg).Resume(context.Background(), r.ID())
+	r, err = resumeRun(New(cfg), r.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/cadre-ai/cadre/rule"
 )
 
-// Run is a run in progress.
-type Run struct {
+// run is a run in progress, or ended, in this engine.
+type run struct {
 	e      *Engine
 	id     string
 	task   string
@@ -25,12 +25,13 @@ type Run struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup // agent goroutines and the run's helpers
 	events *pump
+	feed   *feed
 	done   chan struct{}
 	stop   chan struct{} // closed when the run starts finishing
 
 	mu        sync.Mutex
 	agents    map[cadre.AgentID]*agent // live agents
-	infos     map[cadre.AgentID]*AgentInfo
+	infos     map[cadre.AgentID]*cadre.AgentInfo
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
 	defsGen   int                          // changes when defs does
@@ -41,38 +42,56 @@ type Run struct {
 	warned    bool
 	exhausted bool
 	findings  []cadre.Finding
-	result    *Result
+	result    *cadre.Result
 	cancelled string
+	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
 }
 
-func (e *Engine) newRun(id, task string) *Run {
+// newRun makes a run and registers it in the engine, which must not hold
+// a run of that ID that is still going on.
+func (e *Engine) newRun(id, task string) (*run, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	r := &Run{
+	r := &run{
 		e: e, id: id, task: task, ctx: ctx, cancel: cancel,
-		sem:    make(chan struct{}, e.cfg.Limits.MaxConcurrent),
-		done:   make(chan struct{}),
-		stop:   make(chan struct{}),
-		agents: map[cadre.AgentID]*agent{},
-		infos:  map[cadre.AgentID]*AgentInfo{},
-		defs:   make(map[string]*cadre.Definition, len(e.defs)),
-		tasks:  map[string]int{},
+		sem:       make(chan struct{}, e.cfg.Limits.MaxConcurrent),
+		done:      make(chan struct{}),
+		stop:      make(chan struct{}),
+		agents:    map[cadre.AgentID]*agent{},
+		infos:     map[cadre.AgentID]*cadre.AgentInfo{},
+		defs:      make(map[string]*cadre.Definition, len(e.defs)),
+		tasks:     map[string]int{},
+		questions: map[cadre.AgentID]*question{},
 	}
 	for k, v := range e.defs {
 		r.defs[k] = v
 	}
-	r.events = newPump(e.cfg.Store, e.cfg.Handlers, e.cfg.Logger)
-	return r
+	e.mu.Lock()
+	if old := e.runs[id]; old != nil && !old.over() {
+		e.mu.Unlock()
+		cancel(nil)
+		return nil, fmt.Errorf("local: run %s is already going on in this engine", id)
+	}
+	e.runs[id] = r
+	e.mu.Unlock()
+	r.feed = newFeed(id, e.cfg.EventBuffer)
+	r.events = newPump(e.cfg.Store, r.feed, e.cfg.Logger)
+	return r, nil
 }
 
 // abandon releases a run that never started.
-func (r *Run) abandon(err error) {
+func (r *run) abandon(err error) {
 	r.events.close()
 	r.cancel(err)
+	r.e.mu.Lock()
+	if r.e.runs[r.id] == r {
+		delete(r.e.runs, r.id)
+	}
+	r.e.mu.Unlock()
 }
 
 // failStart records a run whose root could not be created.
-func (r *Run) failStart(err error) {
-	r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": cadre.StatusFailed, "error": err.Error()}})
+func (r *run) failStart(err error) {
+	r.emit(cadre.NewEvent(cadre.RunFailed{Status: cadre.StatusFailed, Error: err.Error()}))
 	if s := r.e.cfg.Store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: cadre.StatusFailed, Model: r.e.cfg.RootModel, Error: err.Error(),
 			Started: time.Now().UTC(), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
@@ -83,64 +102,46 @@ func (r *Run) failStart(err error) {
 	r.abandon(err)
 }
 
-// watch aborts the run when the caller's context ends, and applies the
-// run's time limit.
-func (r *Run) watch(ctx context.Context) {
+// watch applies the run's time limit.
+func (r *run) watch() {
+	t := r.e.cfg.Limits.Timeout
+	if t <= 0 {
+		return
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		var timeout <-chan time.Time
-		if t := r.e.cfg.Limits.Timeout; t > 0 {
-			timer := time.NewTimer(t)
-			defer timer.Stop()
-			timeout = timer.C
-		}
+		timer := time.NewTimer(t)
+		defer timer.Stop()
 		select {
-		case <-ctx.Done():
-			r.cancelAll("interrupted")
-			r.cancel(context.Cause(ctx))
-		case <-timeout:
-			r.cancelAll(fmt.Sprintf("the run's time limit of %s passed", r.e.cfg.Limits.Timeout))
+		case <-timer.C:
+			r.cancelAll(fmt.Sprintf("the run's time limit of %s passed", t))
 		case <-r.stop:
 		}
 	}()
 }
 
-// ID is the run's ID.
-func (r *Run) ID() string { return r.id }
-
-// Done is closed when the run has ended and every goroutine has exited.
-func (r *Run) Done() <-chan struct{} { return r.done }
-
-// Wait blocks until the run ends and returns its result. The error is set
-// when the run did not complete (failed, cancelled, timed out).
-func (r *Run) Wait() (*Result, error) {
-	<-r.done
-	res := r.result
-	if res.Status != cadre.StatusDone {
-		return res, &RunError{Run: r.id, Status: res.Status, Reason: res.Error}
-	}
-	return res, nil
-}
-
-// Cancel stops the whole run gracefully: every agent is cancelled after its
-// descendants, and the run ends as cancelled.
-func (r *Run) Cancel(reason string) {
+// cancelRun stops the whole run gracefully: every agent is cancelled after
+// its descendants, and the run ends as cancelled.
+func (r *run) cancelRun(reason string) {
 	if reason == "" {
 		reason = "cancelled by the user"
 	}
 	r.cancelAll(reason)
 }
 
-// Abort stops the run at once: calls in flight are aborted.
-func (r *Run) Abort() {
-	r.cancelAll("aborted")
-	r.cancel(errors.New("aborted"))
+// abort stops the run at once: calls in flight are aborted.
+func (r *run) abort(reason string) {
+	if reason == "" {
+		reason = "aborted"
+	}
+	r.cancelAll(reason)
+	r.cancel(errors.New(reason))
 }
 
-// CancelAgent cancels an agent and all its descendants; each agent ends
+// cancelAgent cancels an agent and all its descendants; each agent ends
 // after its own descendants have ended.
-func (r *Run) CancelAgent(id cadre.AgentID, reason string) error {
+func (r *run) cancelAgent(id cadre.AgentID, reason string) error {
 	r.mu.Lock()
 	_, ok := r.agents[id]
 	r.mu.Unlock()
@@ -156,11 +157,11 @@ func (r *Run) CancelAgent(id cadre.AgentID, reason string) error {
 
 // storeFailed stops the run when its store can no longer keep the journal:
 // going on would do work that could not be resumed.
-func (r *Run) storeFailed(err error) {
+func (r *run) storeFailed(err error) {
 	r.cancelAll("the run's store failed: " + err.Error())
 }
 
-func (r *Run) cancelAll(reason string) {
+func (r *run) cancelAll(reason string) {
 	r.mu.Lock()
 	if r.cancelled == "" {
 		r.cancelled = reason
@@ -173,7 +174,7 @@ func (r *Run) cancelAll(reason string) {
 // first, so it stops before it can react to anything its descendants do;
 // each agent then ends only after its children have ended, so descendants
 // end first and none outlives its parent.
-func (r *Run) cancelTree(id cadre.AgentID, reason string) {
+func (r *run) cancelTree(id cadre.AgentID, reason string) {
 	r.mu.Lock()
 	var targets []*agent
 	for aid, a := range r.agents {
@@ -193,26 +194,44 @@ func (r *Run) cancelTree(id cadre.AgentID, reason string) {
 	}
 }
 
-// Tree returns a snapshot of every agent of the run, in creation order.
-func (r *Run) Tree() []AgentInfo {
+// tree returns a snapshot of every agent of the run, in creation order.
+func (r *run) tree() *cadre.Tree {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]AgentInfo, 0, len(r.order))
-	for _, id := range r.order {
-		out = append(out, *r.infos[id])
+	if res := r.result; res != nil {
+		return &cadre.Tree{Run: r.id, Usage: res.Usage, Agents: slices.Clone(res.Agents)}
 	}
-	return out
+	t := &cadre.Tree{Run: r.id, Usage: r.usage, Agents: make([]cadre.AgentInfo, 0, len(r.order))}
+	for _, id := range r.order {
+		t.Agents = append(t.Agents, *r.infos[id])
+	}
+	return t
 }
 
-// Usage is the tokens used so far by the whole tree.
-func (r *Run) Usage() cadre.Usage {
+// A question is an agent's question to the user while it is asked. Its
+// fields are guarded by the run's mu.
+type question struct {
+	answered bool
+	text     string // the answer given through Engine.Answer
+	cancel   context.CancelFunc
+}
+
+// answer gives the answer to the agent's pending question to the user.
+func (r *run) answer(agent cadre.AgentID, text string) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.usage
+	q := r.questions[agent]
+	if q == nil || q.answered {
+		r.mu.Unlock()
+		return fmt.Errorf("answer %s in run %s: %w", agent, r.id, cadre.ErrNoQuestion)
+	}
+	q.answered, q.text = true, text
+	r.mu.Unlock()
+	q.cancel()
+	return nil
 }
 
 // emit publishes an event for the run.
-func (r *Run) emit(ev cadre.Event) {
+func (r *run) emit(ev cadre.Event) {
 	ev.Run = r.id
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
@@ -221,14 +240,14 @@ func (r *Run) emit(ev cadre.Event) {
 }
 
 // warn publishes the engine's warnings, as the run starts or resumes.
-func (r *Run) warn() {
+func (r *run) warn() {
 	for _, w := range r.e.cfg.Warnings {
-		r.emit(cadre.Event{Type: cadre.EventWarning, Agent: cadre.RootID, Data: map[string]any{"message": w}})
+		r.emit(cadre.Event{Type: cadre.EventWarning, Agent: cadre.RootID, Data: cadre.Warning{Message: w}})
 	}
 }
 
 // userFacing returns the definitions models may see, sorted by name.
-func (r *Run) userFacing() []*cadre.Definition {
+func (r *run) userFacing() []*cadre.Definition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []*cadre.Definition
@@ -243,7 +262,7 @@ func (r *Run) userFacing() []*cadre.Definition {
 
 // userFacingFor returns the user-facing definitions rules let an agent
 // start (with or without approval): the ones its prompt offers.
-func (r *Run) userFacingFor(rules rule.Chain) []*cadre.Definition {
+func (r *run) userFacingFor(rules rule.Chain) []*cadre.Definition {
 	all := r.userFacing()
 	if len(rules) == 0 {
 		return all
@@ -251,7 +270,7 @@ func (r *Run) userFacingFor(rules rule.Chain) []*cadre.Definition {
 	return slices.DeleteFunc(all, func(d *cadre.Definition) bool { return !rules.AllowsAgent(d.Name) })
 }
 
-func (r *Run) definition(name string) *cadre.Definition {
+func (r *run) definition(name string) *cadre.Definition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.defs[name]
@@ -265,7 +284,7 @@ func (e *Engine) maxQuestions(def *cadre.Definition) int {
 	return e.cfg.Limits.MaxQuestions
 }
 
-func (r *Run) catalog() []loop.CatalogEntry {
+func (r *run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]loop.CatalogEntry, 0, len(r.defs))
@@ -281,7 +300,7 @@ func (r *Run) catalog() []loop.CatalogEntry {
 }
 
 // register adds an agent to the run's tables.
-func (r *Run) register(a *agent, task string, status cadre.Status) {
+func (r *run) register(a *agent, task string, status cadre.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.agents[a.id] = a
@@ -292,14 +311,14 @@ func (r *Run) register(a *agent, task string, status cadre.Status) {
 	if a.parent != nil {
 		parent = a.parent.id
 	}
-	r.infos[a.id] = &AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
+	r.infos[a.id] = &cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
 		Task: task, Status: status, Started: time.Now()}
 }
 
 // create registers a new agent and makes its Start durable: the agent's
 // record and its first journal entry are written before anyone learns of
 // it, so a resumed run finds every agent its parents know.
-func (r *Run) create(a *agent, start loop.Start) error {
+func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
 	r.putAgent(a)
 	if err := a.journal([]loop.Input{start}); err != nil {
@@ -314,13 +333,13 @@ func (r *Run) create(a *agent, start loop.Start) error {
 
 // launch starts an agent's goroutine. pending are actions to carry out
 // before it reads its mailbox (after a resume).
-func (r *Run) launch(a *agent, pending []loop.Action) {
+func (r *run) launch(a *agent, pending []loop.Action) {
 	r.wg.Add(1)
 	go a.main(pending)
 }
 
 // putAgent writes the agent's record.
-func (r *Run) putAgent(a *agent) {
+func (r *run) putAgent(a *agent) {
 	s := r.e.cfg.Store
 	if s == nil {
 		return
@@ -340,7 +359,7 @@ func (r *Run) putAgent(a *agent) {
 
 // setStatus changes an agent's status in the live tree; the store's record
 // follows at the agent's next state change worth keeping.
-func (r *Run) setStatus(a *agent, st cadre.Status) {
+func (r *run) setStatus(a *agent, st cadre.Status) {
 	r.mu.Lock()
 	in := r.infos[a.id]
 	changed := in.Status != st && !in.Status.Terminal()
@@ -354,7 +373,7 @@ func (r *Run) setStatus(a *agent, st cadre.Status) {
 }
 
 // deliver routes a message an agent sent.
-func (r *Run) deliver(from *agent, d loop.Deliver) {
+func (r *run) deliver(from *agent, d loop.Deliver) {
 	if d.Report {
 		if from.parent == nil {
 			return
@@ -375,12 +394,12 @@ func (r *Run) deliver(from *agent, d loop.Deliver) {
 
 // recordReport keeps a child's report in the tree and turns it into a
 // finding when its definition asks for that.
-func (r *Run) recordReport(from *agent, d loop.Deliver) {
+func (r *run) recordReport(from *agent, d loop.Deliver) {
 	if f, ok := finding(from, d); ok {
 		r.mu.Lock()
 		r.findings = append(r.findings, f)
 		r.mu.Unlock()
-		from.emit(cadre.EventFinding, map[string]any{"title": f.Title, "content": f.Content})
+		from.emit(cadre.FindingReported{Title: f.Title, Content: f.Content})
 	}
 	r.mu.Lock()
 	if in := r.infos[from.id]; in != nil {
@@ -405,7 +424,7 @@ func finding(from *agent, d loop.Deliver) (cadre.Finding, bool) {
 
 // ended is called by an agent's goroutine when it has finished and all its
 // children have ended.
-func (r *Run) ended(a *agent, fin loop.Finish) {
+func (r *run) ended(a *agent, fin loop.Finish) {
 	r.mu.Lock()
 	delete(r.agents, a.id)
 	in := r.infos[a.id]
@@ -429,15 +448,11 @@ func (r *Run) ended(a *agent, fin loop.Finish) {
 	r.putAgent(a)
 	switch status {
 	case cadre.StatusCancelled:
-		a.emit(cadre.EventAgentCancelled, map[string]any{"reason": fin.Result})
+		a.emit(cadre.AgentCancelled{Reason: fin.Result})
 	case cadre.StatusFailed:
-		a.emit(cadre.EventAgentFailed, map[string]any{"error": fin.Result})
+		a.emit(cadre.AgentFailed{Error: fin.Result})
 	default:
-		data := map[string]any{"result": fin.Result}
-		if fin.BudgetExhausted {
-			data["budget_exhausted"] = true
-		}
-		a.emit(cadre.EventAgentCompleted, data)
+		a.emit(cadre.AgentCompleted{Result: fin.Result, BudgetExhausted: fin.BudgetExhausted})
 	}
 	if a.parent != nil {
 		ce := loop.ChildEnded{Child: a.id, Status: status}
@@ -451,11 +466,11 @@ func (r *Run) ended(a *agent, fin loop.Finish) {
 	go r.finish(fin)
 }
 
-func (r *Run) finish(fin loop.Finish) {
+func (r *run) finish(fin loop.Finish) {
 	close(r.stop)
 	r.wg.Wait()
 	r.mu.Lock()
-	res := &Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted}
+	res := &cadre.Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted}
 	for _, id := range r.order {
 		in := r.infos[id]
 		res.Agents = append(res.Agents, *in)
@@ -480,19 +495,17 @@ func (r *Run) finish(fin loop.Finish) {
 	default:
 		res.Status = cadre.StatusDone
 	}
+	r.mu.Lock()
 	r.result = res
+	r.mu.Unlock()
 	if res.Status == cadre.StatusDone {
-		data := map[string]any{"answer": res.Answer, "usage": res.Usage, "agents": len(res.Agents)}
+		data := cadre.RunCompleted{Answer: res.Answer, Usage: res.Usage, Agents: len(res.Agents), Findings: res.Findings}
 		if res.BudgetExhausted {
-			data["budget_exhausted"] = true
-			data["completed"], data["incomplete"] = res.Completed, res.Incomplete
+			data.BudgetExhausted, data.Completed, data.Incomplete = true, res.Completed, res.Incomplete
 		}
-		if len(res.Findings) > 0 {
-			data["findings"] = res.Findings
-		}
-		r.emit(cadre.Event{Type: cadre.EventRunCompleted, Data: data})
+		r.emit(cadre.NewEvent(data))
 	} else {
-		r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": res.Status, "error": res.Error, "usage": res.Usage}})
+		r.emit(cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage}))
 	}
 	r.events.close()
 	if s := r.e.cfg.Store; s != nil {
@@ -512,11 +525,48 @@ func (r *Run) finish(fin loop.Finish) {
 		}
 	}
 	r.cancel(errors.New("run ended"))
+	// What only agents used goes; the result stays, and is the tree. With
+	// a store, the run's events are there for watchers that come later;
+	// those already watching keep the feed they read.
+	r.mu.Lock()
+	r.defs, r.prompts, r.tasks, r.infos, r.order = nil, nil, nil, nil, nil
+	r.mu.Unlock()
+	if r.e.cfg.Store != nil {
+		r.dropFeed()
+	}
 	close(r.done)
+	r.e.forget(r)
+}
+
+// dropFeed lets go of the run's latest events, once it has ended; watchers
+// already reading them keep them until they are done.
+func (r *run) dropFeed() {
+	r.mu.Lock()
+	r.feed = nil
+	r.mu.Unlock()
+	r.events.feed = nil // the pump is closed: nothing publishes any more
+}
+
+// watchable returns the feed of the run's events, or nil once the run has
+// ended and its events are to be read from the store.
+func (r *run) watchable() *feed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.feed
+}
+
+// over reports whether the run has ended.
+func (r *run) over() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // charge adds a model call's usage and warns once at 80% of the budget.
-func (r *Run) charge(a *agent, u cadre.Usage) {
+func (r *run) charge(a *agent, u cadre.Usage) {
 	budget := r.e.cfg.Limits.BudgetTokens
 	r.mu.Lock()
 	r.usage = r.usage.Add(u)
@@ -530,12 +580,12 @@ func (r *Run) charge(a *agent, u cadre.Usage) {
 	}
 	r.mu.Unlock()
 	if warn {
-		a.emit(cadre.EventBudgetWarning, map[string]any{"used": used, "budget": budget, "percent": used * 100 / budget})
+		a.emit(cadre.BudgetWarning{Used: used, Budget: budget, Percent: used * 100 / budget})
 	}
 }
 
 // allow reports whether the token budget allows a new model call.
-func (r *Run) allow(a *agent) bool {
+func (r *run) allow(a *agent) bool {
 	budget := r.e.cfg.Limits.BudgetTokens
 	if budget <= 0 {
 		return true
@@ -549,7 +599,7 @@ func (r *Run) allow(a *agent) bool {
 	}
 	r.mu.Unlock()
 	if first {
-		a.emit(cadre.EventBudgetExhausted, map[string]any{"used": used, "budget": budget})
+		a.emit(cadre.BudgetExhausted{Used: used, Budget: budget})
 	}
 	return ok
 }

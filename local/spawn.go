@@ -77,7 +77,7 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 
 // prepare checks the run-wide limits for spec and builds the child. It
 // reserves the child's place in the agent count.
-func (r *Run) prepare(parent *agent, spec loop.ChildSpec) birth {
+func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	e := r.e
 	lim := e.cfg.Limits
 	b := birth{spec: spec}
@@ -108,14 +108,14 @@ func (r *Run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	r.mu.Lock()
 	if r.created >= lim.MaxAgents {
 		r.mu.Unlock()
-		parent.emit(cadre.EventAgentLimit, map[string]any{"max_agents": lim.MaxAgents, "task": spec.Task})
+		parent.emit(cadre.AgentLimit{MaxAgents: lim.MaxAgents, Task: spec.Task})
 		b.err = fmt.Sprintf("agent limit reached: this run has already created %d agents, the most it allows (maxAgents %d). Finish the work with the agents you have, or do it yourself.", lim.MaxAgents, lim.MaxAgents)
 		return b
 	}
 	if !spec.Onboarding && r.tasks[norm] >= cadre.DefaultCycleRepeats {
 		n := r.tasks[norm]
 		r.mu.Unlock()
-		parent.emit(cadre.EventCycleDetected, map[string]any{"task": spec.Task, "count": n + 1})
+		parent.emit(cadre.CycleDetected{Task: spec.Task, Count: n + 1})
 		b.err = fmt.Sprintf("cycle detected: this same task was already delegated %d times in this run. Do not delegate it again; work with the results you have.", n)
 		return b
 	}
@@ -138,22 +138,19 @@ func (r *Run) prepare(parent *agent, spec loop.ChildSpec) birth {
 }
 
 // born records how a new child was asked for and announces it.
-func (r *Run) born(a *agent, spec loop.ChildSpec) {
+func (r *run) born(a *agent, spec loop.ChildSpec) {
 	r.mu.Lock()
 	r.infos[a.id].Mode = spec.Mode
 	r.mu.Unlock()
-	data := map[string]any{"child": string(spec.ID), "definition": a.definition, "mode": spec.Mode, "task": spec.Task, "model": a.modelName}
+	data := cadre.AgentSpawned{Child: spec.ID, Definition: a.definition, Mode: spec.Mode, Task: spec.Task, Model: a.modelName, Name: spec.Name}
 	if spec.Total > 0 {
-		data["index"], data["total"] = spec.Index, spec.Total
+		data.Index, data.Total = spec.Index, spec.Total
 	}
-	if spec.Name != "" {
-		data["name"] = spec.Name
-	}
-	a.emit(cadre.EventAgentSpawned, data)
+	a.emit(data)
 }
 
 // newChild builds a child agent and its Start input.
-func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition) (*agent, loop.Start, string) {
+func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition) (*agent, loop.Start, string) {
 	e := r.e
 	lim := e.cfg.Limits
 	var (
@@ -166,15 +163,15 @@ func (r *Run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		if m, err = e.cfg.Models.Open(spec.Model); err == nil {
 			name = spec.Model
 		} else {
-			parent.emit(cadre.EventWarning, map[string]any{"child": string(spec.ID),
-				"message": fmt.Sprintf("%s asked for the model %q for %s, which cannot be used (%v); the agent's own choice applies", parent.id, spec.Model, spec.ID, err)})
+			parent.emit(cadre.Warning{Child: spec.ID,
+				Message: fmt.Sprintf("%s asked for the model %q for %s, which cannot be used (%v); the agent's own choice applies", parent.id, spec.Model, spec.ID, err)})
 		}
 	}
 	if m == nil {
 		var warning string
 		name, warning = e.cfg.Models.Choose(def, parent.modelName)
 		if warning != "" {
-			parent.emit(cadre.EventWarning, map[string]any{"message": warning, "child": string(spec.ID)})
+			parent.emit(cadre.Warning{Message: warning, Child: spec.ID})
 		}
 		if m, err = e.cfg.Models.Open(name); err != nil {
 			return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
@@ -317,7 +314,7 @@ func ruleSets(def *cadre.Definition, parent []loop.RuleSet) []loop.RuleSet {
 // mayStart checks the rules of the parent's definition (and its
 // ancestors') about the agent spec would start, and asks for approval
 // when one says so. It returns why the agent may not start, or "".
-func (r *Run) mayStart(parent *agent, spec loop.ChildSpec) string {
+func (r *run) mayStart(parent *agent, spec loop.ChildSpec) string {
 	v := parent.rules.Agent(spec.Definition)
 	switch v.Action {
 	case cadre.PermissionAllow:
@@ -362,7 +359,7 @@ type promptKey struct {
 }
 
 // childPrompt returns prompt.Child(p), built once per distinct input.
-func (r *Run) childPrompt(p prompt.ChildParams) string {
+func (r *run) childPrompt(p prompt.ChildParams) string {
 	r.mu.Lock()
 	key := promptKey{def: p.Def, defs: r.defsGen, delegate: p.CanDelegate, protocol: p.Protocol, depth: p.Depth, maxDepth: p.MaxDepth, report: p.Report}
 	if s, ok := r.prompts[key]; ok {

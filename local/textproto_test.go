@@ -157,7 +157,7 @@ sub:
 				t.Fatalf("%d agent_spawned events, want 3", len(spawned))
 			}
 			for i, e := range spawned {
-				if e.Data["index"] != i+1 || e.Data["total"] != 3 || e.Data["mode"] != "parallel" || e.Parent != cadre.RootID || e.Depth != 1 {
+				if data[cadre.AgentSpawned](e).Index != i+1 || data[cadre.AgentSpawned](e).Total != 3 || data[cadre.AgentSpawned](e).Mode != "parallel" || e.Parent != cadre.RootID || e.Depth != 1 {
 					t.Errorf("agent_spawned %d: parent %s depth %d data %v", i, e.Parent, e.Depth, e.Data)
 				}
 			}
@@ -192,7 +192,7 @@ sub:
 			if synth != want {
 				t.Errorf("synthesis message:\n%s\nwant:\n%s", synth, want)
 			}
-			if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || s[0].Agent != cadre.RootID || s[0].Data["tasks"] != 3 {
+			if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || s[0].Agent != cadre.RootID || data[cadre.SynthesisStarted](s[0]).Tasks != 3 {
 				t.Errorf("synthesis_started events %+v", s)
 			}
 		})
@@ -254,7 +254,9 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 	// Each step starts only after the step before it has reported.
 	for i := 2; i <= 3; i++ {
 		prev := cadre.AgentID(fmt.Sprintf("root/sub.%d", i-1))
-		reported := ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventAgentReported && e.Data["child"] == string(prev) })
+		reported := ev.index(func(e cadre.Event) bool {
+			return e.Type == cadre.EventAgentReported && data[cadre.AgentReported](e).Child == prev
+		})
 		spawned := ev.index(func(e cadre.Event) bool {
 			return e.Type == cadre.EventAgentSpawned && e.Agent == cadre.AgentID(fmt.Sprintf("root/sub.%d", i))
 		})
@@ -263,7 +265,7 @@ func TestTextSequentialBlockPassesPreviousResult(t *testing.T) {
 		}
 	}
 	for i, e := range ev.of(cadre.EventAgentSpawned) {
-		if e.Data["index"] != i+1 || e.Data["total"] != 3 || e.Data["mode"] != "sequential" {
+		if data[cadre.AgentSpawned](e).Index != i+1 || data[cadre.AgentSpawned](e).Total != 3 || data[cadre.AgentSpawned](e).Mode != "sequential" {
 			t.Errorf("agent_spawned %d: %v", i, e.Data)
 		}
 	}
@@ -346,7 +348,7 @@ func TestTextSequentialStepRetriedOnce(t *testing.T) {
 	}
 	// The retried step keeps its place: index 2 of 4 both times.
 	for _, e := range ev.of(cadre.EventAgentSpawned) {
-		if (e.Agent == "root/sub.2" || e.Agent == "root/sub.3") && (e.Data["index"] != 2 || e.Data["total"] != 4) {
+		if (e.Agent == "root/sub.2" || e.Agent == "root/sub.3") && (data[cadre.AgentSpawned](e).Index != 2 || data[cadre.AgentSpawned](e).Total != 4) {
 			t.Errorf("retried step spawned as %v", e.Data)
 		}
 	}
@@ -416,7 +418,7 @@ func TestTextRecursionStopsAtDepthLimit(t *testing.T) {
 				t.Fatalf("the agent at the limit made %d calls; last input %q", len(leaf), lastContent(&leaf[len(leaf)-1]))
 			}
 			limits := ev.of(cadre.EventDepthLimit)
-			if len(limits) != 1 || limits[0].Agent != "root/sub.1/sub.1" || limits[0].Data["attempted_depth"] != 3 || limits[0].Data["max_depth"] != 2 {
+			if len(limits) != 1 || limits[0].Agent != "root/sub.1/sub.1" || data[cadre.DepthLimit](limits[0]).AttemptedDepth != 3 || data[cadre.DepthLimit](limits[0]).MaxDepth != 2 {
 				t.Errorf("depth_limit events %+v", limits)
 			}
 			// The middle agent synthesised its child's work for its own task.
@@ -542,7 +544,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 		if e.Type != cadre.EventAgentReported {
 			return
 		}
-		if c, ok := reported[e.Data["child"].(string)]; ok {
+		if c, ok := reported[string(data[cadre.AgentReported](e).Child)]; ok {
 			close(c)
 		}
 	}
@@ -581,9 +583,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 		}
 		return nil, errors.New("unexpected agent " + string(req.Agent))
 	})
-	cfg := textConfig(m)
-	cfg.Handlers = []func(cadre.Event){onEvent}
-	res, err, ev := runTask(t, cfg, request)
+	res, err, ev := runWatched(t, textConfig(m), request, onEvent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +592,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 	}
 	var order []string
 	for _, e := range ev.of(cadre.EventAgentReported) {
-		order = append(order, e.Data["child"].(string))
+		order = append(order, string(data[cadre.AgentReported](e).Child))
 	}
 	if !slices.Equal(order, []string{"root/sub.3", "root/sub.2", "root/sub.1"}) {
 		t.Fatalf("reports arrived in order %v, want the reverse of the tasks", order)
@@ -605,7 +605,7 @@ func TestTextSynthesisGolden(t *testing.T) {
 	if !strings.Contains(got, request) {
 		t.Errorf("the synthesis does not hold the original request %q", request)
 	}
-	if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || s[0].Data["tasks"] != 3 {
+	if s := ev.of(cadre.EventSynthesisStarted); len(s) != 1 || data[cadre.SynthesisStarted](s[0]).Tasks != 3 {
 		t.Errorf("synthesis_started events %+v", s)
 	}
 	golden(t, filepath.Join("testdata", "synthesis_run.golden"), got)
@@ -679,8 +679,8 @@ func TestTextSpawnNamedDefinitions(t *testing.T) {
 		t.Fatalf("the general subagent's requests %+v", gen)
 	}
 	spawned := ev.of(cadre.EventAgentSpawned)
-	if len(spawned) != 2 || spawned[0].Data["definition"] != "researcher" || spawned[0].Data["index"] != 1 ||
-		spawned[1].Data["definition"] != "sub" || spawned[1].Data["index"] != 2 || spawned[1].Data["total"] != 3 {
+	if len(spawned) != 2 || data[cadre.AgentSpawned](spawned[0]).Definition != "researcher" || data[cadre.AgentSpawned](spawned[0]).Index != 1 ||
+		data[cadre.AgentSpawned](spawned[1]).Definition != "sub" || data[cadre.AgentSpawned](spawned[1]).Index != 2 || data[cadre.AgentSpawned](spawned[1]).Total != 3 {
 		t.Errorf("agent_spawned events %+v", spawned)
 	}
 	root := m.RequestsOf(cadre.RootID)
@@ -776,8 +776,8 @@ func TestTextSayAndPreSpawn(t *testing.T) {
 	says := func(ev *events) []said {
 		var out []said
 		for _, e := range ev.of(cadre.EventSay) {
-			p, _ := e.Data["pre_spawn"].(bool)
-			out = append(out, said{e.Agent, e.Data["text"].(string), p})
+			d := data[cadre.Say](e)
+			out = append(out, said{e.Agent, d.Text, d.PreSpawn})
 		}
 		return out
 	}
@@ -864,7 +864,7 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 		return cfg
 	}
 	full := memstore.New()
-	r, err := New(config(&callCounter{calls: map[string]int{}}, full)).Start(context.Background(), "two steps")
+	r, err := begin(New(config(&callCounter{calls: map[string]int{}}, full)), "two steps")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +890,7 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			mem := memstore.New()
 			crash := &crashStore{Store: mem, limit: limit}
-			r, err := New(config(&callCounter{calls: map[string]int{}}, crash)).Start(context.Background(), "two steps")
+			r, err := begin(New(config(&callCounter{calls: map[string]int{}}, crash)), "two steps")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -900,7 +900,7 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 			}
 			completed := journaledTurns(t, mem, r.ID())
 			second := &callCounter{calls: map[string]int{}}
-			r2, err := New(config(second, mem)).Resume(context.Background(), r.ID())
+			r2, err := resumeRun(New(config(second, mem)), r.ID())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,7 +26,7 @@ func TestWarningsOnStartAndResume(t *testing.T) {
 				continue
 			}
 			n++
-			if e.Agent != cadre.RootID || e.Data["message"] != warning || e.Run == "" {
+			if e.Agent != cadre.RootID || e.Data != (cadre.Warning{Message: warning}) || e.Run == "" {
 				t.Errorf("warning event %+v", e)
 			}
 			if i == 0 || ev.all[i-1].Type != after {
@@ -61,15 +61,16 @@ func TestWarningsOnStartAndResume(t *testing.T) {
 		if err := mem.Append(ctx, []cadre.JournalEntry{{Run: id, Agent: cadre.RootID, Seq: 1, Kind: start.Kind(), Data: marshalInput(start), Time: time.Now()}}); err != nil {
 			t.Fatal(err)
 		}
-		ev := &events{}
-		cfg := Config{Models: OneModel{Name: "fake", Model: answer}, RootModel: "fake", Store: mem, Warnings: []string{warning}, Handlers: []func(cadre.Event){ev.handle}}
-		r, err := New(cfg).Resume(ctx, id)
-		if err != nil {
+		cfg := Config{Models: OneModel{Name: "fake", Model: answer}, RootModel: "fake", Store: mem, Warnings: []string{warning}}
+		e := New(cfg)
+		if err := e.Resume(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.Wait(); err != nil {
+		ev := watch(t, e, id, nil)
+		if _, err := waitRun(t, e, id); err != nil {
 			t.Fatal(err)
 		}
+		ev.wait(t)
 		check(t, ev, cadre.EventRunResumed)
 	})
 }

@@ -114,9 +114,11 @@ type Interrupt struct{}
 
 // Emit asks the engine to publish an event for this agent.
 type Emit struct {
-	Type cadre.EventType
-	Data map[string]any
+	Event cadre.Payload
 }
+
+// Type is the type of the event.
+func (e Emit) Type() cadre.EventType { return e.Event.EventType() }
 
 // Wait says the agent's turn is over but it is not done: it waits for its
 // children, its inbox or an answer.

@@ -35,7 +35,7 @@ func (s *State) startBlock() ([]Action, bool) {
 	// the <say> blocks of this reply, those before the block included, were
 	// already shown.
 	if b.Before != "" && !s.cfg.Say {
-		acts = append(acts, Emit{Type: cadre.EventSay, Data: map[string]any{"text": b.Before, "pre_spawn": true}})
+		acts = append(acts, Emit{Event: cadre.Say{Text: b.Before, PreSpawn: true}})
 	}
 	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate {
 		if s.refused {
@@ -45,9 +45,7 @@ func (s *State) startBlock() ([]Action, bool) {
 		why := "you may not start sub-agents: your definition's tool list does not allow it"
 		if s.cfg.Depth >= s.cfg.MaxDepth {
 			why = fmt.Sprintf("the depth limit is reached (this agent is at depth %d of at most %d)", s.cfg.Depth, s.cfg.MaxDepth)
-			acts = append(acts, Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
-				"attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth, "tasks": len(b.Tasks),
-			}})
+			acts = append(acts, Emit{Event: cadre.DepthLimit{AttemptedDepth: s.cfg.Depth + 1, MaxDepth: s.cfg.MaxDepth, Tasks: len(b.Tasks)}})
 		}
 		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: "Your <spawn_agents> block was not run: " + why +
 			". Do the work yourself and reply with the result, without a <spawn_agents> block."})
@@ -125,7 +123,7 @@ func (s *State) blockReport(c *child, text string, status cadre.Status) []Action
 	s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.Synthesis(s.task, results)})
 	s.flushQueue()
 	return []Action{
-		Emit{Type: cadre.EventSynthesisStarted, Data: map[string]any{"tasks": len(results)}},
+		Emit{Event: cadre.SynthesisStarted{Tasks: len(results)}},
 		s.modelCall(),
 	}
 }

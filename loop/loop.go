@@ -378,7 +378,7 @@ func (s *State) modelResult(in ModelResult) []Action {
 		s.lastText = msg.Content
 		if s.cfg.Say {
 			for _, said := range textproto.TagExtractAll(msg.Content, "say") {
-				acts = append(acts, Emit{Type: cadre.EventSay, Data: map[string]any{"text": said}})
+				acts = append(acts, Emit{Event: cadre.Say{Text: said}})
 			}
 		}
 	}
@@ -593,7 +593,7 @@ func (s *State) resultText() string {
 func (s *State) nudge(text string) []Action {
 	s.nudged = true
 	s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: text})
-	return []Action{Emit{Type: cadre.EventAgentNudged, Data: map[string]any{"text": text}}, s.modelCall()}
+	return []Action{Emit{Event: cadre.AgentNudged{Text: text}}, s.modelCall()}
 }
 
 // checkedReport delivers text as the report once it matches the output

@@ -144,7 +144,7 @@ func TestReportTool(t *testing.T) {
 	t.Run("ending without send is nudged once with the exact text", func(t *testing.T) {
 		h := start(t, childConfig(cadre.ReportTool), "task")
 		acts := h.reply("I think I am done")
-		if got := find[Emit](acts); len(got) != 1 || got[0].Type != cadre.EventAgentNudged {
+		if got := find[Emit](acts); len(got) != 1 || got[0].Type() != cadre.EventAgentNudged {
 			t.Fatalf("want one agent_nudged event, got %#v", acts)
 		}
 		want := "You haven't sent your results to your parent agent yet. Use the send_agent_message tool to deliver your results. No agentId is needed — it defaults to your parent."
@@ -449,7 +449,7 @@ func TestDepthLimitRefusesSpawn(t *testing.T) {
 	}
 	acts := h.reply("", call("s", ToolSpawnAgent, `{"agent":"researcher","task":"x"}`))
 	ev := find[Emit](acts)
-	if len(ev) != 1 || ev[0].Type != cadre.EventDepthLimit || ev[0].Data["attempted_depth"] != 4 || ev[0].Data["max_depth"] != 3 {
+	if len(ev) != 1 || ev[0].Event != (cadre.DepthLimit{Tool: ToolSpawnAgent, AttemptedDepth: 4, MaxDepth: 3}) {
 		t.Fatalf("want a depth_limit event, got %#v", acts)
 	}
 	res := h.s.Messages()[len(h.s.Messages())-1]

@@ -113,7 +113,7 @@ func (s *State) onboardReply(i int, call, id, answer string) []Action {
 	c.lastQ, c.lastA, c.question = q, answer, ""
 	c.waiter = call
 	return []Action{
-		Emit{Type: cadre.EventOnboardAnswer, Data: map[string]any{"handle": h.id, "child": string(c.spec.ID), "question": q, "answer": answer}},
+		Emit{Event: cadre.OnboardAnswer{Handle: h.id, Child: c.spec.ID, Question: q, Answer: answer}},
 		Reply{To: c.spec.ID, Text: answer},
 	}
 }
@@ -126,7 +126,7 @@ func (s *State) onboardQuestion(c *child, q string) []Action {
 		return nil
 	}
 	h.question = q
-	acts := []Action{Emit{Type: cadre.EventOnboardQuestion, Data: map[string]any{"handle": h.id, "child": string(c.spec.ID), "question": q}}}
+	acts := []Action{Emit{Event: cadre.OnboardQuestion{Handle: h.id, Child: c.spec.ID, Question: q}}}
 	if c.waiter != "" {
 		call := c.waiter
 		c.waiter = ""
@@ -303,6 +303,6 @@ func (s *State) agentCreated(in AgentCreated) []Action {
 	if in.File != "" {
 		where = " and written to " + in.File
 	}
-	return append([]Action{Emit{Type: cadre.EventAgentCreated, Data: map[string]any{"name": def.Name, "file": in.File}}},
+	return append([]Action{Emit{Event: cadre.AgentCreated{Name: def.Name, File: in.File}}},
 		s.fillCall(in.Ref, fmt.Sprintf("Created agent %s%s. Run it with agent_call(agent=%q, input=…).", def.Name, where, def.Name), false)...)
 }

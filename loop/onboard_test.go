@@ -51,7 +51,7 @@ func TestOnboardingTwoQuestionsThenReady(t *testing.T) {
 		t.Fatalf("the onboard call waits for a question or readiness, got %#v", acts)
 	}
 	acts = h.step(ChildQuestion{Child: kid, Question: "Which languages?"})
-	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type != cadre.EventOnboardQuestion {
+	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type() != cadre.EventOnboardQuestion {
 		t.Fatalf("want an onboarding_question event, got %#v", acts)
 	}
 	got := decodeObj(t, h.lastTool().Content)
@@ -259,7 +259,7 @@ func TestAskCallerSynchronous(t *testing.T) {
 	kid := sp.Children[0].ID
 	h.step(Spawned{Ref: "s", Child: kid})
 	acts := h.step(ChildQuestion{Child: kid, Question: "Which branch?"})
-	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type != cadre.EventQuestion {
+	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type() != cadre.EventQuestion {
 		t.Fatalf("want an agent_question event, got %#v", acts)
 	}
 	got := decodeObj(t, h.lastTool().Content)
@@ -348,7 +348,7 @@ func TestCreateAgent(t *testing.T) {
 		t.Fatalf("a creation without outcome is pending after a replay: %#v", p)
 	}
 	acts = h.step(AgentCreated{Ref: "c", Definition: &ca.Definition, File: ".cadre/agents/generated/haiku-writer.md"})
-	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type != cadre.EventAgentCreated {
+	if ev := find[Emit](acts); len(ev) != 1 || ev[0].Type() != cadre.EventAgentCreated {
 		t.Fatalf("want agent_created, got %#v", acts)
 	}
 	if m := h.lastTool(); m.IsError || !strings.Contains(m.Content, "written to .cadre/agents/generated/haiku-writer.md") {

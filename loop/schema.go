@@ -49,7 +49,7 @@ func schemaRetryText(err error, how string) string {
 }
 
 func warning(msg string) Emit {
-	return Emit{Type: cadre.EventWarning, Data: map[string]any{"message": msg}}
+	return Emit{Event: cadre.Warning{Message: msg}}
 }
 
 // schemaDelivered warns that a report that does not match the output

@@ -160,9 +160,7 @@ func (s *State) refuseDepth(i int, tool string) []Action {
 		return nil
 	}
 	s.fill(i, fmt.Sprintf("Error: depth limit reached: this agent is at depth %d and the run allows at most %d levels below the root, so it cannot start subagents. Do the work yourself with your own tools.", s.cfg.Depth, s.cfg.MaxDepth), true)
-	return []Action{Emit{Type: cadre.EventDepthLimit, Data: map[string]any{
-		"tool": tool, "attempted_depth": s.cfg.Depth + 1, "max_depth": s.cfg.MaxDepth,
-	}}}
+	return []Action{Emit{Event: cadre.DepthLimit{Tool: tool, AttemptedDepth: s.cfg.Depth + 1, MaxDepth: s.cfg.MaxDepth}}}
 }
 
 // checkDefinition returns an error text for a definition the agent may not
@@ -264,11 +262,7 @@ func (s *State) childReport(in ChildReport) []Action {
 			status = cadre.StatusCancelled
 		}
 	}
-	data := map[string]any{"child": string(in.Child), "failed": in.Failed, "text": in.Text}
-	if in.Incomplete {
-		data["incomplete"] = true
-	}
-	acts := []Action{Emit{Type: cadre.EventAgentReported, Data: data}}
+	acts := []Action{Emit{Event: cadre.AgentReported{Child: in.Child, Failed: in.Failed, Text: in.Text, Incomplete: in.Incomplete}}}
 	if c.handle != "" {
 		return append(acts, s.onboardEnded(c, in.Text, in.Failed, in.Incomplete)...)
 	}
@@ -328,7 +322,7 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 		s.fill(i, "Error: you cannot send a message to yourself.", true)
 		return nil
 	}
-	event := Emit{Type: cadre.EventMessageSent, Data: map[string]any{"to": string(to), "text": text}}
+	event := Emit{Event: cadre.MessageSent{To: to, Text: text}}
 	if to == s.cfg.Parent && s.cfg.isChild() {
 		if !s.reported {
 			checked, err := s.checkSchema(text)
@@ -431,7 +425,7 @@ func (s *State) answerChild(i int, id, answer string) []Action {
 	c.lastQ, c.lastA, c.question = q, answer, ""
 	s.fill(i, fmt.Sprintf("Your answer was delivered to %s; it goes on with its work. Use wait_agent(agentId=%q) to wait for its report.", c.spec.ID, c.spec.ID), false)
 	return []Action{
-		Emit{Type: cadre.EventAnswer, Data: map[string]any{"child": string(c.spec.ID), "question": q, "answer": answer}},
+		Emit{Event: cadre.Answer{Child: c.spec.ID, Question: q, Answer: answer}},
 		Reply{To: c.spec.ID, Text: answer},
 	}
 }
@@ -494,7 +488,7 @@ func (s *State) childQuestion(in ChildQuestion) []Action {
 	if c.handle != "" {
 		return s.onboardQuestion(c, in.Question)
 	}
-	acts := []Action{Emit{Type: cadre.EventQuestion, Data: map[string]any{"child": string(c.spec.ID), "question": in.Question}}}
+	acts := []Action{Emit{Event: cadre.Question{Child: c.spec.ID, Question: in.Question}}}
 	if c.waiter != "" && s.phase == phaseTools && s.slotByCall(c.waiter) >= 0 {
 		call := c.waiter
 		c.waiter = ""

@@ -21,7 +21,7 @@ func Example() {
 	}
 	events := []cadre.Event{
 		{Type: cadre.EventRunStarted, Run: "run-1", Time: start},
-		{Type: cadre.EventAgentStarted, Run: "run-1", Agent: cadre.RootID, Time: start, Data: map[string]any{"turn": 1}},
+		{Type: cadre.EventAgentStarted, Run: "run-1", Agent: cadre.RootID, Time: start, Data: cadre.AgentStarted{Definition: "default", Model: "openai:gpt-4o-mini"}},
 	}
 	if err := s.AppendEvents(ctx, events); err != nil {
 		fmt.Println(err)
@@ -31,9 +31,10 @@ func Example() {
 
 	later, _ := s.Events(ctx, "run-1", 1)
 	for _, e := range later {
-		fmt.Printf("%d %s %s turn=%v (%T)\n", e.Seq, e.Type, e.Agent, e.Data["turn"], e.Data["turn"])
+		started, _ := e.Data.(cadre.AgentStarted)
+		fmt.Printf("%d %s %s model=%s (%T)\n", e.Seq, e.Type, e.Agent, started.Model, e.Data)
 	}
 	// Output:
 	// assigned: 1 2
-	// 2 agent_started root turn=1 (float64)
+	// 2 agent_started root model=openai:gpt-4o-mini (cadre.AgentStarted)
 }

@@ -157,7 +157,7 @@ func benchEvents(b *testing.B, open func(b *testing.B) cadre.Store, n int) {
 	var size int64
 	for i := range batch {
 		batch[i] = cadre.Event{Type: cadre.EventToolResult, Run: "bench", Agent: cadre.RootID, Time: time.Now(),
-			Data: map[string]any{"tool": "read_file", "call_id": fmt.Sprintf("call_%d", i), "content": fileContent[:2000]}}
+			Data: cadre.ToolResult{Tool: "read_file", CallID: fmt.Sprintf("call_%d", i), Content: fileContent[:2000]}}
 		size += 2100
 	}
 	b.SetBytes(size * benchEntries / int64(n))

@@ -50,7 +50,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -755,36 +754,24 @@ func (suite) eventsRoundTrip(t *testing.T, s cadre.Store) {
 	mustCreate(t, s, sampleRun("r1", at(0)))
 	child := cadre.RootID.Child("research-assistant", 2)
 	in := ev("r1", cadre.EventToolResult, child, 1500*time.Microsecond)
-	in.Data = map[string]any{
-		"tool":    "read_file",
-		"ok":      true,
-		"count":   3,
-		"ratio":   0.25,
-		"lines":   []string{"a", "b"},
-		"nested":  map[string]any{"k": []any{1, "two", nil}},
-		"nothing": nil,
-		"text":    "line 1\nline 2 \u0000 tab\t quote\" <tag> & ünïcødé 🚀",
-	}
-	if err := s.AppendEvents(t.Context(), []cadre.Event{in}); err != nil {
+	in.Data = cadre.ToolResult{CallID: "call_1", Tool: "read_file", IsError: true, Content: "line 1\nline 2 \u0000 tab\t quote\" <tag> & ünïcødé 🚀"}
+	// An event of a type this build does not know keeps its fields as
+	// they were.
+	future := ev("r1", "from_a_later_version", child, 1600*time.Microsecond)
+	future.Data = cadre.RawPayload{Type: "from_a_later_version", Fields: map[string]json.RawMessage{
+		"ok": json.RawMessage(`true`), "count": json.RawMessage(`3`), "ratio": json.RawMessage(`0.25`),
+		"nested": json.RawMessage(`{"k":[1,"two",null]}`), "nothing": json.RawMessage(`null`),
+	}}
+	if err := s.AppendEvents(t.Context(), []cadre.Event{in, future}); err != nil {
 		t.Fatalf("AppendEvents: %v", err)
 	}
-	want := in
-	want.Seq = 1
-	want.Data = map[string]any{
-		"tool":    "read_file",
-		"ok":      true,
-		"count":   float64(3),
-		"ratio":   0.25,
-		"lines":   []any{"a", "b"},
-		"nested":  map[string]any{"k": []any{float64(1), "two", nil}},
-		"nothing": nil,
-		"text":    "line 1\nline 2 \u0000 tab\t quote\" <tag> & ünïcødé 🚀",
-	}
+	want := []cadre.Event{in, future}
+	want[0].Seq, want[1].Seq = 1, 2
 	got := readEvents(t, s, "r1", 0)
-	if d := diff([]cadre.Event{want}, got); d != "" {
-		t.Errorf("event after a round trip (-want +got):\n%s", d)
+	if d := diff(want, got); d != "" {
+		t.Errorf("events after a round trip (-want +got):\n%s", d)
 	}
-	if len(got) == 1 && got[0].Time.Location() != time.UTC {
+	if len(got) == 2 && got[0].Time.Location() != time.UTC {
 		t.Errorf("event time comes back in %v, want UTC", got[0].Time.Location())
 	}
 }
@@ -843,7 +830,7 @@ func (suite) eventsMissingRun(t *testing.T, s cadre.Store) {
 func (suite) eventsUnencodable(t *testing.T, s cadre.Store) {
 	mustCreate(t, s, sampleRun("r1", at(0)))
 	bad := ev("r1", cadre.EventSay, "root", 1)
-	bad.Data = map[string]any{"ratio": math.Inf(1)}
+	bad.Data = cadre.RawPayload{Type: cadre.EventSay, Fields: map[string]json.RawMessage{"ratio": json.RawMessage(`Infinity`)}}
 	batch := []cadre.Event{ev("r1", cadre.EventRunStarted, "", 0), bad}
 	if err := s.AppendEvents(t.Context(), batch); err == nil {
 		t.Fatal("AppendEvents of an event whose Data cannot be JSON succeeded, want an error")
@@ -891,8 +878,8 @@ func (suite) concurrentAppends(t *testing.T, s cadre.Store) {
 					for i := range n {
 						seq++
 						entries[i] = entry(run, agent, seq)
-						evs[i] = ev(run, cadre.EventSay, agent, time.Duration(seq))
-						evs[i].Data = map[string]any{"n": float64(seq)}
+						evs[i] = ev(run, cadre.EventModelResponse, agent, time.Duration(seq))
+						evs[i].Data = cadre.ModelResponse{Turn: int(seq)}
 					}
 					if err := s.Append(context.Background(), entries); err != nil {
 						errs <- fmt.Errorf("Append(%s, %s): %w", run, agent, err)
@@ -949,14 +936,15 @@ func (suite) concurrentAppends(t *testing.T, s cadre.Store) {
 		if int64(len(evs)) != total {
 			t.Errorf("Events(%s) has %d events, want %d", run, len(evs), total)
 		}
-		lastPerAgent := map[cadre.AgentID]float64{}
+		lastPerAgent := map[cadre.AgentID]int{}
 		for i, e := range evs {
 			if e.Seq != int64(i+1) {
 				t.Errorf("Events(%s)[%d].Seq = %d, want %d: seqs must be gap-free and increasing", run, i, e.Seq, i+1)
 				break
 			}
 			// Each agent's own events keep the order it appended them in.
-			n, _ := e.Data["n"].(float64)
+			d, _ := e.Data.(cadre.ModelResponse)
+			n := d.Turn
 			if n <= lastPerAgent[e.Agent] {
 				t.Errorf("Events(%s): %s's event %v came after its event %v", run, e.Agent, n, lastPerAgent[e.Agent])
 				break
@@ -1062,11 +1050,11 @@ func (suite) largePayloads(t *testing.T, s cadre.Store) {
 		t.Errorf("a 1 MiB journal entry did not round-trip")
 	}
 	evt := ev("r1", cadre.EventToolResult, cadre.RootID, 0)
-	evt.Data = map[string]any{"content": big}
+	evt.Data = cadre.ToolResult{Content: big}
 	if err := s.AppendEvents(t.Context(), []cadre.Event{evt}); err != nil {
 		t.Fatalf("AppendEvents of a 1 MiB event: %v", err)
 	}
-	if evs := readEvents(t, s, "r1", 0); len(evs) != 1 || evs[0].Data["content"] != big {
+	if evs := readEvents(t, s, "r1", 0); len(evs) != 1 || evs[0].Data != (cadre.ToolResult{Content: big}) {
 		t.Errorf("a 1 MiB event did not round-trip")
 	}
 }

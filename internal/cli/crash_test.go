@@ -439,7 +439,7 @@ func crashInspect(t *testing.T, db string) crashState {
 			fmt.Fprintf(&dump, "    %s (%s):\n", a.ID, a.Status)
 			name, turn := "", 0
 			for _, e := range entries {
-				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipLine(string(e.Data), 300))
+				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), 301))
 				in, err := loop.Decode(e.Kind, e.Data)
 				if err != nil {
 					t.Fatalf("run %s, %s, entry %d: %v", r.ID, a.ID, e.Seq, err)
@@ -813,9 +813,8 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 	}
 	called := map[string]int{}
 	for _, ev := range evs {
-		if ev.Type == cadre.EventToolCalled && ev.Data["tool"] == "write_file" {
-			id, _ := ev.Data["call_id"].(string)
-			called[id]++
+		if c, ok := ev.Data.(cadre.ToolCalled); ok && c.Tool == "write_file" {
+			called[c.CallID]++
 		}
 	}
 	for id, n := range called {

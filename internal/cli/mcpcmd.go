@@ -148,7 +148,7 @@ func printMCPServers(w io.Writer, infos []mcpServerInfo) {
 			if t.ReadOnly {
 				mode = "read-only"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, mode, clipLine(t.Description, 80))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, mode, clipText(t.Description, 81))
 		}
 		tw.Flush()
 	}
@@ -244,12 +244,15 @@ func (a *app) serveRun(ctx context.Context, base *config, agent, task, taskConte
 	}
 	defer w.close()
 	out := newRenderer(a.io.Stderr, false)
-	w.handle(out.handle)
-	run, err := local.New(w.engine).Start(ctx, prompt.UserMessage(task, taskContext))
+	var eng cadre.Engine = local.New(w.engine)
+	id, err := eng.Start(ctx, prompt.UserMessage(task, taskContext), cadre.StartOptions{})
 	if err != nil {
 		return "", err
 	}
-	res, err := run.Wait()
+	defer abortWhenDone(ctx, eng, id)()
+	shown := showEvents(eng, w.store, id, w.redacted(out.handle))
+	res, err := eng.Wait(context.Background(), id)
+	<-shown
 	out.close()
 	if err != nil {
 		return "", err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -181,12 +182,27 @@ func (rr redactRunner) Approve(ctx context.Context, req tool.ApprovalRequest) (b
 	return ap.Approve(ctx, req)
 }
 
-// redactEvent hides every secret in an event's data.
+// redactEvent hides every secret in an event's payload. The payload is
+// redacted in its JSON form and read back into its type only when it held
+// a secret.
 func redactEvent(r *redact.Redactor, ev cadre.Event) cadre.Event {
-	if data, ok := r.Value(ev.Data).(map[string]any); ok {
-		ev.Data = data
+	if ev.Data == nil {
+		return ev
 	}
-	return ev
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return ev
+	}
+	red := r.JSON(b)
+	if bytes.Equal(red, b) {
+		return ev
+	}
+	var out cadre.Event
+	if err := json.Unmarshal(red, &out); err != nil {
+		return ev
+	}
+	out.Seq, out.Time = ev.Seq, ev.Time
+	return out
 }
 
 // redactHandler passes h events with their secrets hidden.

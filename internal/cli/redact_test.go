@@ -275,9 +275,9 @@ func TestRedactStore(t *testing.T) {
 	runsMust(t, s.PutAgent(ctx, &cadre.AgentRecord{Run: "r1", ID: cadre.RootID, Error: "failed: " + e2eKey}))
 	entry := cadre.JournalEntry{Run: "r1", Agent: cadre.RootID, Seq: 1, Kind: "start", Data: json.RawMessage(`{"task":"` + e2eKey + `"}`)}
 	runsMust(t, s.Append(ctx, []cadre.JournalEntry{entry}))
-	evs := []cadre.Event{{Type: cadre.EventWarning, Run: "r1", Data: map[string]any{"message": e2eKey}}}
+	evs := []cadre.Event{{Type: cadre.EventWarning, Run: "r1", Data: cadre.Warning{Message: e2eKey}}}
 	runsMust(t, s.AppendEvents(ctx, evs))
-	if evs[0].Seq != 1 || evs[0].Data["message"] != e2eKey {
+	if evs[0].Seq != 1 || evs[0].Data != (cadre.Warning{Message: e2eKey}) {
 		t.Errorf("AppendEvents: seq %d, data %v; want the store's number and the caller's data untouched", evs[0].Seq, evs[0].Data)
 	}
 
@@ -287,7 +287,7 @@ func TestRedactStore(t *testing.T) {
 	stored, _ := mem.Events(ctx, "r1", 0)
 	journal, _ := mem.Journal(ctx, "r1", cadre.RootID)
 	if got.Task != "use [REDACTED]" || string(got.Config) != `{"u":"http://a:[REDACTED]@h"}` || agents[0].Error != "failed: [REDACTED]" ||
-		stored[0].Data["message"] != redact.Mask {
+		stored[0].Data != (cadre.Warning{Message: redact.Mask}) {
 		t.Errorf("kept: run %+v, agent %+v, event %v", got, agents[0], stored[0].Data)
 	}
 	if !bytes.Equal(journal[0].Data, entry.Data) {

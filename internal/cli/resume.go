@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/local"
 )
 
 func (a *app) newResumeCmd() *cobra.Command {
@@ -84,8 +83,8 @@ func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadr
 		return fmt.Errorf("run %s has no recorded model: pass --model", rec.ID)
 	}
 	a.killLeftovers(cfg)
-	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
-		return eng.Resume(ctx, rec.ID)
+	return a.execute(ctx, cfg, f, func(ctx context.Context, eng cadre.Engine) (string, error) {
+		return rec.ID, eng.Resume(ctx, rec.ID)
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -173,14 +172,14 @@ func (a *app) runTask(ctx context.Context, cfg *config, f *runFlags, task string
 			return a.resumeRun(ctx, cfg, f, rec)
 		}
 	}
-	return a.execute(ctx, cfg, f, func(ctx context.Context, eng *local.Engine) (*local.Run, error) {
-		return eng.Start(ctx, task)
+	return a.execute(ctx, cfg, f, func(ctx context.Context, eng cadre.Engine) (string, error) {
+		return eng.Start(ctx, task, cadre.StartOptions{})
 	})
 }
 
 // execute wires everything together, starts the run with begin (a new run
 // or a resumed one), shows its progress and waits for its end.
-func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(context.Context, *local.Engine) (*local.Run, error)) error {
+func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(context.Context, cadre.Engine) (string, error)) error {
 	con := a.newConsole()
 	w, err := a.wire(ctx, cfg, con)
 	if err != nil {
@@ -189,10 +188,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	defer w.close()
 
 	tty := isTerminal(a.io.Stderr)
-	var (
-		out  *renderer
-		view atomic.Pointer[treeView]
-	)
+	var out *renderer
 	switch {
 	case f.json:
 		out = newJSONRenderer(a.io.Stdout)
@@ -206,33 +202,42 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	say := w.engine.Say && !f.json
 	out.rootSays = say
 	out.told = w.engine.Warnings
-	w.handle(out.handle, func(ev cadre.Event) {
-		if v := view.Load(); v != nil && !out.isTold(ev) {
-			v.handle(ev)
-		}
-		if say && ev.Type == cadre.EventSay && ev.Agent == cadre.RootID {
-			text, _ := ev.Data["text"].(string)
-			fmt.Fprintln(a.io.Stdout, text)
-		}
-	})
-	// The view exists before the run starts, so it sees the first events.
+	show := []func(cadre.Event){out.handle}
+	if say {
+		show = append(show, func(ev cadre.Event) {
+			if d, ok := ev.Data.(cadre.Say); ok && ev.Agent == cadre.RootID {
+				fmt.Fprintln(a.io.Stdout, d.Text)
+			}
+		})
+	}
 	var tree *treeView
 	if tty && !f.noTree && !f.json {
-		tree = makeTreeView(con, nil, w.engine.Limits.WithDefaults().BudgetTokens)
-		view.Store(tree)
+		tree = makeTreeView(con, w.engine.Limits.WithDefaults().BudgetTokens)
+		show = append(show, func(ev cadre.Event) {
+			if !out.isTold(ev) {
+				tree.handle(ev)
+			}
+		})
 	}
-	run, err := begin(ctx, local.New(w.engine))
+
+	var eng cadre.Engine = local.New(w.engine)
+	id, err := begin(ctx, eng)
 	if err != nil {
 		return err
 	}
+	defer abortWhenDone(ctx, eng, id)()
+	shown := showEvents(eng, w.store, id, w.redacted(show...))
 	if tree != nil {
-		tree.start(run)
+		tree.start(eng, id)
 	}
-	stopSignals := a.watchInterrupts(run, con)
+	ended := make(chan struct{})
+	stopSignals := a.watchInterrupts(eng, id, con, ended)
 	defer stopSignals()
-	res, err := run.Wait()
-	if v := view.Load(); v != nil {
-		v.close()
+	res, err := eng.Wait(context.Background(), id)
+	close(ended)
+	<-shown
+	if tree != nil {
+		tree.close()
 	}
 	out.close()
 	if res != nil && !f.json {
@@ -245,7 +250,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 		}
 	}
 	if err != nil {
-		var re *local.RunError
+		var re *cadre.RunError
 		if errors.As(err, &re) {
 			return &exitError{code: exitCode(re.Status), err: fmt.Errorf("%s", oneLine(re.Reason))}
 		}
@@ -269,7 +274,7 @@ func oneLine(s string) string {
 	return s
 }
 
-func printSummary(w io.Writer, res *local.Result) {
+func printSummary(w io.Writer, res *cadre.Result) {
 	if res.BudgetExhausted {
 		fmt.Fprintf(w, "The token budget ran out: %d agents finished their work, %d stopped early (%s).\n",
 			len(res.Completed), len(res.Incomplete), joinIDs(res.Incomplete))
@@ -328,8 +333,8 @@ func (r *renderer) handle(ev cadre.Event) {
 
 // isTold reports whether ev is a warning printed when the run started.
 func (r *renderer) isTold(ev cadre.Event) bool {
-	msg, _ := ev.Data["message"].(string)
-	return ev.Type == cadre.EventWarning && slices.Contains(r.told, msg)
+	w, ok := ev.Data.(cadre.Warning)
+	return ok && slices.Contains(r.told, w.Message)
 }
 
 func (r *renderer) line(format string, args ...any) {
@@ -341,53 +346,29 @@ func (r *renderer) line(format string, args ...any) {
 }
 
 func (r *renderer) plain(ev cadre.Event) {
-	who := string(ev.Agent)
-	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
-	switch ev.Type {
-	case cadre.EventModelDelta:
+	switch d := ev.Data.(type) {
+	case cadre.ModelDelta:
 		if r.tty && ev.Agent == cadre.RootID && !r.rootSays {
-			fmt.Fprint(r.w, str("text"))
+			fmt.Fprint(r.w, d.Text)
 			r.inText = true
 		}
-	case cadre.EventModelResponse:
+		return
+	case cadre.ModelResponse:
 		if r.inText {
 			fmt.Fprintln(r.w)
 			r.inText = false
 		}
-	case cadre.EventToolCalled:
-		r.line("%s → %s %s", who, str("tool"), clipLine(str("arguments"), 100))
-	case cadre.EventToolResult:
-		if b, _ := ev.Data["is_error"].(bool); b {
-			r.line("%s ✗ %s: %s", who, str("tool"), clipLine(str("content"), 160))
+		return
+	case cadre.Say:
+		if r.rootSays && ev.Agent == cadre.RootID {
+			return // the answer, printed on stdout
 		}
-	case cadre.EventAgentSpawned:
-		r.line("%s ⇢ %s (%s, %s): %s", ev.Parent, ev.Agent, str("definition"), str("mode"), clipLine(str("task"), 100))
-	case cadre.EventAgentReported:
-		r.line("%s ⇠ report from %s", who, str("child"))
-	case cadre.EventAgentNudged:
-		r.line("%s was reminded to report", who)
-	case cadre.EventAgentCompleted:
-		if ev.Agent != cadre.RootID {
-			r.line("%s done", who)
-		}
-	case cadre.EventAgentFailed:
-		r.line("%s failed: %s", who, clipLine(str("error"), 200))
-	case cadre.EventAgentCancelled:
-		r.line("%s cancelled: %s", who, str("reason"))
-	case cadre.EventAgentQueued:
-		r.line("%s queued (all %v slots busy)", who, ev.Data["max_concurrent"])
-	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetWarning, cadre.EventBudgetExhausted, cadre.EventWarning:
-		if r.isTold(ev) {
-			return
-		}
-		b, _ := json.Marshal(ev.Data)
-		r.line("%s %s %s", who, ev.Type, b)
-	case cadre.EventSay:
-		if !(r.rootSays && ev.Agent == cadre.RootID) {
-			r.line("%s: %s", who, str("text"))
-		}
-	case cadre.EventFinding:
-		r.line("%s finding %s", who, str("title"))
+	}
+	if r.isTold(ev) {
+		return
+	}
+	if line := describeEvent(ev).Progress; line != "" {
+		r.line("%s", line)
 	}
 }
 
@@ -398,14 +379,6 @@ func (r *renderer) close() {
 		fmt.Fprintln(r.w)
 		r.inText = false
 	}
-}
-
-func clipLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // storePath resolves the configured store location.
@@ -422,8 +395,9 @@ func (a *app) storePath(cfg *config) string {
 }
 
 // watchInterrupts cancels the run gracefully on the first Ctrl+C and aborts
-// it on the second. It returns a function that stops watching.
-func (a *app) watchInterrupts(run *local.Run, con *console) func() {
+// it on the second, until ended is closed. It returns a function that
+// stops watching.
+func (a *app) watchInterrupts(eng cadre.Engine, id string, con *console, ended <-chan struct{}) func() {
 	if a.io.Interrupts == nil {
 		return func() {}
 	}
@@ -436,15 +410,16 @@ func (a *app) watchInterrupts(run *local.Run, con *console) func() {
 			select {
 			case <-a.io.Interrupts:
 				n++
+				opts := cadre.CancelOptions{Reason: "interrupted by Ctrl+C"}
 				if n == 1 {
 					con.println("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
-					run.Cancel("interrupted by Ctrl+C")
 				} else {
-					run.Abort()
+					opts = cadre.CancelOptions{Abort: true}
 				}
+				_ = eng.Cancel(context.Background(), id, opts)
 			case <-stop:
 				return
-			case <-run.Done():
+			case <-ended:
 				return
 			}
 		}

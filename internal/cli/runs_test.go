@@ -120,18 +120,18 @@ func writeRuns(t *testing.T, s cadre.Store) {
 		fixtureReply("Builds need Go 1.26."))))
 	runsMust(t, s.Append(ctx, fixtureJournal(t, runDone, fixtureDeep, runsT0.Add(10*time.Second),
 		fixtureStart(fixtureDeep, "You criticise.", "Check the claim"))))
-	ev := func(typ cadre.EventType, agent cadre.AgentID, d time.Duration, data map[string]any) cadre.Event {
-		return cadre.Event{Type: typ, Run: runDone, Agent: agent, Parent: agent.Parent(), Depth: agent.Depth(), Time: runsT0.Add(d), Data: data}
+	ev := func(agent cadre.AgentID, d time.Duration, data cadre.Payload) cadre.Event {
+		return cadre.Event{Type: data.EventType(), Run: runDone, Agent: agent, Parent: agent.Parent(), Depth: agent.Depth(), Time: runsT0.Add(d), Data: data}
 	}
 	runsMust(t, s.AppendEvents(ctx, []cadre.Event{
-		ev(cadre.EventRunStarted, "", 0, map[string]any{"task": "Summarise the README"}),
-		ev(cadre.EventAgentStarted, cadre.RootID, 0, map[string]any{"definition": "default", "model": "openai:gpt-4o-mini"}),
-		ev(cadre.EventAgentSpawned, fixtureChild, 5*time.Second, map[string]any{"definition": "research-assistant", "mode": "sync", "task": "Find how cadre is built"}),
-		ev(cadre.EventModelDelta, fixtureChild, 6*time.Second, map[string]any{"text": "Builds"}),
-		ev(cadre.EventToolCalled, fixtureChild, 7*time.Second, map[string]any{"tool": "read_file", "arguments": `{"path":"README.md"}`}),
-		ev(cadre.EventAgentFailed, fixtureDeep, 12*time.Second, map[string]any{"error": "tool crashed"}),
-		ev(cadre.EventFinding, fixtureChild, 25*time.Second, map[string]any{"title": "subagent:research-assistant", "content": "Builds need Go 1.26."}),
-		ev(cadre.EventRunCompleted, "", 72*time.Second, map[string]any{"answer": "The README explains how to build cadre."}),
+		ev("", 0, cadre.RunStarted{Task: "Summarise the README"}),
+		ev(cadre.RootID, 0, cadre.AgentStarted{Definition: "default", Model: "openai:gpt-4o-mini"}),
+		ev(fixtureChild, 5*time.Second, cadre.AgentSpawned{Definition: "research-assistant", Mode: "sync", Task: "Find how cadre is built"}),
+		ev(fixtureChild, 6*time.Second, cadre.ModelDelta{Text: "Builds"}),
+		ev(fixtureChild, 7*time.Second, cadre.ToolCalled{Tool: "read_file", Arguments: `{"path":"README.md"}`}),
+		ev(fixtureDeep, 12*time.Second, cadre.AgentFailed{Error: "tool crashed"}),
+		ev(fixtureChild, 25*time.Second, cadre.FindingReported{Title: "subagent:research-assistant", Content: "Builds need Go 1.26."}),
+		ev("", 72*time.Second, cadre.RunCompleted{Answer: "The README explains how to build cadre."}),
 	}))
 
 	runsMust(t, s.CreateRun(ctx, &cadre.RunRecord{ID: runRunning, Task: "Refactor the store", Status: cadre.StatusRunning, Model: "openai:gpt-4o-mini", Started: runsT0.Add(19 * time.Hour)}))
@@ -587,8 +587,8 @@ func TestRunsFollow(t *testing.T) {
 	root := &cadre.AgentRecord{Run: id, ID: cadre.RootID, Definition: "default", Task: "Count the Go files", Status: cadre.StatusRunning, Started: began}
 	runsMust(t, s.PutAgent(ctx, root))
 	runsMust(t, s.AppendEvents(ctx, []cadre.Event{
-		{Type: cadre.EventRunStarted, Run: id, Time: began, Data: map[string]any{"task": "Count the Go files"}},
-		{Type: cadre.EventAgentStarted, Run: id, Agent: cadre.RootID, Time: began, Data: map[string]any{"definition": "default", "model": "openai:gpt-4o-mini"}},
+		{Type: cadre.EventRunStarted, Run: id, Time: began, Data: cadre.RunStarted{Task: "Count the Go files"}},
+		{Type: cadre.EventAgentStarted, Run: id, Agent: cadre.RootID, Time: began, Data: cadre.AgentStarted{Definition: "default", Model: "openai:gpt-4o-mini"}},
 	}))
 
 	stdout, _, code := followInBackground(t, dir, home, nil, "last")
@@ -596,15 +596,15 @@ func TestRunsFollow(t *testing.T) {
 
 	// The run goes on in "another process".
 	runsMust(t, s.AppendEvents(ctx, []cadre.Event{
-		{Type: cadre.EventToolCalled, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: map[string]any{"tool": "list_files", "arguments": `{"path":"."}`}},
-		{Type: cadre.EventModelDelta, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: map[string]any{"text": "There are"}},
+		{Type: cadre.EventToolCalled, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: cadre.ToolCalled{Tool: "list_files", Arguments: `{"path":"."}`}},
+		{Type: cadre.EventModelDelta, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: cadre.ModelDelta{Text: "There are"}},
 	}))
 	waitForOutput(stdout, `→ list_files {"path":"."}`)
 	root.Status, root.Ended, root.Turns, root.Result = cadre.StatusDone, time.Now(), 2, "There are 42 Go files."
 	runsMust(t, s.PutAgent(ctx, root))
 	runsMust(t, s.AppendEvents(ctx, []cadre.Event{
-		{Type: cadre.EventAgentCompleted, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: map[string]any{"result": "There are 42 Go files."}},
-		{Type: cadre.EventRunCompleted, Run: id, Time: time.Now(), Data: map[string]any{"answer": "There are 42 Go files."}},
+		{Type: cadre.EventAgentCompleted, Run: id, Agent: cadre.RootID, Time: time.Now(), Data: cadre.AgentCompleted{Result: "There are 42 Go files."}},
+		{Type: cadre.EventRunCompleted, Run: id, Time: time.Now(), Data: cadre.RunCompleted{Answer: "There are 42 Go files."}},
 	}))
 	runsMust(t, s.UpdateRun(ctx, &cadre.RunRecord{ID: id, Task: "Count the Go files", Status: cadre.StatusDone, Ended: time.Now(), Answer: "There are 42 Go files.", Agents: 1}))
 

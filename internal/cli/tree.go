@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/local"
 )
 
 // treeView redraws the live agent tree on a terminal: one line per agent,
@@ -29,7 +29,8 @@ import (
 // screen.
 type treeView struct {
 	con      *console
-	run      treeSource
+	src      treeSource
+	run      string
 	budget   int64
 	interval time.Duration
 	now      func() time.Time
@@ -48,10 +49,10 @@ type treeView struct {
 	stop, done chan struct{}
 }
 
-// treeSource is what the view reads from a run; *local.Run is one.
+// treeSource is what the view reads a run's agents from; a cadre.Engine
+// is one.
 type treeSource interface {
-	Tree() []local.AgentInfo
-	Usage() cadre.Usage
+	Tree(ctx context.Context, run string) (*cadre.Tree, error)
 }
 
 // The size of a terminal whose size cannot be read, and the smallest the
@@ -68,18 +69,10 @@ const (
 	minTreeTask = 20
 )
 
-// newTreeView starts drawing run.
-func newTreeView(con *console, run *local.Run, budget int64) *treeView {
-	v := makeTreeView(con, run, budget)
-	v.start(run)
-	return v
-}
-
 // makeTreeView returns a view that collects events but draws nothing until
-// it is started. Made before a run starts, it misses none of the root's
-// text.
-func makeTreeView(con *console, run treeSource, budget int64) *treeView {
-	v := &treeView{con: con, run: run, budget: budget, interval: 100 * time.Millisecond, now: time.Now,
+// it is started.
+func makeTreeView(con *console, budget int64) *treeView {
+	v := &treeView{con: con, budget: budget, interval: 100 * time.Millisecond, now: time.Now,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	v.size = v.termSize
 	return v
@@ -88,32 +81,26 @@ func makeTreeView(con *console, run treeSource, budget int64) *treeView {
 func (v *treeView) handle(ev cadre.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	str := func(k string) string { s, _ := ev.Data[k].(string); return s }
-	switch ev.Type {
-	case cadre.EventModelDelta:
+	switch d := ev.Data.(type) {
+	case cadre.ModelDelta:
 		if ev.Agent == cadre.RootID {
 			if v.replied {
 				v.text.Reset()
 				v.replied = false
 			}
-			v.text.WriteString(str("text"))
+			v.text.WriteString(d.Text)
 		}
-	case cadre.EventModelResponse:
+		return
+	case cadre.ModelResponse:
 		if ev.Agent == cadre.RootID {
 			// The text stays on screen, while children work, until the
 			// root's next reply starts.
 			v.replied = true
 		}
-	case cadre.EventAgentFailed:
-		v.note(fmt.Sprintf("%s failed: %s", ev.Agent, clipLine(str("error"), 200)))
-	case cadre.EventDepthLimit, cadre.EventAgentLimit, cadre.EventCycleDetected, cadre.EventBudgetExhausted, cadre.EventWarning:
-		msg := str("message")
-		if msg == "" {
-			msg = fmt.Sprint(ev.Data)
-		}
-		v.note(fmt.Sprintf("%s %s: %s", ev.Agent, ev.Type, clipLine(msg, 200)))
-	case cadre.EventSay:
-		v.note(clipLine(str("text"), 200))
+		return
+	}
+	if n := describeEvent(ev).Note; n != "" {
+		v.note(n)
 	}
 }
 
@@ -124,9 +111,9 @@ func (v *treeView) note(s string) {
 	}
 }
 
-// start draws src until the view is closed.
-func (v *treeView) start(src treeSource) {
-	v.run = src
+// start draws the run's agents, read from src, until the view is closed.
+func (v *treeView) start(src treeSource, run string) {
+	v.src, v.run = src, run
 	go v.loop()
 }
 
@@ -166,7 +153,10 @@ func (v *treeView) termSize() (int, int) {
 // snapshot is what the next frame shows.
 func (v *treeView) snapshot(final bool) treeFrame {
 	w, h := v.size()
-	f := treeFrame{Agents: v.run.Tree(), Now: v.now(), Used: v.run.Usage().Total(), Budget: v.budget, Width: w, Height: h}
+	f := treeFrame{Now: v.now(), Budget: v.budget, Width: w, Height: h}
+	if t, err := v.src.Tree(context.Background(), v.run); err == nil {
+		f.Agents, f.Used = t.Agents, t.Usage.Total()
+	}
 	v.mu.Lock()
 	if !final {
 		// The last frame leaves the answer out: it is printed on stdout next.
@@ -208,7 +198,7 @@ func (v *treeView) draw(lines []string, f treeFrame) {
 // treeFrame is one frame's worth of a run: a snapshot of its agents and
 // what the view collected from its events.
 type treeFrame struct {
-	Agents []local.AgentInfo // in creation order, as Run.Tree returns them
+	Agents []cadre.AgentInfo // in creation order, as Engine.Tree gives them
 	Now    time.Time
 	Used   int64 // tokens used by the whole tree
 	Budget int64 // the token budget; 0 or less means none
@@ -293,7 +283,7 @@ func (f treeFrame) render() []string {
 
 // agentLabel is the indented mark and name of an agent: its definition,
 // with the number of its ID ("researcher.2").
-func agentLabel(a local.AgentInfo) string {
+func agentLabel(a cadre.AgentInfo) string {
 	name := a.Definition
 	if a.ID != cadre.RootID {
 		seg := string(a.ID)[strings.LastIndexByte(string(a.ID), '/')+1:]
@@ -313,7 +303,7 @@ func agentLabel(a local.AgentInfo) string {
 // agentStats is an agent's line up to its task: its label, padded to
 // nameCol, its status, turns, tokens and elapsed time. Compact leaves out
 // the turns and tokens.
-func (f treeFrame) agentStats(a local.AgentInfo, nameCol int, compact bool) string {
+func (f treeFrame) agentStats(a cadre.AgentInfo, nameCol int, compact bool) string {
 	end := f.Now
 	if !a.Ended.IsZero() {
 		end = a.Ended
@@ -335,7 +325,7 @@ func (f treeFrame) budgetLine() string {
 }
 
 // hiddenLine says how many agents a frame leaves out, by status.
-func hiddenLine(hidden []local.AgentInfo) string {
+func hiddenLine(hidden []cadre.AgentInfo) string {
 	count := map[cadre.Status]int{}
 	for _, a := range hidden {
 		count[a.Status]++
@@ -353,7 +343,7 @@ func hiddenLine(hidden []local.AgentInfo) string {
 // treeOrder puts agents in tree order: each agent below its parent, after
 // its older siblings and their descendants. Agents whose parent is not in
 // the list follow, in the order given.
-func treeOrder(agents []local.AgentInfo) []local.AgentInfo {
+func treeOrder(agents []cadre.AgentInfo) []cadre.AgentInfo {
 	known := make(map[cadre.AgentID]bool, len(agents))
 	for _, a := range agents {
 		known[a.ID] = true
@@ -367,7 +357,7 @@ func treeOrder(agents []local.AgentInfo) []local.AgentInfo {
 			tops = append(tops, i)
 		}
 	}
-	out := make([]local.AgentInfo, 0, len(agents))
+	out := make([]cadre.AgentInfo, 0, len(agents))
 	seen := make([]bool, len(agents))
 	var walk func(i int)
 	walk = func(i int) {
@@ -391,7 +381,7 @@ func treeOrder(agents []local.AgentInfo) []local.AgentInfo {
 // many are hidden. Running agents come first, then waiting, then queued,
 // then those that ended, latest first. The agents kept stay in the order
 // given.
-func chooseAgents(agents []local.AgentInfo, rows int) (shown, hidden []local.AgentInfo) {
+func chooseAgents(agents []cadre.AgentInfo, rows int) (shown, hidden []cadre.AgentInfo) {
 	if len(agents) <= 1+rows {
 		return agents, nil
 	}

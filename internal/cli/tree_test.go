@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -10,14 +11,13 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/local"
 )
 
 var treeT0 = time.Date(2025, 3, 20, 9, 0, 0, 0, time.UTC)
 
 // treeAgent is an agent of a fake run snapshot.
-func treeAgent(id string, def string, st cadre.Status, task string, turns int, tokens int64, started, ended time.Duration) local.AgentInfo {
-	a := local.AgentInfo{ID: cadre.AgentID(id), Parent: cadre.AgentID(id).Parent(), Depth: cadre.AgentID(id).Depth(), Definition: def,
+func treeAgent(id string, def string, st cadre.Status, task string, turns int, tokens int64, started, ended time.Duration) cadre.AgentInfo {
+	a := cadre.AgentInfo{ID: cadre.AgentID(id), Parent: cadre.AgentID(id).Parent(), Depth: cadre.AgentID(id).Depth(), Definition: def,
 		Task: task, Status: st, Turns: turns, Usage: cadre.Usage{InputTokens: tokens}, Started: treeT0.Add(started)}
 	if ended > 0 {
 		a.Ended = treeT0.Add(ended)
@@ -27,8 +27,8 @@ func treeAgent(id string, def string, st cadre.Status, task string, turns int, t
 
 // sampleTree has every status and a grandchild created after its parent's
 // younger sibling, so creation order and tree order differ.
-func sampleTree() []local.AgentInfo {
-	return []local.AgentInfo{
+func sampleTree() []cadre.AgentInfo {
+	return []cadre.AgentInfo{
 		treeAgent("root", "root", cadre.StatusWaiting, "When is the next release, and draft its announcement.", 1, 480, 0, 0),
 		treeAgent("root/researcher.1", "researcher", cadre.StatusRunning, "Find the release date in CHANGELOG.md.", 2, 12_345, 100*time.Millisecond, 0),
 		treeAgent("root/writer.1", "writer", cadre.StatusDone, "Draft a one-line announcement.", 3, 608, 100*time.Millisecond, 2*time.Second),
@@ -104,7 +104,7 @@ func TestTreeFrameShowsEachAgent(t *testing.T) {
 func TestTreeFrameLabels(t *testing.T) {
 	tests := []struct {
 		name string
-		a    local.AgentInfo
+		a    cadre.AgentInfo
 		want string
 	}{
 		{"root", treeAgent("root", "root", cadre.StatusRunning, "t", 0, 0, 0, 0), "▶ root"},
@@ -251,8 +251,8 @@ func TestElapsedText(t *testing.T) {
 
 // manyAgents is a run of n children below the root: the first half done
 // (the later, the later they ended), the rest running.
-func manyAgents(n int) []local.AgentInfo {
-	agents := []local.AgentInfo{treeAgent("root", "root", cadre.StatusWaiting, "Do it all.", 1, 100, 0, 0)}
+func manyAgents(n int) []cadre.AgentInfo {
+	agents := []cadre.AgentInfo{treeAgent("root", "root", cadre.StatusWaiting, "Do it all.", 1, 100, 0, 0)}
 	for i := 1; i <= n; i++ {
 		st, ended := cadre.StatusRunning, time.Duration(0)
 		if i <= n/2 {
@@ -324,20 +324,21 @@ func TestTreeFrameFitsHeight(t *testing.T) {
 // fakeTree is a run snapshot a test changes between frames.
 type fakeTree struct {
 	mu     sync.Mutex
-	agents []local.AgentInfo
+	agents []cadre.AgentInfo
 	used   int64
 }
 
-func (f *fakeTree) Tree() []local.AgentInfo {
+func (f *fakeTree) Tree(context.Context, string) (*cadre.Tree, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]local.AgentInfo(nil), f.agents...)
+	return &cadre.Tree{Agents: append([]cadre.AgentInfo(nil), f.agents...), Usage: cadre.Usage{OutputTokens: f.used}}, nil
 }
 
-func (f *fakeTree) Usage() cadre.Usage {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return cadre.Usage{OutputTokens: f.used}
+// newTestTreeView is a view of src that a test drives by hand.
+func newTestTreeView(con *console, src treeSource, budget int64) *treeView {
+	v := makeTreeView(con, budget)
+	v.src = src
+	return v
 }
 
 // countingWriter counts the writes a console makes: one per frame.
@@ -356,7 +357,7 @@ func TestTreeViewRedrawsOnlyOnChange(t *testing.T) {
 	src := &fakeTree{agents: sampleTree()[:2], used: 680}
 	out := &countingWriter{}
 	con := &console{w: out}
-	v := makeTreeView(con, src, 1000)
+	v := newTestTreeView(con, src, 1000)
 	now := treeT0.Add(time.Second)
 	v.now = func() time.Time { return now }
 	w, h := 80, 24
@@ -386,10 +387,10 @@ func TestTreeViewRedrawsOnlyOnChange(t *testing.T) {
 		}, false},
 		{"tokens used", func() { src.mu.Lock(); src.used++; src.mu.Unlock() }, true},
 		{"root streams text", func() {
-			v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: cadre.RootID, Data: map[string]any{"text": "Hello"}})
+			v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: cadre.RootID, Data: cadre.ModelDelta{Text: "Hello"}})
 		}, true},
 		{"a child streams text", func() {
-			v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: "root/researcher.1", Data: map[string]any{"text": "Hi"}})
+			v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: "root/researcher.1", Data: cadre.ModelDelta{Text: "Hi"}})
 		}, false},
 		{"resized", func() { w = 60 }, true},
 		{"resized taller", func() { h = 30 }, true},
@@ -424,14 +425,14 @@ func TestTreeViewRedrawsOnlyOnChange(t *testing.T) {
 func TestTreeViewRootText(t *testing.T) {
 	src := &fakeTree{agents: sampleTree()[:1]}
 	con := &console{w: &countingWriter{}}
-	v := makeTreeView(con, src, 0)
+	v := newTestTreeView(con, src, 0)
 	v.now = func() time.Time { return treeT0 }
 	v.size = func() (int, int) { return 80, 24 }
 	delta := func(s string) {
-		v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: cadre.RootID, Data: map[string]any{"text": s}})
+		v.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: cadre.RootID, Data: cadre.ModelDelta{Text: s}})
 	}
 	reply := func(calls int) {
-		v.handle(cadre.Event{Type: cadre.EventModelResponse, Agent: cadre.RootID, Data: map[string]any{"tool_calls": calls}})
+		v.handle(cadre.Event{Type: cadre.EventModelResponse, Agent: cadre.RootID, Data: cadre.ModelResponse{ToolCalls: calls}})
 	}
 	frame := func(final bool) string { return strings.Join(v.snapshot(final).render(), "\n") }
 
@@ -453,7 +454,7 @@ func TestTreeViewRootText(t *testing.T) {
 	if f := frame(true); strings.Contains(f, "3 March") {
 		t.Errorf("the last frame repeats the answer printed on stdout:\n%s", f)
 	}
-	v.handle(cadre.Event{Type: cadre.EventAgentFailed, Agent: "root/a.1", Data: map[string]any{"error": "boom\x1b[2J"}})
+	v.handle(cadre.Event{Type: cadre.EventAgentFailed, Agent: "root/a.1", Data: cadre.AgentFailed{Error: "boom\x1b[2J"}})
 	if f := frame(true); !strings.Contains(f, "! root/a.1 failed: boom[2J") {
 		t.Errorf("failure note missing or not sanitised:\n%s", f)
 	}
@@ -464,7 +465,7 @@ func TestTreeViewClose(t *testing.T) {
 	src := &fakeTree{agents: sampleTree()[:1]}
 	out := &lockedBuffer{}
 	con := &console{w: out}
-	v := makeTreeView(con, src, 0)
+	v := newTestTreeView(con, src, 0)
 	v.interval = time.Hour // only the last frame
 	v.size = func() (int, int) { return 80, 24 }
 	go v.loop()

@@ -35,14 +35,14 @@ type wiring struct {
 	redact *redact.Redactor
 }
 
-// handle adds handlers of the run's events, which get them with their
-// secrets hidden.
-func (w *wiring) handle(hs ...func(cadre.Event)) {
-	w.engine.Handlers = append(w.engine.Handlers, redactHandler(w.redact, func(ev cadre.Event) {
+// redacted returns one handler of the run's events that passes them to
+// hs, in order, with their secrets hidden.
+func (w *wiring) redacted(hs ...func(cadre.Event)) func(cadre.Event) {
+	return redactHandler(w.redact, func(ev cadre.Event) {
 		for _, h := range hs {
 			h(ev)
 		}
-	}))
+	})
 }
 
 func (w *wiring) close() {

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// runExport is the JSON cadre runs export writes: everything the store
+// holds about a run.
+type runExport struct {
+	Format  string           `json:"format"`
+	Version int              `json:"version"`
+	Run     *cadre.RunRecord `json:"run"`
+	Agents  []agentExport    `json:"agents"`
+	Events  []cadre.Event    `json:"events"`
+}
+
+// exportFormat and exportVersion identify cadre runs export's JSON.
+const (
+	exportFormat  = "cadre.run"
+	exportVersion = 1
+)
+
+// agentExport is an agent's record with its journal.
+type agentExport struct {
+	cadre.AgentRecord
+	Journal []journalExport `json:"journal"`
+}
+
+// journalExport is one journal entry with its input decoded. When this
+// build cannot decode it, Input holds the entry as stored and Error says
+// why.
+type journalExport struct {
+	Seq   int64           `json:"seq"`
+	Kind  string          `json:"kind"`
+	Time  time.Time       `json:"time"`
+	Input json.RawMessage `json:"input"`
+	Error string          `json:"error,omitempty"`
+}
+
+func (a *app) newRunsExportCmd(f *runsFlags) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "export RUN",
+		Short: "Write a whole run as JSON: its record, agents, journals and events",
+		Long: `Write everything the store holds about a run as one JSON object: the run's
+record, each agent's record with its journal (every input it was fed, in
+order, decoded), and the run's events. The object starts with
+"format": "cadre.run" and "version": 1.`,
+		Example: `  cadre runs export last > run.json
+  cadre runs export 20250314-1509 -o run.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("cadre runs export needs one run: an id from `cadre runs list`, a unique prefix of one, or last")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, where, err := a.openRunStore(ctx, f.store)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			r, err := resolveRun(ctx, s, where, args[0])
+			if err != nil {
+				return err
+			}
+			x, err := exportRun(ctx, s, r)
+			if err != nil {
+				return err
+			}
+			if output == "" || output == "-" {
+				return writeIndentedJSON(a.io.Stdout, x)
+			}
+			wd, err := a.wd()
+			if err != nil {
+				return err
+			}
+			path := absUnder(wd, a.expandHome(output))
+			file, err := os.Create(path)
+			if err != nil {
+				return fmt.Errorf("export run %s: %w", r.ID, err)
+			}
+			if err := writeIndentedJSON(file, x); err != nil {
+				file.Close()
+				return fmt.Errorf("export run %s to %s: %w", r.ID, a.relPath(path), err)
+			}
+			if err := file.Close(); err != nil {
+				return fmt.Errorf("export run %s to %s: %w", r.ID, a.relPath(path), err)
+			}
+			entries := 0
+			for _, ag := range x.Agents {
+				entries += len(ag.Journal)
+			}
+			fmt.Fprintf(a.io.Stderr, "wrote run %s to %s: %s, %s, %s\n", r.ID, a.relPath(path),
+				countText(len(x.Agents), "agent"), countText(entries, "journal entry"), countText(len(x.Events), "event"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExport, error) {
+	agents, err := s.ListAgents(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := s.Events(ctx, r.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	x := &runExport{Format: exportFormat, Version: exportVersion, Run: r, Agents: make([]agentExport, 0, len(agents)), Events: evs}
+	for _, ag := range agents {
+		entries, err := s.Journal(ctx, r.ID, ag.ID)
+		if err != nil {
+			return nil, err
+		}
+		ax := agentExport{AgentRecord: *ag, Journal: make([]journalExport, 0, len(entries))}
+		for _, e := range entries {
+			ax.Journal = append(ax.Journal, exportEntry(e))
+		}
+		x.Agents = append(x.Agents, ax)
+	}
+	return x, nil
+}
+
+func exportEntry(e cadre.JournalEntry) journalExport {
+	je := journalExport{Seq: e.Seq, Kind: e.Kind, Time: e.Time}
+	in, err := loop.Decode(e.Kind, e.Data)
+	if err == nil {
+		var b []byte
+		if b, err = json.Marshal(in); err == nil {
+			je.Input = b
+			return je
+		}
+	}
+	je.Error = err.Error()
+	if json.Valid(e.Data) {
+		je.Input = e.Data
+	} else {
+		b, _ := json.Marshal(string(e.Data))
+		je.Input = b
+	}
+	return je
+}
