@@ -1,7 +1,7 @@
 # cadre's developer commands. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: build test bench demo
+.PHONY: build test bench demo fuzz
 
 build:
 	$(GO) build -o bin/cadre ./cmd/cadre
@@ -20,3 +20,9 @@ bench:
 
 demo: build
 	./bin/cadre demo
+
+# Runs every fuzz target for FUZZTIME each (.ci/run runs them for 5s).
+FUZZTIME ?= 5m
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) bash .ci/fuzz.sh
