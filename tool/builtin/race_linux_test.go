@@ -197,7 +197,7 @@ func TestSwapRace(t *testing.T) {
 	t.Logf("%d swaps", swaps.Load())
 	for _, k := range []string{"read", "write", "edit", "list", "search"} {
 		c := counts[k]
-		t.Logf("%-6s %4d calls: %4d succeeded inside, %4d refused, %d showed outside content, %d changed a file outside",
+		t.Logf("%-6s %4d calls: %4d succeeded, %4d refused, %d showed outside content, %d changed a file outside",
 			k, c.ok+c.refused+c.shown, c.ok, c.refused, c.shown, c.landed)
 		if c.shown+c.landed > 0 {
 			t.Errorf("%s: %d calls reached outside the workspace", k, c.shown+c.landed)
