@@ -214,9 +214,13 @@ func TestFeedWatcherContext(t *testing.T) {
 // stored events the markers point to are every stored event, once.
 func TestSlowWatcherDoesNotBlockTheRun(t *testing.T) {
 	checkNoLeaks(t)
+	took, release := make(chan struct{}), make(chan struct{})
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
+				// The watcher is there before the run makes more events
+				// than the buffer holds, so its first is run_started.
+				<-took
 				var cs []cadre.ToolCall
 				for _, id := range []string{"a", "b", "c", "d", "e"} {
 					cs = append(cs, tc(id, loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "part " + id}))
@@ -237,7 +241,6 @@ func TestSlowWatcherDoesNotBlockTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took, release := make(chan struct{}), make(chan struct{})
 	var got []cadre.Event
 	watched := make(chan error, 1)
 	go func() {

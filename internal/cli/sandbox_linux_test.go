@@ -220,6 +220,14 @@ func killedCadre(t *testing.T, dir string, env []string, command, token string, 
 		}
 	})
 	waitSleeps(t, token, "before the kill", func(p []int) bool { return len(p) >= n })
+	// An unconfined command is recorded just after it starts: wait for the
+	// record, which a resume reads, before the kill.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		procs, _ := os.ReadDir(filepath.Join(dir, ".cadre", "procs"))
+		if len(procs) > 0 || !strings.Contains(command, "shell.pid") || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
