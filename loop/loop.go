@@ -7,7 +7,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // EmptyReport is delivered for a child whose report has no text (an empty
@@ -377,7 +377,7 @@ func (s *State) modelResult(in ModelResult) []Action {
 	if text != "" {
 		s.lastText = msg.Content
 		if s.cfg.Say {
-			for _, said := range textproto.TagExtractAll(msg.Content, "say") {
+			for _, said := range tagproto.TagExtractAll(msg.Content, "say") {
 				acts = append(acts, Emit{Type: cadre.EventSay, Data: map[string]any{"text": said}})
 			}
 		}
@@ -530,7 +530,7 @@ func (s *State) endTurn() []Action {
 			}
 			acts = append(acts, a...)
 		case s.cfg.Report == cadre.ReportTag:
-			if content, ok := textproto.TagExtract(s.lastText, "response"); ok && s.lastIsReply() {
+			if content, ok := tagproto.TagExtract(s.lastText, "response"); ok && s.lastIsReply() {
 				a, retry := s.checkedReport(content, prompt.NudgeTag)
 				if retry {
 					return a
@@ -581,7 +581,7 @@ func (s *State) lastIsReply() bool {
 // resultText is the agent's final text: the content of a <response> block
 // when there is one, the last text otherwise.
 func (s *State) resultText() string {
-	if content, ok := textproto.TagExtract(s.lastText, "response"); ok {
+	if content, ok := tagproto.TagExtract(s.lastText, "response"); ok {
 		return content
 	}
 	return strings.TrimSpace(s.lastText)
