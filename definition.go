@@ -96,6 +96,9 @@ type Definition struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Say makes only <say>…</say> blocks of the agent's replies visible.
 	Say bool `json:"say,omitempty"`
+	// Background agents always run in the background: spawn_agent starts
+	// them as start_background_agent does, and their caller goes on at once.
+	Background bool `json:"background,omitempty"`
 
 	// Extra keeps frontmatter fields cadre reads but does not act on
 	// (color, permissionMode, skills, …), as parsed.

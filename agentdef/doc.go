@@ -31,8 +31,10 @@
 //   - Netclaw: modelRole (main, fallback, compaction; any case),
 //     timeoutSeconds, visibility (user-facing or internal; hyphens and case
 //     are ignored), emitStructuredFindings.
-//   - Claude Code: maxTurns; color, permissionMode, skills, effort, memory,
-//     hooks, background and mcpServers are kept in Definition.Extra.
+//   - Claude Code: maxTurns; background (the agent always runs in the
+//     background: spawn_agent starts it as start_background_agent does);
+//     color, permissionMode, skills, effort, memory, hooks and mcpServers
+//     are kept in Definition.Extra.
 //   - OpenCode: mode (primary makes the agent internal), temperature, steps
 //     (the number of turns), hidden, disable (the file is skipped), tools as
 //     a map (a tool set to false is disallowed; with "*": false only the

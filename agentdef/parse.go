@@ -393,7 +393,11 @@ func (b *builder) apply(fields []field) {
 		case "permission":
 			b.permission(f)
 			b.keep(f.key, jsonSafe(f.value))
-		case "hidden", "background":
+		case "background":
+			if v, ok := b.boolean(f); ok {
+				def.Background = v
+			}
+		case "hidden":
 			if v, ok := b.boolean(f); ok {
 				b.keep(f.key, v)
 			}

@@ -97,10 +97,11 @@ Review.
 			d.DisallowedTools = []string{"write_file", "edit_file"}
 			d.Model = "sonnet"
 			d.MaxTurns = 12
+			d.Background = true
 			d.Extra = map[string]any{
 				"color": "blue", "permissionMode": "plan", "skills": []any{"go-style"}, "effort": "high",
-				"memory": "project", "background": true,
-				"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash"}}},
+				"memory": "project",
+				"hooks":  map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash"}}},
 			}
 		}},
 		{"opencode", `---

@@ -255,7 +255,7 @@ func (r *Run) catalog() []loop.CatalogEntry {
 		out = append(out, loop.CatalogEntry{
 			Name: d.Name, Internal: !d.UserFacing(), OnboardingRequired: d.Onboarding == cadre.OnboardingRequired,
 			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: r.e.maxQuestions(d),
-			Background: d.Extra["background"] == true,
+			Background: d.Background,
 		})
 	}
 	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })
