@@ -56,7 +56,7 @@
 // error saying what would do; nothing falls back to a default silently.
 //
 // A field left out takes its default: without tools the agent has its
-// parent's tools; timeoutSeconds is cadre.DefaultTimeoutSeconds (300);
+// parent's tools; timeoutSeconds is 300 (cadre.DefaultTimeout);
 // visibility is user-facing; without model or modelRole the agent uses its
 // parent's model; emitStructuredFindings, askCaller and say are false;
 // report is tool, protocol auto, onboarding optional and maxQuestions

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -170,14 +171,14 @@ func (p *parse) run(data []byte) *cadre.Definition {
 	}
 
 	def := &cadre.Definition{
-		File:           p.path,
-		Scope:          p.opts.Scope,
-		TimeoutSeconds: cadre.DefaultTimeoutSeconds,
-		Visibility:     DefaultVisibility,
-		Report:         DefaultReport,
-		Protocol:       DefaultProtocol,
-		Onboarding:     DefaultOnboarding,
-		MaxQuestions:   cadre.DefaultMaxQuestions,
+		File:         p.path,
+		Scope:        p.opts.Scope,
+		Timeout:      cadre.DefaultTimeout,
+		Visibility:   DefaultVisibility,
+		Report:       DefaultReport,
+		Protocol:     DefaultProtocol,
+		Onboarding:   DefaultOnboarding,
+		MaxQuestions: cadre.DefaultMaxQuestions,
 	}
 	b := &builder{p: p, def: def, recovered: recovered}
 	b.apply(fields)
@@ -296,7 +297,7 @@ func (b *builder) apply(fields []field) {
 			})
 		case "timeoutSeconds":
 			if n, ok := b.integer(f, 1, 86400, "a whole number of seconds from 1 to 86400, such as 300"); ok {
-				def.TimeoutSeconds = n
+				def.Timeout = time.Duration(n) * time.Second
 			}
 		case "visibility":
 			b.oneOf(f, "user-facing or internal", func(s string) bool {

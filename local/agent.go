@@ -52,7 +52,7 @@ func (r *Run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m 
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg,
-		timeout: time.Duration(cfg.TimeoutSeconds) * time.Second,
+		timeout: cfg.Timeout,
 		st:      loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
 	}
 	return a
@@ -100,7 +100,7 @@ func (a *agent) main(pending []loop.Action) {
 			fin = a.step(a.box.take())
 		case <-timeout:
 			if time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
-				fin = a.step([]loop.Input{loop.Timeout{Seconds: int(a.timeout / time.Second)}})
+				fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
 			}
 		}
 	}

@@ -220,7 +220,7 @@ func TestInactivityTimeout(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	d := defs("hang")
-	d[0].TimeoutSeconds = 1
+	d[0].Timeout = time.Second
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "go")
 	if err != nil {
 		t.Fatal(err)

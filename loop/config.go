@@ -2,6 +2,7 @@ package loop
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -40,9 +41,9 @@ type Config struct {
 	Report   cadre.ReportMode `json:"report,omitempty"`
 	Protocol cadre.Protocol   `json:"protocol,omitempty"`
 	MaxTurns int              `json:"max_turns"`
-	// TimeoutSeconds is the agent's inactivity limit, for the engine; 0
-	// means none.
-	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Timeout is the agent's inactivity limit, for the engine; 0 means
+	// none. The journal keeps it as timeout_seconds, a number of seconds.
+	Timeout time.Duration `json:"-"`
 	// Say shows only <say> blocks of the agent's replies to the user.
 	Say         bool     `json:"say,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`

@@ -255,7 +255,7 @@ func (s *State) step(in Input) []Action {
 	case InboxMessage:
 		return s.inbox(in)
 	case Timeout:
-		return s.fail(fmt.Sprintf("timed out: no activity for %ds", in.Seconds))
+		return s.fail("timed out: no activity for " + seconds(in.Limit))
 	case Cancel:
 		return s.cancel(in)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -491,11 +492,15 @@ func TestCancelReportsOnce(t *testing.T) {
 
 func TestTimeoutFails(t *testing.T) {
 	h := start(t, childConfig(cadre.ReportTool), "task")
-	f := mustFinish(t, h.step(Timeout{Seconds: 30}))
+	f := mustFinish(t, h.step(Timeout{Limit: 30 * time.Second}))
 	if !f.Failed || f.Result != "timed out: no activity for 30s" {
 		t.Fatalf("finish %#v", f)
 	}
 	if rep := h.reports(); len(rep) != 1 || rep[0].Text != "Error: timed out: no activity for 30s" {
 		t.Fatalf("reports %#v", rep)
+	}
+	h = start(t, childConfig(cadre.ReportTool), "task")
+	if f := mustFinish(t, h.step(Timeout{Limit: 1500 * time.Millisecond})); f.Result != "timed out: no activity for 1.5s" {
+		t.Fatalf("finish %#v", f)
 	}
 }

@@ -351,7 +351,7 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 	if len(def.DisallowedTools) > 0 {
 		field("disallowed tools", "%s", strings.Join(def.DisallowedTools, ", "))
 	}
-	field("timeout", "%s of inactivity", def.Timeout())
+	field("timeout", "%s of inactivity", def.TimeoutOrDefault())
 	field("visibility", "%s", def.Visibility)
 	if def.MaxTurns > 0 {
 		field("max turns", "%d", def.MaxTurns)
