@@ -537,7 +537,11 @@ func (s *State) endTurn() []Action {
 				}
 				acts = append(acts, a...)
 			} else if s.live() > 0 {
-				return append(acts, Wait{})
+				// It waits for its children, after reading the messages
+				// that came in during the call (below).
+				if len(s.queue) == 0 {
+					return append(acts, Wait{})
+				}
 			} else if !s.nudged {
 				return s.nudge(prompt.NudgeTag)
 			} else {
@@ -549,7 +553,12 @@ func (s *State) endTurn() []Action {
 			}
 		default:
 			if s.live() > 0 {
-				return append(acts, Wait{})
+				// It waits for its children, after reading the messages
+				// that came in during the call (below).
+				if len(s.queue) == 0 {
+					return append(acts, Wait{})
+				}
+				break
 			}
 			if !s.nudged {
 				return s.nudge(prompt.NudgeTool)

@@ -504,3 +504,36 @@ func TestTimeoutFails(t *testing.T) {
 		t.Fatalf("finish %#v", f)
 	}
 }
+
+// A child that ends its turn while one of its own children is alive, with
+// a message that came in during its model call, reads the message rather
+// than waiting: nothing else would wake it for that message, and once the
+// last child has ended it would wait for ever.
+func TestQueuedMessageNotLeftWaiting(t *testing.T) {
+	for _, report := range []cadre.ReportMode{cadre.ReportTool, cadre.ReportTag} {
+		t.Run(string(report), func(t *testing.T) {
+			cfg := childConfig(report)
+			cfg.Delegate = true
+			cfg.Catalog = []CatalogEntry{{Name: "researcher"}}
+			h := start(t, cfg, "task")
+			acts := h.reply("", call("s1", ToolStartBackground, `{"agent":"researcher","prompt":"dig"}`))
+			sp, ok := only[Spawn](acts)
+			if !ok {
+				t.Fatalf("want a Spawn, got %#v", acts)
+			}
+			kid := sp.Children[0].ID
+			h.step(Spawned{Ref: "s1", Child: kid}) // the call's result: the model is asked again
+			if acts := h.step(InboxMessage{From: kid, Text: "an early note"}); len(acts) != 0 {
+				t.Fatalf("a message during the model call: %#v", acts)
+			}
+			acts = h.reply("thinking")
+			cm, ok := only[CallModel](acts)
+			if !ok {
+				t.Fatalf("the turn ended with a message queued: want a CallModel, got %#v", acts)
+			}
+			if last := cm.Request.Messages[len(cm.Request.Messages)-1]; !strings.Contains(last.Content, "an early note") {
+				t.Fatalf("the model call does not carry the queued message: %q", last.Content)
+			}
+		})
+	}
+}
