@@ -42,8 +42,9 @@ type Config struct {
 	Protocol cadre.Protocol   `json:"protocol,omitempty"`
 	MaxTurns int              `json:"max_turns"`
 	// Timeout is the agent's inactivity limit, for the engine; 0 means
-	// none. The journal keeps it as timeout_seconds, a number of seconds.
-	Timeout time.Duration `json:"-"`
+	// none. (Journals of cadre before it was a time.Duration have
+	// timeout_seconds instead, which Decode reads.)
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Say shows only <say> blocks of the agent's replies to the user.
 	Say         bool     `json:"say,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`

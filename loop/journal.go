@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -50,39 +51,22 @@ func Decode(kind string, data []byte) (Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 	}
+	if st, ok := in.(Start); ok && st.Config.Timeout == 0 && bytes.Contains(data, []byte(`"timeout_seconds"`)) {
+		// Written when the timeout was a whole number of seconds.
+		var old struct {
+			Config struct {
+				TimeoutSeconds json.Number `json:"timeout_seconds"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(data, &old); err != nil {
+			return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+		}
+		if st.Config.Timeout, err = parseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
+			return nil, fmt.Errorf("loop: decode %s entry: timeout_seconds: %w", kind, err)
+		}
+		in = st
+	}
 	return in, nil
-}
-
-// configFields is Config without its JSON methods.
-type configFields Config
-
-// configJSON is the JSON form of a Config.
-type configJSON struct {
-	*configFields
-	TimeoutSeconds json.Number `json:"timeout_seconds,omitempty"`
-}
-
-// MarshalJSON writes the config with Timeout as timeout_seconds.
-func (c Config) MarshalJSON() ([]byte, error) {
-	v := configJSON{configFields: (*configFields)(&c)}
-	if c.Timeout != 0 {
-		v.TimeoutSeconds = secondsJSON(c.Timeout)
-	}
-	return json.Marshal(v)
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (c *Config) UnmarshalJSON(b []byte) error {
-	v := configJSON{configFields: (*configFields)(c)}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	t, err := parseSecondsJSON(v.TimeoutSeconds)
-	if err != nil {
-		return fmt.Errorf("timeout_seconds: %w", err)
-	}
-	c.Timeout = t
-	return nil
 }
 
 type timeoutJSON struct {

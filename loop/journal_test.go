@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// Durations are journaled as numbers of seconds under the keys they had
-// when they were whole seconds, so journals written then still replay.
+// Durations are journaled exactly, and journals written when they were
+// whole seconds still replay.
 func TestJournalDurations(t *testing.T) {
 	t.Run("old_start", func(t *testing.T) {
 		in, err := Decode("start", []byte(`{"config":{"id":"root","depth":0,"max_depth":3,"definition":"root","system":"s","max_turns":5,"timeout_seconds":300},"task":"t","messages":null}`))
@@ -35,7 +35,7 @@ func TestJournalDurations(t *testing.T) {
 		in   Input
 		json string
 	}{
-		{"config", Start{Config: Config{ID: "root", Timeout: 1500 * time.Millisecond}}, `"timeout_seconds":1.5`},
+		{"config", Start{Config: Config{ID: "root", Timeout: 1500 * time.Millisecond}}, `"timeout":1500000000`},
 		{"config_without_timeout", Start{Config: Config{ID: "root"}}, ``},
 		{"timeout", Timeout{Limit: 2 * time.Minute}, `{"seconds":120}`},
 	} {
