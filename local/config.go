@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
 )
 
 // Config configures an Engine. Models is required; the rest have working
@@ -58,6 +59,11 @@ type Config struct {
 	// Handlers receive every event, in order, from one goroutine.
 	Handlers []func(cadre.Event)
 	Logger   *slog.Logger
+
+	// stepped, when set, is called from an agent's goroutine with every
+	// input the agent steps and the actions the step returned; the tests
+	// compare them with a replay of the journal.
+	stepped func(agent cadre.AgentID, in loop.Input, acts []loop.Action)
 }
 
 // ModelSource chooses and opens models.
