@@ -2,6 +2,9 @@ package cadre
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -49,8 +52,8 @@ const (
 
 // Defaults of a Definition's fields.
 const (
-	DefaultTimeoutSeconds = 300
-	DefaultMaxQuestions   = 5
+	DefaultTimeout      = 300 * time.Second
+	DefaultMaxQuestions = 5
 )
 
 // A Definition describes a subagent. Definitions are usually read from
@@ -83,12 +86,16 @@ type Definition struct {
 	Model     string `json:"model,omitempty"`
 	ModelRole string `json:"model_role,omitempty"`
 
-	TimeoutSeconds         int        `json:"timeout_seconds"`
-	Visibility             Visibility `json:"visibility"`
-	EmitStructuredFindings bool       `json:"emit_structured_findings,omitempty"`
-	MaxTurns               int        `json:"max_turns,omitempty"`
-	MaxDepth               int        `json:"max_depth,omitempty"`
-	Temperature            *float64   `json:"temperature,omitempty"`
+	// Timeout is the agent's inactivity limit: it fails when a model or
+	// tool call of its shows no sign of life for this long. 0 means
+	// DefaultTimeout. JSON writes it as timeout_seconds, a number of
+	// seconds, as agent files do.
+	Timeout                time.Duration `json:"-"`
+	Visibility             Visibility    `json:"visibility"`
+	EmitStructuredFindings bool          `json:"emit_structured_findings,omitempty"`
+	MaxTurns               int           `json:"max_turns,omitempty"`
+	MaxDepth               int           `json:"max_depth,omitempty"`
+	Temperature            *float64      `json:"temperature,omitempty"`
 
 	Report       ReportMode      `json:"report,omitempty"`
 	Protocol     Protocol        `json:"protocol,omitempty"`
@@ -98,18 +105,69 @@ type Definition struct {
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Say makes only <say>…</say> blocks of the agent's replies visible.
 	Say bool `json:"say,omitempty"`
+	// Background agents always run in the background: spawn_agent starts
+	// them as start_background_agent does, and their caller goes on at once.
+	Background bool `json:"background,omitempty"`
 
 	// Extra keeps frontmatter fields cadre reads but does not act on
 	// (color, permissionMode, skills, …), as parsed.
 	Extra map[string]any `json:"extra,omitempty"`
 }
 
-// Timeout is the inactivity limit of the agent.
-func (d *Definition) Timeout() time.Duration {
-	if d.TimeoutSeconds <= 0 {
-		return DefaultTimeoutSeconds * time.Second
+// TimeoutOrDefault is the inactivity limit of the agent: Timeout, or
+// DefaultTimeout when Timeout is not set.
+func (d *Definition) TimeoutOrDefault() time.Duration {
+	if d.Timeout <= 0 {
+		return DefaultTimeout
 	}
-	return time.Duration(d.TimeoutSeconds) * time.Second
+	return d.Timeout
+}
+
+// definitionFields is Definition without its JSON methods.
+type definitionFields Definition
+
+// definitionJSON is the JSON form of a Definition.
+type definitionJSON struct {
+	*definitionFields
+	TimeoutSeconds json.Number `json:"timeout_seconds"`
+}
+
+// MarshalJSON writes the definition with Timeout as timeout_seconds.
+func (d Definition) MarshalJSON() ([]byte, error) {
+	return json.Marshal(definitionJSON{(*definitionFields)(&d), secondsJSON(d.Timeout)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (d *Definition) UnmarshalJSON(b []byte) error {
+	v := definitionJSON{definitionFields: (*definitionFields)(d)}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	t, err := parseSecondsJSON(v.TimeoutSeconds)
+	if err != nil {
+		return fmt.Errorf("timeout_seconds: %w", err)
+	}
+	d.Timeout = t
+	return nil
+}
+
+// secondsJSON writes a duration as a number of seconds, with a fraction
+// only when it has one.
+func secondsJSON(d time.Duration) json.Number {
+	return json.Number(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+}
+
+// parseSecondsJSON reads a number of seconds written by secondsJSON; an
+// absent one is 0.
+func parseSecondsJSON(n json.Number) (time.Duration, error) {
+	if n == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.Abs(f)*1e9 >= math.MaxInt64 {
+		return 0, fmt.Errorf("%s is not a number of seconds of at most %d", n, math.MaxInt64/int64(time.Second))
+	}
+	return time.Duration(math.Round(f * 1e9)), nil
 }
 
 // UserFacing reports whether models may see and spawn the agent.

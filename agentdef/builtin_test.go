@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -37,21 +38,21 @@ func TestBuiltin(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		tools    []string
-		timeout  int
+		timeout  time.Duration
 		role     string
 		describe []string // in the description
 		prompt   []string // in the prompt
 	}{
-		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120, "compaction",
+		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120 * time.Second, "compaction",
 			[]string{"Researches", "sources"},
 			[]string{"web_fetch", "read_file", "second source", "URL", "rather than guessing"}},
-		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120, "compaction",
+		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120 * time.Second, "compaction",
 			[]string{"source code", "runs build, test and git commands", "file and line"},
 			[]string{"the build, the tests", "path and line numbers", "defects", "performance", "fenced blocks"}},
-		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60, "compaction",
+		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60 * time.Second, "compaction",
 			[]string{"Condenses documents, web pages"},
 			[]string{"names, numbers, dates", "under 500 words", "public interface"}},
-		{GeneralPurpose, nil, cadre.DefaultTimeoutSeconds, "", []string{"same tools as the agent that starts it"}, []string{"Report what you did"}},
+		{GeneralPurpose, nil, cadre.DefaultTimeout, "", []string{"same tools as the agent that starts it"}, []string{"Report what you did"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			i := slices.IndexFunc(defs, func(d *cadre.Definition) bool { return d.Name == tc.name })
@@ -72,8 +73,8 @@ func TestBuiltin(t *testing.T) {
 					t.Errorf("the prompt lacks %q", want)
 				}
 			}
-			if d.TimeoutSeconds != tc.timeout || !d.UserFacing() || d.Scope != ScopeBuiltin || d.File != "builtin:"+tc.name+".md" {
-				t.Errorf("timeout %d user-facing %v scope %q file %q", d.TimeoutSeconds, d.UserFacing(), d.Scope, d.File)
+			if d.Timeout != tc.timeout || !d.UserFacing() || d.Scope != ScopeBuiltin || d.File != "builtin:"+tc.name+".md" {
+				t.Errorf("timeout %s user-facing %v scope %q file %q", d.Timeout, d.UserFacing(), d.Scope, d.File)
 			}
 			if len(d.Description) < 40 || len(d.Prompt) < 200 {
 				t.Errorf("description or prompt too thin: %q", d.Description)

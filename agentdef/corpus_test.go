@@ -2,6 +2,7 @@ package agentdef
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,30 +16,56 @@ import (
 	"github.com/cadre-ai/cadre"
 )
 
-// corpusDir locates the compatibility corpus of real agent files:
-// shared/corpus/agents beside the module's checkout. When it is missing the
-// test is skipped, naming the path it looked for.
+// corpusEnv names a folder holding the corpus, for checkouts that do not
+// have shared/ beside them.
+const corpusEnv = "CADRE_CORPUS"
+
+// corpusDir locates the compatibility corpus of real agent files (see
+// findCorpus). When it is missing the tests that need it are skipped,
+// except in CI (the variable CI is set), where they fail: CI checks out
+// shared/ beside the repository, so a missing corpus there is a broken
+// setup, not a reason to test less.
 func corpusDir(tb testing.TB) string {
 	tb.Helper()
-	dir, err := os.Getwd()
+	wd, err := os.Getwd()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+	dir, err := findCorpus(wd, os.Getenv)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("%v; CI runs the corpus tests, so it must have the corpus", err)
 		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			tb.Fatal("go.mod not found above the test's directory")
-		}
-		dir = up
+		tb.Skip(err)
 	}
-	corpus := filepath.Join(filepath.Dir(dir), "shared", "corpus", "agents")
+	return dir
+}
+
+// findCorpus returns the corpus folder: the one getenv(corpusEnv) names,
+// or shared/corpus/agents beside the checkout of the module that holds the
+// folder wd. The error says where it looked.
+func findCorpus(wd string, getenv func(string) string) (string, error) {
+	corpus := getenv(corpusEnv)
+	how := "named by " + corpusEnv
+	if corpus == "" {
+		dir := wd
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			up := filepath.Dir(dir)
+			if up == dir {
+				return "", fmt.Errorf("go.mod not found above %s", wd)
+			}
+			dir = up
+		}
+		corpus = filepath.Join(filepath.Dir(dir), "shared", "corpus", "agents")
+		how = "shared/corpus/agents beside the module's checkout; set " + corpusEnv + " to use another"
+	}
 	if fi, err := os.Stat(corpus); err != nil || !fi.IsDir() {
-		tb.Skipf("the agent corpus is missing: expected a folder at %s (shared/corpus/agents beside the module's checkout)", corpus)
+		return "", fmt.Errorf("the agent corpus is missing: expected a folder at %s (%s)", corpus, how)
 	}
-	return corpus
+	return corpus, nil
 }
 
 // The files of the corpus whose frontmatter is not valid YAML: each must
@@ -317,5 +344,46 @@ func BenchmarkParse(b *testing.B) {
 		if d, _ := Parse("bench.md", data, ParseOptions{}); d == nil {
 			b.Fatal("rejected")
 		}
+	}
+}
+
+func TestFindCorpus(t *testing.T) {
+	root := t.TempDir()
+	module := filepath.Join(root, "cadre")
+	pkg := filepath.Join(module, "agentdef")
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(module, "go.mod"), []byte("module x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noEnv := func(string) string { return "" }
+	beside := filepath.Join(root, "shared", "corpus", "agents")
+
+	_, err := findCorpus(pkg, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "expected a folder at "+beside) || !strings.Contains(err.Error(), corpusEnv) {
+		t.Errorf("without a corpus: %v, want an error naming %s and %s", err, beside, corpusEnv)
+	}
+	if err := os.MkdirAll(beside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findCorpus(pkg, noEnv); err != nil || got != beside {
+		t.Errorf("beside the checkout: %q, %v", got, err)
+	}
+	other := filepath.Join(root, "elsewhere")
+	env := func(k string) string {
+		if k == corpusEnv {
+			return other
+		}
+		return ""
+	}
+	if _, err := findCorpus(pkg, env); err == nil || !strings.Contains(err.Error(), other) || !strings.Contains(err.Error(), "named by "+corpusEnv) {
+		t.Errorf("%s naming a missing folder: %v", corpusEnv, err)
+	}
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := findCorpus(pkg, env); err != nil || got != other {
+		t.Errorf("named by %s: %q, %v", corpusEnv, got, err)
 	}
 }

@@ -31,8 +31,10 @@
 //   - Netclaw: modelRole (main, fallback, compaction; any case),
 //     timeoutSeconds, visibility (user-facing or internal; hyphens and case
 //     are ignored), emitStructuredFindings.
-//   - Claude Code: maxTurns; color, permissionMode, skills, effort, memory,
-//     hooks, background and mcpServers are kept in Definition.Extra.
+//   - Claude Code: maxTurns; background (the agent always runs in the
+//     background: spawn_agent starts it as start_background_agent does);
+//     color, permissionMode, skills, effort, memory, hooks and mcpServers
+//     are kept in Definition.Extra.
 //   - OpenCode: mode (primary makes the agent internal), temperature, steps
 //     (the number of turns), hidden, disable (the file is skipped), tools as
 //     a map (a tool set to false is disallowed; with "*": false only the
@@ -51,7 +53,7 @@
 // error saying what would do; nothing falls back to a default silently.
 //
 // A field left out takes its default: without tools the agent has its
-// parent's tools; timeoutSeconds is cadre.DefaultTimeoutSeconds (300);
+// parent's tools; timeoutSeconds is 300 (cadre.DefaultTimeout);
 // visibility is user-facing; without model or modelRole the agent uses its
 // parent's model; emitStructuredFindings, askCaller and say are false;
 // report is tool, protocol auto, onboarding optional and maxQuestions

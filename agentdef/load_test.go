@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -47,7 +48,7 @@ Cite every source.
 		Scope:                  ScopeDir,
 		Tools:                  []string{"web_fetch", "read_file"},
 		ModelRole:              "compaction",
-		TimeoutSeconds:         120,
+		Timeout:                120 * time.Second,
 		Visibility:             cadre.VisibilityInternal,
 		EmitStructuredFindings: true,
 		Report:                 cadre.ReportTool,
@@ -75,7 +76,7 @@ func TestLoadMinimalDefaults(t *testing.T) {
 	if d.Tools != nil {
 		t.Errorf("Tools = %#v, want nil (inherit the parent's)", d.Tools)
 	}
-	if d.TimeoutSeconds != cadre.DefaultTimeoutSeconds || d.Visibility != cadre.VisibilityUserFacing ||
+	if d.Timeout != cadre.DefaultTimeout || d.Visibility != cadre.VisibilityUserFacing ||
 		d.Report != cadre.ReportTool || d.Protocol != cadre.ProtocolAuto ||
 		d.Onboarding != cadre.OnboardingOptional || d.MaxQuestions != cadre.DefaultMaxQuestions ||
 		d.Model != "" || d.ModelRole != "" || d.EmitStructuredFindings {
@@ -163,7 +164,7 @@ func TestLoadDuplicateNamesFirstWins(t *testing.T) {
 		"b.md": agent("twin", "timeoutSeconds: 22"),
 	}, LoadOptions{})
 	d, ok := cat.Get("twin")
-	if !ok || d.TimeoutSeconds != 11 {
+	if !ok || d.Timeout != 11*time.Second {
 		t.Fatalf("want twin from a.md, got %+v", d)
 	}
 	if !hasDiag(diagsFor(diags, "b.md"), SeverityError, "duplicate name twin", "a.md") {
@@ -376,8 +377,8 @@ func TestLoadScopes(t *testing.T) {
 	}{
 		{"shared", ScopeDir, filepath.Join(extra, "shared.md"), func(d *cadre.Definition) bool { return d.Model == "opus" }},
 		{"userish", ScopeUser, filepath.Join(home, ".cadre", "agents", "userish.md"), nil},
-		{"summarizer", ScopeUser, filepath.Join(home, ".claude", "agents", "summarizer.md"), func(d *cadre.Definition) bool { return d.TimeoutSeconds == 7 }},
-		{"top", ScopeProject, filepath.Join(repo, "svc", ".cadre", "agents", "top.md"), func(d *cadre.Definition) bool { return d.TimeoutSeconds == 42 }},
+		{"summarizer", ScopeUser, filepath.Join(home, ".claude", "agents", "summarizer.md"), func(d *cadre.Definition) bool { return d.Timeout == 7*time.Second }},
+		{"top", ScopeProject, filepath.Join(repo, "svc", ".cadre", "agents", "top.md"), func(d *cadre.Definition) bool { return d.Timeout == 42*time.Second }},
 		{"mid", ScopeProject, filepath.Join(repo, "svc", ".cadre", "agents", "mid.md"), nil},
 		{"near", ScopeProject, filepath.Join(work, ".opencode", "agents", "near.md"), nil},
 		{"research-assistant", ScopeBuiltin, "builtin:research-assistant.md", nil},
@@ -466,7 +467,7 @@ func TestLoadDuplicateAcrossFoldersOfOneScopeIsWarning(t *testing.T) {
 		".claude/agents/x.md": agent("x", "timeoutSeconds: 2"),
 	})
 	cat, diags := Load(LoadOptions{Home: home, NoBuiltin: true, NoProject: true})
-	if d, _ := cat.Get("x"); d == nil || d.TimeoutSeconds != 1 {
+	if d, _ := cat.Get("x"); d == nil || d.Timeout != 1*time.Second {
 		t.Fatalf("want x from .cadre (first in path order), got %+v", d)
 	}
 	if HasErrors(diags) || !hasDiag(diagsFor(diags, ".claude/agents/x.md"), SeverityWarning, "duplicate name x") {

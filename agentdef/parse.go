@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -179,14 +180,14 @@ func (p *parse) run(data []byte) *cadre.Definition {
 	}
 
 	def := &cadre.Definition{
-		File:           p.path,
-		Scope:          p.opts.Scope,
-		TimeoutSeconds: cadre.DefaultTimeoutSeconds,
-		Visibility:     DefaultVisibility,
-		Report:         DefaultReport,
-		Protocol:       DefaultProtocol,
-		Onboarding:     DefaultOnboarding,
-		MaxQuestions:   cadre.DefaultMaxQuestions,
+		File:         p.path,
+		Scope:        p.opts.Scope,
+		Timeout:      cadre.DefaultTimeout,
+		Visibility:   DefaultVisibility,
+		Report:       DefaultReport,
+		Protocol:     DefaultProtocol,
+		Onboarding:   DefaultOnboarding,
+		MaxQuestions: cadre.DefaultMaxQuestions,
 	}
 	b := &builder{p: p, def: def, recovered: recovered}
 	b.apply(fields)
@@ -310,7 +311,7 @@ func (b *builder) apply(fields []field) {
 			})
 		case "timeoutSeconds":
 			if n, ok := b.integer(f, 1, 86400, "a whole number of seconds from 1 to 86400, such as 300"); ok {
-				def.TimeoutSeconds = n
+				def.Timeout = time.Duration(n) * time.Second
 			}
 		case "visibility":
 			b.oneOf(f, "user-facing or internal", func(s string) bool {
@@ -407,7 +408,11 @@ func (b *builder) apply(fields []field) {
 		case "permission":
 			b.permission(f)
 			b.keep(f.key, jsonSafe(f.value))
-		case "hidden", "background":
+		case "background":
+			if v, ok := b.boolean(f); ok {
+				def.Background = v
+			}
+		case "hidden":
 			if v, ok := b.boolean(f); ok {
 				b.keep(f.key, v)
 			}

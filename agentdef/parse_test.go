@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,10 +105,11 @@ Review.
 			d.DisallowedTools = []string{"write_file", "edit_file"}
 			d.Model = "sonnet"
 			d.MaxTurns = 12
+			d.Background = true
 			d.Extra = map[string]any{
 				"color": "blue", "permissionMode": "plan", "skills": []any{"go-style"}, "effort": "high",
-				"memory": "project", "background": true,
-				"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash"}}},
+				"memory": "project",
+				"hooks":  map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash"}}},
 			}
 		}},
 		{"opencode", `---
@@ -155,7 +157,7 @@ Summarize.
 			d.Name = "summarizer"
 			d.Tools = []string{"read_file", "web_fetch", "run_command"}
 			d.ModelRole = "fallback"
-			d.TimeoutSeconds = 60
+			d.Timeout = 60 * time.Second
 		}},
 		{"llm_do", `---
 name: pitch_evaluator
@@ -225,7 +227,7 @@ Audit.
 			}
 			want := &cadre.Definition{
 				Description: got.Description, Prompt: got.Prompt, File: "agent.md",
-				TimeoutSeconds: cadre.DefaultTimeoutSeconds, Visibility: cadre.VisibilityUserFacing,
+				Timeout: cadre.DefaultTimeout, Visibility: cadre.VisibilityUserFacing,
 				Report: cadre.ReportTool, Protocol: cadre.ProtocolAuto, Onboarding: cadre.OnboardingOptional,
 				MaxQuestions: cadre.DefaultMaxQuestions, Name: got.Name,
 			}
@@ -394,7 +396,7 @@ func TestParseRecovery(t *testing.T) {
 		}, ""},
 		{"dialogue_at_column_0", "name: a\ndescription: Use it when reviewing. Examples:\nContext: a PR is open\nuser: review it\nassistant: I will use a\ncolor: red\ntimeoutSeconds: 30\n", func(d *cadre.Definition) {
 			d.Description = "Use it when reviewing. Examples:\nContext: a PR is open\nuser: review it\nassistant: I will use a"
-			d.TimeoutSeconds = 30
+			d.Timeout = 30 * time.Second
 			d.Extra = map[string]any{"color": "red"}
 		}, ""},
 		{"starts_with_stars", "name: a\ndescription: **Bold** claims: many\n", func(d *cadre.Definition) {
@@ -435,7 +437,7 @@ description: "Say "hi": loudly"
 				t.Errorf("want a warning about %s:%s", tc.dropped, diagLines(diags))
 			}
 			want := *got
-			want.Name, want.Tools, want.Model, want.TimeoutSeconds, want.Extra = "a", nil, "", cadre.DefaultTimeoutSeconds, nil
+			want.Name, want.Tools, want.Model, want.Timeout, want.Extra = "a", nil, "", cadre.DefaultTimeout, nil
 			tc.want(&want)
 			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("definition (-want +got):\n%s", diff)

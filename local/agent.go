@@ -59,7 +59,7 @@ func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m 
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
 		callable: make(map[string]cadre.Tool, len(tools)),
-		timeout:  time.Duration(cfg.TimeoutSeconds) * time.Second,
+		timeout:  cfg.Timeout,
 		st:       loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
 	}
 	for _, t := range tools {
@@ -125,7 +125,7 @@ func (a *agent) main(pending []loop.Action) {
 			fin = a.step(a.box.take())
 		case <-timeout:
 			if time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
-				fin = a.step([]loop.Input{loop.Timeout{Seconds: int(a.timeout / time.Second)}})
+				fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
 			}
 		}
 	}
@@ -161,13 +161,15 @@ func (a *agent) endChildren(fin *loop.Finish) {
 	}
 }
 
-// step journals inputs, steps them, and carries out the actions. It
-// returns the Finish action once the agent is done.
+// step journals inputs, steps them as the journal gives them back, and
+// carries out the actions. It returns the Finish action once the agent is
+// done.
 func (a *agent) step(ins []loop.Input) *loop.Finish {
 	if len(ins) == 0 {
 		return nil
 	}
-	if err := a.journal(ins); err != nil {
+	journaled, err := a.journal(ins)
+	if err != nil {
 		// Without a journal the run cannot be resumed: stop rather than go on
 		// with work that could be lost.
 		a.run.e.cfg.Logger.Error("journal", "agent", a.id, "err", err)
@@ -179,7 +181,7 @@ func (a *agent) step(ins []loop.Input) *loop.Finish {
 		}
 		return a.apply([]loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}})
 	}
-	return a.apply(ins)
+	return a.apply(journaled)
 }
 
 // apply steps journaled inputs and carries out the actions.
@@ -197,7 +199,11 @@ func (a *agent) apply(ins []loop.Input) *loop.Finish {
 			delete(a.kids, in.Child)
 		}
 		if fin == nil {
-			fin = a.doAll(a.st.Step(in))
+			acts := a.st.Step(in)
+			if f := a.run.e.cfg.stepped; f != nil {
+				f(a.id, in, acts)
+			}
+			fin = a.doAll(acts)
 		}
 	}
 	if fin != nil {
@@ -218,17 +224,36 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 	return nil
 }
 
-func (a *agent) journal(ins []loop.Input) error {
+// journal appends inputs to the agent's journal and returns them as a
+// replay will read them back: each one encoded and decoded again. The
+// JSON of an input is not always the input (json.RawMessage is compacted,
+// invalid UTF-8 becomes U+FFFD), so the agent steps what a resumed run
+// steps, and a replay rebuilds the very state the agent had. An input
+// that cannot make the round trip is not journaled, since no replay could
+// read it. Without a store nothing is journaled and nothing can be
+// replayed: the inputs are returned as they are.
+func (a *agent) journal(ins []loop.Input) ([]loop.Input, error) {
 	if a.run.e.cfg.Store == nil {
-		return nil
+		return ins, nil
 	}
 	entries := make([]cadre.JournalEntry, len(ins))
+	out := make([]loop.Input, len(ins))
 	now := time.Now().UTC()
+	seq := a.seq
 	for i, in := range ins {
-		a.seq++
-		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: a.seq, Kind: in.Kind(), Data: marshalInput(in), Time: now}
+		data, back, err := roundTrip(in)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", a.id, err)
+		}
+		seq++
+		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
+		out[i] = back
 	}
-	return a.run.e.cfg.Store.Append(context.WithoutCancel(a.ctx), entries)
+	if err := a.run.e.cfg.Store.Append(context.WithoutCancel(a.ctx), entries); err != nil {
+		return nil, err
+	}
+	a.seq = seq
+	return out, nil
 }
 
 func (a *agent) do(act loop.Action) *loop.Finish {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool"
+	"github.com/cadre-ai/cadre/loop"
 )
 
 // Config configures an Engine. Models is required; the rest have working
@@ -73,6 +74,11 @@ type Config struct {
 	// it missed. Zero means DefaultEventBuffer.
 	EventBuffer int
 	Logger      *slog.Logger
+
+	// stepped, when set, is called from an agent's goroutine with every
+	// input the agent steps and the actions the step returned; the tests
+	// compare them with a replay of the journal.
+	stepped func(agent cadre.AgentID, in loop.Input, acts []loop.Action)
 }
 
 // DefaultEventBuffer is the EventBuffer of a Config that sets none.

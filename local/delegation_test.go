@@ -172,7 +172,7 @@ func TestBackgroundDefinition(t *testing.T) {
 		return text("bye"), nil
 	})
 	d := defs("watcher")
-	d[0].Extra = map[string]any{"background": true}
+	d[0].Background = true
 	res, err, _ := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "go")
 	if err != nil {
 		t.Fatal(err)

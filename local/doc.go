@@ -25,13 +25,19 @@
 //
 // Everything that happens to an agent reaches its goroutine through its
 // mailbox (unbounded, so agents never block on each other), is appended to
-// the Store's journal, and only then is fed to loop.State.Step. A child's
-// Start is journaled, and its record written, before its parent learns it
+// the Store's journal, and only then is fed to loop.State.Step. What is fed
+// is the input as the journal gives it back, encoded and decoded again, not
+// the input as it was made: JSON does not keep every value as it is
+// (json.RawMessage is compacted, invalid UTF-8 becomes U+FFFD), and this
+// way a replay steps exactly what the live agent stepped. A child's Start
+// is journaled, and its record written, before its parent learns it
 // exists. Replaying an agent's journal through Step rebuilds its state:
 // Engine.Resume does that for every agent of a run, then lets each carry on
 // (see its documentation for what is repeated and what is not). When the
 // store fails, the run is cancelled rather than going on with work that
-// could not be resumed.
+// could not be resumed; an input that cannot be journaled is refused (a
+// child that cannot be started is reported to its parent as such). Without
+// a Store nothing is journaled and the inputs are stepped as they are.
 //
 // # Events
 //

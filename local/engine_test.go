@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -18,8 +19,21 @@ import (
 // A root spawns two agents in one reply; they run concurrently, one forgets
 // to report and is nudged; each report reaches the root once.
 func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
-	checkNoLeaks(t)
-	var inFlight, overlap atomic.Int32
+	synctest.Test(t, testSyncSpawnsConcurrentWithNudge)
+}
+
+func testSyncSpawnsConcurrentWithNudge(t *testing.T) {
+	// The first calls of alpha and beta meet: each waits until the other
+	// is in flight too. Were they made one after the other, the first would
+	// wait until every goroutine of the test's bubble was blocked, when its
+	// fake clock jumps ten seconds ahead, and go on alone.
+	met := newMeeting(2)
+	var apart atomic.Bool
+	meet := func() {
+		if !met.arrive(10 * time.Second) {
+			apart.Store(true)
+		}
+	}
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		switch defName(req.Agent) {
 		case "root":
@@ -31,22 +45,14 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 			}
 			return text("combined"), nil
 		case "alpha":
-			if n := inFlight.Add(1); n > 1 {
-				overlap.Store(1)
-			}
-			time.Sleep(50 * time.Millisecond)
-			inFlight.Add(-1)
 			if req.Turn == 1 {
+				meet()
 				return calls(tc("s", loop.ToolSendAgentMessage, map[string]string{"text": "alpha result"})), nil
 			}
 			return text("alpha done"), nil
 		case "beta":
-			if n := inFlight.Add(1); n > 1 {
-				overlap.Store(1)
-			}
-			time.Sleep(50 * time.Millisecond)
-			inFlight.Add(-1)
 			if req.Turn == 1 {
+				meet()
 				return text("beta forgot"), nil
 			}
 			return text("beta after nudge"), nil
@@ -60,7 +66,7 @@ func TestSyncSpawnsConcurrentWithNudge(t *testing.T) {
 	if res.Answer != "combined" {
 		t.Fatalf("answer %q", res.Answer)
 	}
-	if overlap.Load() == 0 {
+	if apart.Load() {
 		t.Error("the two children never ran at the same time")
 	}
 	alpha := m.RequestsOf("root/alpha.1")
@@ -207,9 +213,13 @@ func TestCancelMiddleAgentStopsSubtree(t *testing.T) {
 }
 
 // A child whose model hangs fails at its inactivity limit; its parent gets
-// an error result and carries on.
+// an error result and carries on. The test's clock is synctest's.
 func TestInactivityTimeout(t *testing.T) {
-	checkNoLeaks(t)
+	synctest.Test(t, testInactivityTimeout)
+}
+
+func testInactivityTimeout(t *testing.T) {
+	began := time.Now()
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
@@ -221,7 +231,7 @@ func TestInactivityTimeout(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	d := defs("hang")
-	d[0].TimeoutSeconds = 1
+	d[0].Timeout = time.Second
 	res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: d}, "go")
 	if err != nil {
 		t.Fatal(err)
@@ -232,11 +242,19 @@ func TestInactivityTimeout(t *testing.T) {
 	if f := ev.of(cadre.EventAgentFailed); len(f) != 1 || data[cadre.AgentFailed](f[0]).Error != "timed out: no activity for 1s" {
 		t.Fatalf("agent_failed events %+v", f)
 	}
+	if took := time.Since(began); took != time.Second {
+		t.Errorf("the child failed after %s of the bubble's clock, want its limit of 1s", took)
+	}
 }
 
-// With a concurrency limit of 2, ten spawns queue and all complete.
+// With a concurrency limit of 2, ten spawns queue and all complete. Each
+// worker's call takes a second of synctest's clock, so calls the limit
+// let through would be in flight together.
 func TestQueuedSpawnsComplete(t *testing.T) {
-	checkNoLeaks(t)
+	synctest.Test(t, testQueuedSpawnsComplete)
+}
+
+func testQueuedSpawnsComplete(t *testing.T) {
 	var inFlight, peak atomic.Int32
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		n := inFlight.Add(1)
@@ -257,7 +275,7 @@ func TestQueuedSpawnsComplete(t *testing.T) {
 			}
 			return text("ok"), nil
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Second)
 		if req.Turn > 1 {
 			return text("sent"), nil
 		}
@@ -267,8 +285,8 @@ func TestQueuedSpawnsComplete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := peak.Load(); p > 2 {
-		t.Errorf("%d model calls at once, limit 2", p)
+	if p := peak.Load(); p != 2 {
+		t.Errorf("at most %d model calls at once, want the limit, 2", p)
 	}
 	done := 0
 	for _, a := range res.Agents {
@@ -351,8 +369,9 @@ func TestBudgetExhaustion(t *testing.T) {
 	}
 }
 
+// The run's time limit and its caller's context stop it; the test's clock
+// is synctest's.
 func TestRunTimeoutAndCancel(t *testing.T) {
-	checkNoLeaks(t)
 	hang := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID && req.Turn == 1 {
 			return calls(tc("a", loop.ToolStartBackground, map[string]string{"prompt": "forever", "agent": "worker"})), nil
@@ -361,30 +380,43 @@ func TestRunTimeoutAndCancel(t *testing.T) {
 		return nil, ctx.Err()
 	})
 	t.Run("run timeout", func(t *testing.T) {
-		res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{Timeout: 200 * time.Millisecond}}, "go")
-		var re *cadre.RunError
-		if !errors.As(err, &re) || res.Status != cadre.StatusCancelled || !strings.Contains(res.Error, "time limit") {
-			t.Fatalf("err %v, result %+v", err, res)
-		}
-		if n := len(ev.of(cadre.EventAgentCancelled)); n != 2 {
-			t.Errorf("%d agent_cancelled events, want 2", n)
-		}
-		if len(ev.of(cadre.EventRunFailed)) != 1 {
-			t.Error("no run_failed event")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			began := time.Now()
+			res, err, ev := runTask(t, Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker"), Limits: cadre.Limits{Timeout: 200 * time.Millisecond}}, "go")
+			var re *cadre.RunError
+			if !errors.As(err, &re) || res.Status != cadre.StatusCancelled || !strings.Contains(res.Error, "time limit") {
+				t.Fatalf("err %v, result %+v", err, res)
+			}
+			if n := len(ev.of(cadre.EventAgentCancelled)); n != 2 {
+				t.Errorf("%d agent_cancelled events, want 2", n)
+			}
+			if len(ev.of(cadre.EventRunFailed)) != 1 {
+				t.Error("no run_failed event")
+			}
+			if took := time.Since(began); took != 200*time.Millisecond {
+				t.Errorf("the run stopped after %s of the bubble's clock, want its limit of 200ms", took)
+			}
+		})
 	})
 	t.Run("abort", func(t *testing.T) {
-		r, err := begin(New(Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker")}), "go")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.e.Cancel(context.Background(), r.id, cadre.CancelOptions{Abort: true}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Wait()
-		if err == nil || res.Status != cadre.StatusCancelled {
-			t.Fatalf("err %v status %s", err, res.Status)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			r, err := begin(New(Config{Models: OneModel{Name: "fake", Model: hang}, RootModel: "fake", Definitions: defs("worker")}), "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Once every agent waits on its hanging model, the caller gives up.
+			synctest.Wait()
+			if err := r.e.Cancel(context.Background(), r.id, cadre.CancelOptions{Abort: true}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Wait()
+			if err == nil || res.Status != cadre.StatusCancelled {
+				t.Fatalf("err %v status %s", err, res.Status)
+			}
+			if len(res.Agents) != 2 {
+				t.Errorf("%d agents, want the root and its worker", len(res.Agents))
+			}
+		})
 	})
 }
 

@@ -225,3 +225,33 @@ func checkNoLeaks(t *testing.T) {
 }
 
 var _ = fmt.Sprint
+
+// A meeting lets n goroutines wait until all of them have arrived.
+type meeting struct {
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+}
+
+func newMeeting(n int) *meeting { return &meeting{arrived: n, all: make(chan struct{})} }
+
+// arrive waits until all have arrived, or at most patience, and reports
+// whether all did. Inside a synctest bubble the patience runs out only when
+// nothing else in the bubble can move: that is, when the others cannot
+// arrive while this one waits.
+func (m *meeting) arrive(patience time.Duration) bool {
+	m.mu.Lock()
+	m.arrived--
+	if m.arrived == 0 {
+		close(m.all)
+	}
+	m.mu.Unlock()
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case <-m.all:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -319,7 +319,9 @@ func TestResumeDoesNotRepeatWrites(t *testing.T) {
 	mr := loop.ModelResult{Response: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "w", Name: "write_file", Arguments: `{"path":"x"}`}}}}}
 	var entries []cadre.JournalEntry
 	for i, in := range []loop.Input{start, mr} {
-		entries = append(entries, cadre.JournalEntry{Run: id, Agent: cadre.RootID, Seq: int64(i + 1), Kind: in.Kind(), Data: marshalInput(in), Time: time.Now()})
+		data, err := json.Marshal(in)
+		must(err)
+		entries = append(entries, cadre.JournalEntry{Run: id, Agent: cadre.RootID, Seq: int64(i + 1), Kind: in.Kind(), Data: data, Time: time.Now()})
 	}
 	must(mem.Append(ctx, entries))
 

@@ -292,7 +292,7 @@ func (r *run) catalog() []loop.CatalogEntry {
 		out = append(out, loop.CatalogEntry{
 			Name: d.Name, Internal: !d.UserFacing(), OnboardingRequired: d.Onboarding == cadre.OnboardingRequired,
 			NoOnboarding: d.Onboarding == cadre.OnboardingOff, AskCaller: d.AskCaller, MaxQuestions: r.e.maxQuestions(d),
-			Background: d.Extra["background"] == true,
+			Background: d.Background,
 		})
 	}
 	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })
@@ -317,15 +317,21 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 
 // create registers a new agent and makes its Start durable: the agent's
 // record and its first journal entry are written before anyone learns of
-// it, so a resumed run finds every agent its parents know.
+// it, so a resumed run finds every agent its parents know. The agent starts
+// from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
 	r.putAgent(a)
-	if err := a.journal([]loop.Input{start}); err != nil {
-		r.mu.Lock()
-		delete(r.agents, a.id)
-		r.mu.Unlock()
-		return fmt.Errorf("journal the start of %s: %w", a.id, err)
+	if r.e.cfg.Store != nil {
+		journaled, err := a.journal([]loop.Input{start})
+		if err != nil {
+			r.mu.Lock()
+			delete(r.agents, a.id)
+			r.mu.Unlock()
+			return fmt.Errorf("journal the start of %s: %w", a.id, err)
+		}
+		start = journaled[0].(loop.Start)
+		a.cfg, a.timeout = start.Config, start.Config.Timeout
 	}
 	a.first = &start
 	return nil
@@ -604,11 +610,16 @@ func (r *run) allow(a *agent) bool {
 	return ok
 }
 
-func marshalInput(in loop.Input) json.RawMessage {
+// roundTrip encodes an input for the journal and decodes it as a replay
+// will. The error says which input could not make the trip and why.
+func roundTrip(in loop.Input) (json.RawMessage, loop.Input, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
-		// Inputs are plain data; this cannot happen short of a programming error.
-		panic(fmt.Sprintf("local: marshal %s input: %v", in.Kind(), err))
+		return nil, nil, fmt.Errorf("the %s input cannot be journaled: %w", in.Kind(), err)
 	}
-	return b
+	back, err := loop.Decode(in.Kind(), b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the %s input cannot be read back from the journal: %w", in.Kind(), err)
+	}
+	return b, back, nil
 }

@@ -232,7 +232,7 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 			cfg.MaxTurns = def.MaxTurns
 		}
 		cfg.Temperature = def.Temperature
-		cfg.TimeoutSeconds = int(def.Timeout().Seconds())
+		cfg.Timeout = def.TimeoutOrDefault()
 		if !spec.Onboarding {
 			cfg.AskCaller = def.AskCaller
 			cfg.MaxQuestions = e.maxQuestions(def)

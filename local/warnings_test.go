@@ -58,7 +58,11 @@ func TestWarningsOnStartAndResume(t *testing.T) {
 		}
 		start := loop.Start{Config: loop.Config{ID: cadre.RootID, MaxDepth: 3, Definition: "root", Model: "fake", System: "s", MaxTurns: 5},
 			Task: "t", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "t"}}}
-		if err := mem.Append(ctx, []cadre.JournalEntry{{Run: id, Agent: cadre.RootID, Seq: 1, Kind: start.Kind(), Data: marshalInput(start), Time: time.Now()}}); err != nil {
+		data, _, err := roundTrip(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mem.Append(ctx, []cadre.JournalEntry{{Run: id, Agent: cadre.RootID, Seq: 1, Kind: start.Kind(), Data: data, Time: time.Now()}}); err != nil {
 			t.Fatal(err)
 		}
 		cfg := Config{Models: OneModel{Name: "fake", Model: answer}, RootModel: "fake", Store: mem, Warnings: []string{warning}}

@@ -5,13 +5,13 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // block is a <spawn_agents> block being executed.
 type block struct {
-	mode    textproto.SpawnMode
-	tasks   []textproto.SpawnTask
+	mode    tagproto.SpawnMode
+	tasks   []tagproto.SpawnTask
 	results []prompt.Result
 	done    []bool
 	retried []bool
@@ -25,7 +25,7 @@ func (s *State) startBlock() ([]Action, bool) {
 	if !s.lastIsReply() {
 		return nil, false
 	}
-	b, ok := textproto.ParseSpawn(s.lastText)
+	b, ok := tagproto.ParseSpawn(s.lastText)
 	if !ok {
 		return nil, false
 	}
@@ -63,7 +63,7 @@ func (s *State) startBlock() ([]Action, bool) {
 	}
 	s.phase = phaseChildren
 	var spawn Spawn
-	if b.Mode == textproto.Sequential {
+	if b.Mode == tagproto.Sequential {
 		spawn.Children = append(spawn.Children, s.blockSpec(0, ""))
 		s.blk.next = 1
 	} else {
@@ -98,7 +98,7 @@ func (s *State) blockReport(c *child, text string, status cadre.Status) []Action
 	if i < 0 || i >= len(b.tasks) || b.done[i] {
 		return nil
 	}
-	if b.mode == textproto.Sequential && status == cadre.StatusFailed && !b.retried[i] {
+	if b.mode == tagproto.Sequential && status == cadre.StatusFailed && !b.retried[i] {
 		b.retried[i] = true
 		return []Action{Spawn{Children: []ChildSpec{s.blockSpec(i, b.last)}}}
 	}
@@ -108,7 +108,7 @@ func (s *State) blockReport(c *child, text string, status cadre.Status) []Action
 	if status == cadre.StatusDone {
 		b.last = text
 	}
-	if b.mode == textproto.Sequential && b.next < len(b.tasks) {
+	if b.mode == tagproto.Sequential && b.next < len(b.tasks) {
 		n := b.next
 		b.next++
 		return []Action{Spawn{Children: []ChildSpec{s.blockSpec(n, b.last)}}}

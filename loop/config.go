@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -52,9 +53,10 @@ type Config struct {
 	Report   cadre.ReportMode `json:"report,omitempty"`
 	Protocol cadre.Protocol   `json:"protocol,omitempty"`
 	MaxTurns int              `json:"max_turns"`
-	// TimeoutSeconds is the agent's inactivity limit, for the engine; 0
-	// means none.
-	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Timeout is the agent's inactivity limit, for the engine; 0 means
+	// none. (Journals of cadre before it was a time.Duration have
+	// timeout_seconds instead, which Decode reads.)
+	Timeout time.Duration `json:"timeout,omitempty"`
 	// Say shows only <say> blocks of the agent's replies to the user.
 	Say         bool     `json:"say,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`

@@ -1,6 +1,10 @@
 package loop
 
-import "github.com/cadre-ai/cadre"
+import (
+	"time"
+
+	"github.com/cadre-ai/cadre"
+)
 
 // An Input is something that happened to an agent. Inputs are journaled
 // before they are stepped, so they must be plain data that survives a JSON
@@ -105,9 +109,10 @@ type InboxMessage struct {
 	FollowUp bool `json:"follow_up,omitempty"`
 }
 
-// Timeout says the agent saw no activity for its inactivity limit.
+// Timeout says the agent saw no activity for its inactivity limit, Limit.
+// The journal keeps Limit as seconds, a number of seconds.
 type Timeout struct {
-	Seconds int `json:"seconds"`
+	Limit time.Duration `json:"-"`
 }
 
 // Cancel stops the agent.

@@ -1,8 +1,12 @@
 package loop
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"time"
 )
 
 // decoders turn a journaled input back into its type, by Kind.
@@ -47,7 +51,73 @@ func Decode(kind string, data []byte) (Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 	}
+	if st, ok := in.(Start); ok && st.Config.Timeout == 0 && bytes.Contains(data, []byte(`"timeout_seconds"`)) {
+		// Written when the timeout was a whole number of seconds.
+		var old struct {
+			Config struct {
+				TimeoutSeconds json.Number `json:"timeout_seconds"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(data, &old); err != nil {
+			return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+		}
+		if st.Config.Timeout, err = parseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
+			return nil, fmt.Errorf("loop: decode %s entry: timeout_seconds: %w", kind, err)
+		}
+		in = st
+	}
 	return in, nil
+}
+
+type timeoutJSON struct {
+	Seconds json.Number `json:"seconds"`
+}
+
+// MarshalJSON writes the input with Limit as seconds.
+func (t Timeout) MarshalJSON() ([]byte, error) {
+	return json.Marshal(timeoutJSON{secondsJSON(t.Limit)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (t *Timeout) UnmarshalJSON(b []byte) error {
+	var v timeoutJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	d, err := parseSecondsJSON(v.Seconds)
+	if err != nil {
+		return fmt.Errorf("seconds: %w", err)
+	}
+	t.Limit = d
+	return nil
+}
+
+// secondsJSON writes a duration as a number of seconds, with a fraction
+// only when it has one.
+func secondsJSON(d time.Duration) json.Number {
+	return json.Number(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+}
+
+// parseSecondsJSON reads a number of seconds written by secondsJSON; an
+// absent one is 0.
+func parseSecondsJSON(n json.Number) (time.Duration, error) {
+	if n == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.Abs(f)*1e9 >= math.MaxInt64 {
+		return 0, fmt.Errorf("%s is not a number of seconds of at most %d", n, math.MaxInt64/int64(time.Second))
+	}
+	return time.Duration(math.Round(f * 1e9)), nil
+}
+
+// seconds writes a duration for a message: as whole seconds ("300s") when
+// it is a whole number of them.
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
 }
 
 // Replay rebuilds a state from journaled inputs, discarding the actions

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // EmptyReport is delivered for a child whose report has no text (an empty
@@ -255,7 +255,7 @@ func (s *State) step(in Input) []Action {
 	case InboxMessage:
 		return s.inbox(in)
 	case Timeout:
-		return s.fail(fmt.Sprintf("timed out: no activity for %ds", in.Seconds))
+		return s.fail("timed out: no activity for " + seconds(in.Limit))
 	case Cancel:
 		return s.cancel(in)
 	}
@@ -377,7 +377,7 @@ func (s *State) modelResult(in ModelResult) []Action {
 	if text != "" {
 		s.lastText = msg.Content
 		if s.cfg.Say {
-			for _, said := range textproto.TagExtractAll(msg.Content, "say") {
+			for _, said := range tagproto.TagExtractAll(msg.Content, "say") {
 				acts = append(acts, Emit{Event: cadre.Say{Text: said}})
 			}
 		}
@@ -533,14 +533,18 @@ func (s *State) endTurn() []Action {
 			}
 			acts = append(acts, a...)
 		case s.cfg.Report == cadre.ReportTag:
-			if content, ok := textproto.TagExtract(s.lastText, "response"); ok && s.lastIsReply() {
+			if content, ok := tagproto.TagExtract(s.lastText, "response"); ok && s.lastIsReply() {
 				a, retry := s.checkedReport(content, prompt.NudgeTag)
 				if retry {
 					return a
 				}
 				acts = append(acts, a...)
 			} else if s.live() > 0 {
-				return append(acts, Wait{})
+				// It waits for its children, after reading the messages
+				// that came in during the call (below).
+				if len(s.queue) == 0 {
+					return append(acts, Wait{})
+				}
 			} else if !s.nudged {
 				return s.nudge(prompt.NudgeTag)
 			} else {
@@ -552,7 +556,12 @@ func (s *State) endTurn() []Action {
 			}
 		default:
 			if s.live() > 0 {
-				return append(acts, Wait{})
+				// It waits for its children, after reading the messages
+				// that came in during the call (below).
+				if len(s.queue) == 0 {
+					return append(acts, Wait{})
+				}
+				break
 			}
 			if !s.nudged {
 				return s.nudge(prompt.NudgeTool)
@@ -584,7 +593,7 @@ func (s *State) lastIsReply() bool {
 // resultText is the agent's final text: the content of a <response> block
 // when there is one, the last text otherwise.
 func (s *State) resultText() string {
-	if content, ok := textproto.TagExtract(s.lastText, "response"); ok {
+	if content, ok := tagproto.TagExtract(s.lastText, "response"); ok {
 		return content
 	}
 	return strings.TrimSpace(s.lastText)

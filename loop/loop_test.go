@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -491,11 +492,48 @@ func TestCancelReportsOnce(t *testing.T) {
 
 func TestTimeoutFails(t *testing.T) {
 	h := start(t, childConfig(cadre.ReportTool), "task")
-	f := mustFinish(t, h.step(Timeout{Seconds: 30}))
+	f := mustFinish(t, h.step(Timeout{Limit: 30 * time.Second}))
 	if !f.Failed || f.Result != "timed out: no activity for 30s" {
 		t.Fatalf("finish %#v", f)
 	}
 	if rep := h.reports(); len(rep) != 1 || rep[0].Text != "Error: timed out: no activity for 30s" {
 		t.Fatalf("reports %#v", rep)
+	}
+	h = start(t, childConfig(cadre.ReportTool), "task")
+	if f := mustFinish(t, h.step(Timeout{Limit: 1500 * time.Millisecond})); f.Result != "timed out: no activity for 1.5s" {
+		t.Fatalf("finish %#v", f)
+	}
+}
+
+// A child that ends its turn while one of its own children is alive, with
+// a message that came in during its model call, reads the message rather
+// than waiting: nothing else would wake it for that message, and once the
+// last child has ended it would wait for ever.
+func TestQueuedMessageNotLeftWaiting(t *testing.T) {
+	for _, report := range []cadre.ReportMode{cadre.ReportTool, cadre.ReportTag} {
+		t.Run(string(report), func(t *testing.T) {
+			cfg := childConfig(report)
+			cfg.Delegate = true
+			cfg.Catalog = []CatalogEntry{{Name: "researcher"}}
+			h := start(t, cfg, "task")
+			acts := h.reply("", call("s1", ToolStartBackground, `{"agent":"researcher","prompt":"dig"}`))
+			sp, ok := only[Spawn](acts)
+			if !ok {
+				t.Fatalf("want a Spawn, got %#v", acts)
+			}
+			kid := sp.Children[0].ID
+			h.step(Spawned{Ref: "s1", Child: kid}) // the call's result: the model is asked again
+			if acts := h.step(InboxMessage{From: kid, Text: "an early note"}); len(acts) != 0 {
+				t.Fatalf("a message during the model call: %#v", acts)
+			}
+			acts = h.reply("thinking")
+			cm, ok := only[CallModel](acts)
+			if !ok {
+				t.Fatalf("the turn ended with a message queued: want a CallModel, got %#v", acts)
+			}
+			if last := cm.Request.Messages[len(cm.Request.Messages)-1]; !strings.Contains(last.Content, "an early note") {
+				t.Fatalf("the model call does not carry the queued message: %q", last.Content)
+			}
+		})
 	}
 }

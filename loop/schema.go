@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/tool"
+	"github.com/cadre-ai/cadre/schema"
 )
 
 // checkSchema checks a report against the agent's output schema. It
@@ -20,7 +20,7 @@ func (s *State) checkSchema(text string) (string, error) {
 	if !json.Valid([]byte(body)) {
 		return text, fmt.Errorf("the report is not JSON")
 	}
-	if err := tool.Validate(s.cfg.OutputSchema, json.RawMessage(body)); err != nil {
+	if err := schema.Validate(s.cfg.OutputSchema, json.RawMessage(body)); err != nil {
 		return body, err
 	}
 	return body, nil

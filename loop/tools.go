@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/tool"
+	"github.com/cadre-ai/cadre/schema"
 )
 
 // Names of the subagent tools the loop handles itself.
@@ -68,7 +68,7 @@ func IsSubagentTool(name string) bool {
 	return delegationTools[name] || name == ToolSendAgentMessage || name == ToolAskCaller
 }
 
-func schema(s string) json.RawMessage { return json.RawMessage(s) }
+func jsonSchema(s string) json.RawMessage { return json.RawMessage(s) }
 
 var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolSpawnAgent: {
@@ -76,7 +76,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Description: "Delegate a task to a subagent and wait for its report, which comes back as this tool's result. " +
 			"Several spawn_agent calls in one reply run concurrently. Use `context` for facts the subagent needs " +
 			"(workspace details, the user's broader goal) so it does not have to rediscover them.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agent":{"type":"string","description":"Name of the subagent definition to run."},` +
 			`"task":{"type":"string","description":"What the subagent must do, self-contained."},` +
 			`"context":{"type":"string","description":"Optional background for this call, placed before the task."},` +
@@ -87,7 +87,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolStartBackground,
 		Description: "Start a subagent in the background and continue at once. Its report arrives later as a " +
 			"<system_message> from its agent id. Returns the new agent's id.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"prompt":{"type":"string","description":"The task for the background agent."},` +
 			`"name":{"type":"string","description":"Optional short name to recognise it by."},` +
 			`"agent":{"type":"string","description":"Optional subagent definition; default general-purpose."},` +
@@ -98,7 +98,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolSendAgentMessage,
 		Description: "Send a message to another agent. Without agentId it goes to your parent agent: " +
 			"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"text":{"type":"string","description":"The message."},` +
 			`"agentId":{"type":"string","description":"Receiver's agent id; defaults to your parent."},` +
 			`"steering":{"type":"boolean","description":"Interrupt the receiver's current turn."}},` +
@@ -107,12 +107,12 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolListAgents: {
 		Name:        ToolListAgents,
 		Description: "List the subagents you started, with their ids, definitions, statuses and tasks, and your onboarding handles.",
-		Parameters:  schema(`{"type":"object","properties":{}}`),
+		Parameters:  jsonSchema(`{"type":"object","properties":{}}`),
 	},
 	ToolCancelAgent: {
 		Name:        ToolCancelAgent,
 		Description: "Cancel one of your subagents and everything it started.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agentId":{"type":"string","description":"Id of your subagent to cancel."}},` +
 			`"required":["agentId"]}`),
 	},
@@ -120,7 +120,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolWaitAgent,
 		Description: "Wait for the report of one of your subagents (a background agent, or one that asked you a question) " +
 			"and get it as this tool's result.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agentId":{"type":"string","description":"Id of your subagent."}},` +
 			`"required":["agentId"]}`),
 	},
@@ -128,7 +128,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolAnswerAgent,
 		Description: "Answer the question one of your subagents asked you. It resumes its work; " +
 			"use wait_agent to wait for its report.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agentId":{"type":"string","description":"Id of the subagent that asked."},` +
 			`"answer":{"type":"string","description":"Your answer."}},` +
 			`"required":["agentId","answer"]}`),
@@ -137,7 +137,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolAskCaller,
 		Description: "Ask the agent (or person) that gave you your task one question and wait for the answer. " +
 			"Ask only what you cannot find out yourself and what changes how you do the work.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"question":{"type":"string","description":"One clear question."}},` +
 			`"required":["question"]}`),
 	},
@@ -146,7 +146,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Description: "Start onboarding a subagent before giving it a task: it reads your context and may ask you questions. " +
 			`Returns {"handle","agent","question"} when it asks (answer with agent_onboard_reply) or {"handle","agent","ready":true}. ` +
 			"Then run the task with call_agent(handle=…, input=…).",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agent":{"type":"string","description":"Name of the subagent definition."},` +
 			`"context":{"type":"string","description":"What the work is about, so the subagent can ask the right questions."}},` +
 			`"required":["agent","context"]}`),
@@ -154,7 +154,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolOnboardReply: {
 		Name:        ToolOnboardReply,
 		Description: "Answer the pending onboarding question of a handle. Returns the next question or ready, as agent_onboard does.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"handle":{"type":"string","description":"The handle from agent_onboard."},` +
 			`"answer":{"type":"string","description":"Your answer to its question."}},` +
 			`"required":["handle","answer"]}`),
@@ -164,7 +164,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Description: "Run a subagent on a task and wait for its report. Give `handle` (from agent_onboard or agent_fork, " +
 			"so it starts with the onboarding questions and answers; a handle can be used for several calls) or `agent` " +
 			"(a plain call, like spawn_agent).",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"input":{"type":"string","description":"The task."},` +
 			`"agent":{"type":"string","description":"Subagent definition, when no handle is given."},` +
 			`"handle":{"type":"string","description":"A ready onboarding handle."}},` +
@@ -174,7 +174,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolFork,
 		Description: "Copy a ready onboarding handle into `count` new handles that share its questions and answers, " +
 			"so one onboarding serves many similar tasks. Use each with call_agent.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"handle":{"type":"string","description":"A ready onboarding handle."},` +
 			`"count":{"type":"integer","minimum":1,"maximum":50,"description":"How many handles to make."}},` +
 			`"required":["handle","count"]}`),
@@ -183,7 +183,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 		Name: ToolCreateAgent,
 		Description: "Write a new subagent definition for this run (it needs the user's approval). " +
 			"It is saved under .cadre/agents/generated/ for review and reuse; call it with agent_call.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"name":{"type":"string","description":"Letters, digits, - and _ only; must not be an existing agent's name."},` +
 			`"description":{"type":"string","description":"What the agent does and when to use it."},` +
 			`"instructions":{"type":"string","description":"Its system prompt."},` +
@@ -194,7 +194,7 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolAgentCall: {
 		Name:        ToolAgentCall,
 		Description: "Run an agent (one you created with agent_create, or any other) on an input and wait for its report.",
-		Parameters: schema(`{"type":"object","properties":{` +
+		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"agent":{"type":"string","description":"The agent's name."},` +
 			`"input":{"type":"string","description":"The task."}},` +
 			`"required":["agent","input"]}`),
@@ -203,10 +203,10 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 
 // subagentSchemas are the parameter schemas of the subagent tools, read
 // once; they are never changed.
-var subagentSchemas = func() map[string]*tool.Schema {
-	m := make(map[string]*tool.Schema, len(subagentSpecs))
+var subagentSchemas = func() map[string]*schema.Schema {
+	m := make(map[string]*schema.Schema, len(subagentSpecs))
 	for name, spec := range subagentSpecs {
-		sc, err := tool.CompileSchema(spec.Parameters)
+		sc, err := schema.Compile(spec.Parameters)
 		if err != nil {
 			panic(fmt.Sprintf("loop: the schema of %s: %v", name, err))
 		}

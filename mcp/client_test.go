@@ -69,16 +69,51 @@ func TestListAndCall(t *testing.T) {
 	}
 }
 
-// The calls of one reply run at the same time over one session.
+// The calls of one reply run at the same time over one session: every
+// call of a tool that answers only once all of them have come in gets its
+// own answer. Were the calls made one after the other, the first would
+// give up waiting for the others (after half a minute: a bound for when
+// the test fails, never reached when it passes) and fail.
 func TestConcurrentCalls(t *testing.T) {
-	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
-	echo := tool(t, c, "mcp__demo__echo")
+	const n = 32
+	srv := newTestServer()
+	var (
+		mu      sync.Mutex
+		arrived int
+		all     = make(chan struct{})
+		gaveUp  = make(chan struct{})
+	)
+	sdk.AddTool(srv, &sdk.Tool{Name: "gather", Description: "Answers once all the calls have come in."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in textArgs) (*sdk.CallToolResult, any, error) {
+			mu.Lock()
+			if arrived++; arrived == n {
+				close(all)
+			}
+			mu.Unlock()
+			select {
+			case <-all:
+			case <-gaveUp:
+				return nil, nil, errors.New("an earlier call gave up waiting for the others")
+			case <-time.After(30 * time.Second):
+				mu.Lock()
+				defer mu.Unlock()
+				select {
+				case <-gaveUp:
+				default:
+					close(gaveUp)
+				}
+				return nil, nil, fmt.Errorf("only %d of the %d calls came while this one waited", arrived, n)
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "gathered: " + in.Text}}}, nil, nil
+		})
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, srv)}})
+	gather := tool(t, c, "mcp__demo__gather")
 	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for i := range 32 {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Go(func() {
-			want := fmt.Sprintf("echo: call %d", i)
-			got, err := echo.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"text":"call %d"}`, i)))
+			want := fmt.Sprintf("gathered: call %d", i)
+			got, err := gather.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"text":"call %d"}`, i)))
 			if err != nil || got != want {
 				errs <- fmt.Errorf("call %d: %q, %v", i, got, err)
 			}
@@ -213,26 +248,31 @@ func TestHTTPUnreachable(t *testing.T) {
 
 // Close aborts a call in flight and returns without waiting for it.
 func TestCloseAbortsCall(t *testing.T) {
-	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, newTestServer())}})
-	slow := tool(t, c, "mcp__demo__slow")
+	srv := newTestServer()
+	started := make(chan struct{})
+	sdk.AddTool(srv, &sdk.Tool{Name: "hold", Description: "Says it started, then waits until it is cancelled."},
+		func(ctx context.Context, _ *sdk.CallToolRequest, in struct{}) (*sdk.CallToolResult, any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	c := connect(t, Config{Servers: map[string]ServerConfig{"demo": inMemory(t, srv)}})
+	hold := tool(t, c, "mcp__demo__hold")
 	done := make(chan error, 1)
 	go func() {
-		_, err := slow.Call(context.Background(), nil)
+		_, err := hold.Call(context.Background(), nil)
 		done <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	<-started // the call is in flight: the server is working on it
+	// Were the call not aborted, Close would wait for it until its context
+	// ended (a bound for when the test fails, never reached when it passes).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("call in flight ended with %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the call in flight did not end")
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("call in flight ended with %v", err)
 	}
 }
 

@@ -19,6 +19,10 @@ import (
 // running tests; its value chooses how the server behaves.
 const serverModeEnv = "CADRE_MCP_TEST_SERVER"
 
+// readyEnv, when set, names a pipe the test server writes "ready" to once
+// it runs.
+const readyEnv = "CADRE_MCP_TEST_READY"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(serverModeEnv); mode != "" {
 		os.Exit(serveTestServer(mode))
@@ -35,6 +39,12 @@ func TestMain(m *testing.M) {
 //	stubborn  like normal, but ignores SIGTERM and SIGPIPE and outlives
 //	          its stdin
 func serveTestServer(mode string) int {
+	if path := os.Getenv(readyEnv); path != "" {
+		if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString("ready\n")
+			f.Close()
+		}
+	}
 	switch mode {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "starting the demo server")

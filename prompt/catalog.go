@@ -47,7 +47,7 @@ func Discovery(defs []*cadre.Definition) string {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "Tools: %s\n", toolList(d.Tools))
-		fmt.Fprintf(&b, "Timeout: %ds\n\n", int64(d.Timeout()/time.Second))
+		fmt.Fprintf(&b, "Timeout: %ds\n\n", int64(d.TimeoutOrDefault()/time.Second))
 	}
 	fmt.Fprintf(&b, `## How to delegate
 Call spawn_agent(agent: "<name>", task: "<specific task>", context: "<optional background>").

@@ -20,7 +20,7 @@
 //   - A definition's prompt is used verbatim, byte for byte (Child).
 //   - Catalogues list only user-facing definitions, sorted by name.
 //   - Values placed inside XML attributes are escaped with
-//     textproto.EscapeXML; text content (reports, outputs, prompts) is not.
+//     tagproto.EscapeXML; text content (reports, outputs, prompts) is not.
 //
 // The golden files under testdata show every builder's output; regenerate
 // them with `go test ./prompt -update` after a deliberate change.

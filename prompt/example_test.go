@@ -3,6 +3,7 @@ package prompt_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
@@ -57,7 +58,7 @@ func ExampleSynthesis() {
 
 func ExampleDiscovery() {
 	block := prompt.Discovery([]*cadre.Definition{
-		{Name: "summarizer", Description: "Summarize documents concisely.", Tools: []string{"read_file"}, TimeoutSeconds: 60},
+		{Name: "summarizer", Description: "Summarize documents concisely.", Tools: []string{"read_file"}, Timeout: 60 * time.Second},
 		{Name: "indexer", Description: "Rebuilds the index.", Visibility: cadre.VisibilityInternal},
 	})
 	head, _, _ := strings.Cut(block, "## How to delegate")

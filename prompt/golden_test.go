@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/google/go-cmp/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -47,11 +49,11 @@ func catalog() []*cadre.Definition {
 		},
 		nil,
 		{
-			Name:           "research-assistant",
-			Description:    "Deep web research with search and citation.\nUse it for questions that need two or more sources.",
-			Prompt:         "You are a research assistant.",
-			Tools:          []string{"web_fetch", "read_file"},
-			TimeoutSeconds: 120,
+			Name:        "research-assistant",
+			Description: "Deep web research with search and citation.\nUse it for questions that need two or more sources.",
+			Prompt:      "You are a research assistant.",
+			Tools:       []string{"web_fetch", "read_file"},
+			Timeout:     120 * time.Second,
 		},
 		{
 			Name:        "indexer",

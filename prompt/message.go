@@ -3,7 +3,7 @@ package prompt
 import (
 	"strings"
 
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // Fixed messages of the agent loop.
@@ -52,7 +52,7 @@ func SystemMessage(origin, text string) string {
 	b.WriteString("<system_message")
 	if origin != "" {
 		b.WriteString(` origin="`)
-		b.WriteString(textproto.EscapeXML(origin))
+		b.WriteString(tagproto.EscapeXML(origin))
 		b.WriteByte('"')
 	}
 	b.WriteByte('>')
@@ -67,7 +67,7 @@ func SystemMessage(origin, text string) string {
 //	<system_message origin="ORIGIN" kind="follow-up">Follow-up from ORIGIN, sent after its report (this is not the report):
 //	TEXT</system_message>
 func FollowUpMessage(origin, text string) string {
-	o := textproto.EscapeXML(origin)
+	o := tagproto.EscapeXML(origin)
 	from := "a subagent"
 	if origin != "" {
 		from = origin

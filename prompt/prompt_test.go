@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // TestFixedTexts pins texts specified word for word elsewhere.
@@ -185,24 +185,24 @@ func TestCapabilitiesSeedLines(t *testing.T) {
 }
 
 // TestCapabilitiesExamplesParse checks that every spawn block and <agent>
-// example the section shows is read by textproto.ParseSpawn as the section
+// example the section shows is read by tagproto.ParseSpawn as the section
 // says it will be.
 func TestCapabilitiesExamplesParse(t *testing.T) {
 	got := Capabilities(catalog(), 0, 3)
-	var blocks []*textproto.SpawnBlock
+	var blocks []*tagproto.SpawnBlock
 	for rest := got; ; {
 		i := strings.Index(rest, "<spawn_agents ")
 		if i < 0 {
 			break
 		}
-		b, ok := textproto.ParseSpawn(rest[i:])
+		b, ok := tagproto.ParseSpawn(rest[i:])
 		if !ok {
 			t.Fatalf("example block does not parse:\n%s", rest[i:])
 		}
 		blocks = append(blocks, b)
 		rest = rest[i+len("<spawn_agents "):]
 	}
-	if len(blocks) != 2 || blocks[0].Mode != textproto.Parallel || blocks[1].Mode != textproto.Sequential {
+	if len(blocks) != 2 || blocks[0].Mode != tagproto.Parallel || blocks[1].Mode != tagproto.Sequential {
 		t.Fatalf("want a parallel and a sequential example, got %+v", blocks)
 	}
 	for _, b := range blocks {
@@ -217,7 +217,7 @@ func TestCapabilitiesExamplesParse(t *testing.T) {
 		t.Fatal("no <agent> example with name and context")
 	}
 	line, _, _ := strings.Cut(got[i+len(prefix):], "\n")
-	b, ok := textproto.ParseSpawn("<spawn_agents>" + line + "</spawn_agents>")
+	b, ok := tagproto.ParseSpawn("<spawn_agents>" + line + "</spawn_agents>")
 	if !ok || len(b.Tasks) != 1 {
 		t.Fatalf("example %q does not parse as one agent", line)
 	}

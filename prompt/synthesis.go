@@ -3,7 +3,7 @@ package prompt
 import (
 	"strings"
 
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // Result statuses used by Synthesis.
@@ -63,9 +63,9 @@ func Synthesis(request string, results []Result) string {
 			out = "Error: " + out
 		}
 		b.WriteString(`<result task="`)
-		b.WriteString(textproto.EscapeXML(r.Task))
+		b.WriteString(tagproto.EscapeXML(r.Task))
 		b.WriteString(`" status="`)
-		b.WriteString(textproto.EscapeXML(status))
+		b.WriteString(tagproto.EscapeXML(status))
 		b.WriteString("\">\n")
 		b.WriteString(out)
 		b.WriteString("\n</result>\n")

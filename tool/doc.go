@@ -1,6 +1,6 @@
 // Package tool holds what every cadre tool needs around its own work: a
-// registry of tools by name, a small JSON Schema checker for the arguments a
-// model writes, a typed helper that turns a Go function into a cadre.Tool,
+// registry of tools by name, the check of the arguments a model writes
+// against a tool's JSON Schema (done by package schema), a typed helper that turns a Go function into a cadre.Tool,
 // confinement of paths to a workspace root, the approval policy for tools
 // that change things, and an Executor that puts these together to run one
 // tool call.

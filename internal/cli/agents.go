@@ -373,7 +373,7 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 		}
 		fmt.Fprintf(w, "%-22s %s\n", "", ruleLine(r))
 	}
-	field("timeout", "%s of inactivity", def.Timeout())
+	field("timeout", "%s of inactivity", def.TimeoutOrDefault())
 	field("visibility", "%s", def.Visibility)
 	if def.MaxTurns > 0 {
 		field("max turns", "%d", def.MaxTurns)
@@ -391,6 +391,7 @@ func (a *app) showAgent(cfg *config, def *cadre.Definition, cat *agentdef.Catalo
 	field("onboarding", "%s (at most %d questions)", def.Onboarding, def.MaxQuestions)
 	field("ask caller", "%s", yesNo(def.AskCaller))
 	field("say", "%s", yesNo(def.Say))
+	field("background", "%s", yesNo(def.Background))
 	field("structured findings", "%s", yesNo(def.EmitStructuredFindings))
 	if len(def.OutputSchema) > 0 {
 		field("output schema", "%s", def.OutputSchema)

@@ -131,12 +131,16 @@ func (p providerConfig) stall() time.Duration {
 }
 
 type limitsConfig struct {
-	MaxDepth       int   `yaml:"maxDepth"`
-	MaxConcurrent  int   `yaml:"maxConcurrent"`
-	MaxAgents      int   `yaml:"maxAgents"`
-	BudgetTokens   int64 `yaml:"budgetTokens"`
-	MaxTurns       int   `yaml:"maxTurns"`
-	TimeoutSeconds int   `yaml:"timeoutSeconds"`
+	MaxDepth      int   `yaml:"maxDepth"`
+	MaxConcurrent int   `yaml:"maxConcurrent"`
+	MaxAgents     int   `yaml:"maxAgents"`
+	BudgetTokens  int64 `yaml:"budgetTokens"`
+	MaxTurns      int   `yaml:"maxTurns"`
+	// TimeoutSeconds is the run's time limit as a config file writes it;
+	// Timeout is the one given by --timeout, which need not be a whole
+	// number of seconds. The one given last counts (see timeout).
+	TimeoutSeconds int           `yaml:"timeoutSeconds"`
+	Timeout        time.Duration `yaml:"-" json:",omitempty"`
 	// MaxQuestions is how many questions an agent may ask its caller when
 	// its definition does not say.
 	MaxQuestions int `yaml:"maxQuestions"`
@@ -538,11 +542,24 @@ func (c *config) merge(f fileConfig) {
 	setN(&c.Limits.MaxConcurrent, f.Limits.MaxConcurrent)
 	setN(&c.Limits.MaxAgents, f.Limits.MaxAgents)
 	setN(&c.Limits.MaxTurns, f.Limits.MaxTurns)
-	setN(&c.Limits.TimeoutSeconds, f.Limits.TimeoutSeconds)
+	if f.Limits.TimeoutSeconds != 0 {
+		c.Limits.TimeoutSeconds, c.Limits.Timeout = f.Limits.TimeoutSeconds, 0
+	}
+	if f.Limits.Timeout != 0 {
+		c.Limits.TimeoutSeconds, c.Limits.Timeout = 0, f.Limits.Timeout
+	}
 	setN(&c.Limits.MaxQuestions, f.Limits.MaxQuestions)
 	if f.Limits.BudgetTokens != 0 {
 		c.Limits.BudgetTokens = f.Limits.BudgetTokens
 	}
+}
+
+// timeout is the run's time limit.
+func (l limitsConfig) timeout() time.Duration {
+	if l.Timeout != 0 {
+		return l.Timeout
+	}
+	return time.Duration(l.TimeoutSeconds) * time.Second
 }
 
 // limits converts the configured limits.
@@ -550,7 +567,7 @@ func (c *config) limits() cadre.Limits {
 	return cadre.Limits{
 		MaxDepth: c.Limits.MaxDepth, MaxConcurrent: c.Limits.MaxConcurrent, MaxAgents: c.Limits.MaxAgents,
 		BudgetTokens: c.Limits.BudgetTokens, MaxTurns: c.Limits.MaxTurns,
-		Timeout:      time.Duration(c.Limits.TimeoutSeconds) * time.Second,
+		Timeout:      c.Limits.timeout(),
 		MaxQuestions: c.Limits.MaxQuestions,
 	}
 }

@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // configErrorCase is a config file that must be refused: the error points
@@ -119,5 +121,52 @@ func TestWebFetchAllowConfig(t *testing.T) {
 	}
 	if want := []string{"10.0.0.0/8", "intranet.example.com:8080", "*.corp.example"}; !slices.Equal(got, want) {
 		t.Errorf("rules %q, want %q", got, want)
+	}
+}
+
+// The run's time limit is whole seconds in a config file and any duration
+// with --timeout; the one given last counts, and a run's recorded settings
+// keep it exactly.
+func TestConfigTimeout(t *testing.T) {
+	proj := t.TempDir()
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "model: openai:m\nlimits:\n  timeoutSeconds: 90\n")
+	a := &app{io: IO{Dir: proj, Getenv: func(string) string { return "" }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.limits().Timeout; got != 90*time.Second {
+		t.Errorf("from the file: %s, want 1m30s", got)
+	}
+	for _, flag := range []time.Duration{1500 * time.Millisecond, 500 * time.Millisecond, 2 * time.Hour} {
+		cfg, err := a.loadConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		(&runFlags{timeout: flag}).apply(cfg)
+		if got := cfg.limits().Timeout; got != flag {
+			t.Errorf("--timeout %s: the run's limit is %s", flag, got)
+		}
+		b, err := json.Marshal(runSettings{Limits: cfg.Limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rs runSettings
+		if err := json.Unmarshal(b, &rs); err != nil {
+			t.Fatal(err)
+		}
+		rs.apply(cfg)
+		if got := cfg.limits().Timeout; got != flag {
+			t.Errorf("--timeout %s, recorded and read back: %s", flag, got)
+		}
+	}
+	// Settings recorded before --timeout kept its own field.
+	var rs runSettings
+	if err := json.Unmarshal([]byte(`{"model":"openai:m","limits":{"MaxDepth":0,"TimeoutSeconds":45}}`), &rs); err != nil {
+		t.Fatal(err)
+	}
+	rs.apply(cfg)
+	if got := cfg.limits().Timeout; got != 45*time.Second {
+		t.Errorf("old settings: %s, want 45s", got)
 	}
 }

@@ -92,25 +92,35 @@ func TestE2EFailureExitCode(t *testing.T) {
 
 // The root spawns two agents in one reply; they run concurrently; beta
 // forgets to report and is nudged; the server checks what each agent got.
+// The first calls of alpha and beta meet at the server: each is answered
+// only once the other has come in too. Were they made one after the other,
+// the first would give up waiting (after half a minute: a bound for when
+// the test fails, never reached when it passes).
 func TestE2EDelegation(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, ".cadre", "agents", "alpha.md"), "---\nname: alpha\ndescription: Finds alpha facts.\n---\nYou are alpha.\n")
 	writeFile(t, filepath.Join(dir, ".cadre", "agents", "beta.md"), "---\nname: beta\ndescription: Finds beta facts.\ntools: Read\n---\nYou are beta.\n")
 	var (
-		inFlight, overlap atomic.Int32
-		mu                sync.Mutex
-		problems          []string
+		both     = make(chan struct{})
+		arrived  atomic.Int32
+		mu       sync.Mutex
+		problems []string
 	)
 	problem := func(s string) { mu.Lock(); problems = append(problems, s); mu.Unlock() }
 	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
 		sys := req.system()
 		switch {
 		case strings.HasPrefix(sys, "You are alpha."), strings.HasPrefix(sys, "You are beta."):
-			if inFlight.Add(1) > 1 {
-				overlap.Store(1)
+			if len(req.Messages) == 2 {
+				if arrived.Add(1) == 2 {
+					close(both)
+				}
+				select {
+				case <-both:
+				case <-time.After(30 * time.Second):
+					problem("alpha and beta never ran at the same time")
+				}
 			}
-			time.Sleep(150 * time.Millisecond)
-			inFlight.Add(-1)
 			alpha := strings.HasPrefix(sys, "You are alpha.")
 			if alpha && req.firstUser() != "Context:\nThe user cares about A.\n\nTask:\nfind A" {
 				problem("alpha's first message: " + req.firstUser())
@@ -165,9 +175,6 @@ func TestE2EDelegation(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Error(p)
-	}
-	if overlap.Load() == 0 {
-		t.Error("alpha and beta never ran at the same time")
 	}
 	evs := res.events(t)
 	last := evs[len(evs)-1]

@@ -72,7 +72,7 @@ func (f *runFlags) apply(c *config) {
 		Model: f.model, Approve: f.approve, Protocol: f.protocol, Report: f.report, Store: f.store,
 		Workspace: f.workspace, Agent: f.agent, AgentsDirs: f.agentsDirs,
 		Limits: limitsConfig{MaxDepth: f.maxDepth, MaxConcurrent: f.maxConc, MaxAgents: f.maxAgents,
-			BudgetTokens: f.budget, MaxTurns: f.maxTurns, TimeoutSeconds: int(f.timeout / time.Second)},
+			BudgetTokens: f.budget, MaxTurns: f.maxTurns, Timeout: f.timeout},
 	}
 	if f.strict {
 		fc.Strict = &f.strict

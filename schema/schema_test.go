@@ -1,4 +1,4 @@
-package tool
+package schema
 
 import (
 	"encoding/json"
@@ -103,8 +103,8 @@ func TestValidateInvalidSchema(t *testing.T) {
 	for _, schema := range []string{`{`, `[1]`, `"object"`} {
 		t.Run(schema, func(t *testing.T) {
 			err := Validate(json.RawMessage(schema), json.RawMessage(`{}`))
-			if !errors.Is(err, ErrInvalidSchema) {
-				t.Fatalf("Validate: %v, want ErrInvalidSchema", err)
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate: %v, want ErrInvalid", err)
 			}
 		})
 	}

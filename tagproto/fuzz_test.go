@@ -1,10 +1,10 @@
-package textproto_test
+package tagproto_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 // FuzzSpawn parses arbitrary replies as <spawn_agents> blocks. It must never
@@ -16,14 +16,14 @@ func FuzzSpawn(f *testing.F) {
 	f.Add(`<spawn_agents><agent task='q'></agent></spawn_agents>`)
 	f.Add(`<spawn_agents mode="parallel"><agent name="a" task="`)
 	f.Fuzz(func(t *testing.T, reply string) {
-		b, ok := textproto.ParseSpawn(reply)
+		b, ok := tagproto.ParseSpawn(reply)
 		if !ok {
 			return
 		}
 		if b == nil || len(b.Tasks) == 0 {
 			t.Fatalf("block found with no tasks: %+v", b)
 		}
-		if b.Mode != textproto.Parallel && b.Mode != textproto.Sequential {
+		if b.Mode != tagproto.Parallel && b.Mode != tagproto.Sequential {
 			t.Errorf("mode %q", b.Mode)
 		}
 		for _, task := range b.Tasks {
@@ -31,7 +31,7 @@ func FuzzSpawn(f *testing.F) {
 				t.Errorf("task without text: %+v", task)
 			}
 		}
-		_ = textproto.TextBeforeSpawn(reply)
+		_ = tagproto.TextBeforeSpawn(reply)
 	})
 }
 
@@ -46,15 +46,15 @@ func FuzzTag(f *testing.F) {
 		if tag == "" || strings.ContainsAny(tag, "<>/ \t\n") {
 			return
 		}
-		content, ok := textproto.TagExtract(text, tag)
-		all := textproto.TagExtractAll(text, tag)
+		content, ok := tagproto.TagExtract(text, tag)
+		all := tagproto.TagExtractAll(text, tag)
 		if ok && len(all) == 0 {
 			t.Errorf("TagExtract found %q but TagExtractAll found nothing", content)
 		}
-		stripped := textproto.TagStrip(text, tag)
-		if _, ok := textproto.TagExtract(stripped, tag); ok && len(stripped) >= len(text) {
+		stripped := tagproto.TagStrip(text, tag)
+		if _, ok := tagproto.TagExtract(stripped, tag); ok && len(stripped) >= len(text) {
 			t.Errorf("TagStrip(%q) = %q still holds a %s element and did not shrink", text, stripped, tag)
 		}
-		_ = textproto.EscapeXML(text)
+		_ = tagproto.EscapeXML(text)
 	})
 }

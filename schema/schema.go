@@ -1,4 +1,4 @@
-package tool
+package schema
 
 import (
 	"bytes"
@@ -12,13 +12,13 @@ import (
 	"strings"
 )
 
-// ErrInvalidSchema is wrapped by Validate when the schema itself cannot be
-// read: the fault is the tool's, not the arguments'.
-var ErrInvalidSchema = errors.New("tool: invalid parameter schema")
+// ErrInvalid is wrapped by Validate and Compile when the schema itself
+// cannot be read: the fault is the schema's author's, not the value's.
+var ErrInvalid = errors.New("schema: invalid JSON Schema")
 
-// A ValidationError lists what is wrong with a tool call's arguments. Each
-// problem names the argument and says what was expected, in words a model
-// can act on, such as
+// A ValidationError lists what is wrong with a value, such as a tool call's
+// arguments. Each problem names the argument and says what was expected, in
+// words a model can act on, such as
 //
 //	argument "path": expected string, got number
 //	missing required argument "task"
@@ -33,9 +33,10 @@ func (e *ValidationError) Error() string {
 	return strings.Join(e.Problems, "; ")
 }
 
-// Validate checks args, the JSON a model wrote for a tool call, against
-// schema, the JSON Schema of the tool's parameters. Empty args count as {}.
-// It returns nil, a *ValidationError, or an error wrapping ErrInvalidSchema.
+// Validate checks args, the JSON a model wrote (a tool call's arguments, or a
+// report), against schema, a JSON Schema such as a tool's parameters. Empty
+// args count as {}. It returns nil, a *ValidationError, or an error wrapping
+// ErrInvalid.
 //
 // It understands the part of JSON Schema tools use: "type" (one name or a
 // list), "properties", "required", "enum", "const",
@@ -46,34 +47,34 @@ func (e *ValidationError) Error() string {
 // many models write null for arguments they leave out. An empty schema
 // accepts any object.
 func Validate(schema, args json.RawMessage) error {
-	sc, err := CompileSchema(schema)
+	sc, err := Compile(schema)
 	if err != nil {
 		return err
 	}
 	return sc.Check(args)
 }
 
-// A Schema is a parameter schema read once, to check many arguments
-// against (see Validate). It is safe for concurrent use.
+// A Schema is a schema read once, to check many values against (see
+// Validate). It is safe for concurrent use.
 type Schema struct {
-	s map[string]any // never changed after CompileSchema
+	s map[string]any // never changed after Compile
 }
 
-// CompileSchema reads a parameter schema; an empty one accepts any object.
-// The error wraps ErrInvalidSchema.
-func CompileSchema(schema json.RawMessage) (*Schema, error) {
+// Compile reads a schema; an empty one accepts any object. The error wraps
+// ErrInvalid.
+func Compile(schema json.RawMessage) (*Schema, error) {
 	var s map[string]any
 	if len(bytes.TrimSpace(schema)) > 0 {
-		v, err := decodeJSON(schema)
+		v, err := Decode(schema)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		switch v := v.(type) {
 		case map[string]any:
 			s = v
 		case nil:
 		default:
-			return nil, fmt.Errorf("%w: the schema is a JSON %s, not an object", ErrInvalidSchema, jsonType(v))
+			return nil, fmt.Errorf("%w: the schema is a JSON %s, not an object", ErrInvalid, TypeName(v))
 		}
 	}
 	return &Schema{s: s}, nil
@@ -84,12 +85,12 @@ func (sc *Schema) Check(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
-	v, err := decodeJSON(args)
+	v, err := Decode(args)
 	if err != nil {
 		return &ValidationError{Problems: []string{"the arguments are not valid JSON: " + err.Error()}}
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return &ValidationError{Problems: []string{"the arguments must be a JSON object, got " + jsonType(v)}}
+		return &ValidationError{Problems: []string{"the arguments must be a JSON object, got " + TypeName(v)}}
 	}
 	var c checker
 	c.check("", sc.s, v)
@@ -99,8 +100,9 @@ func (sc *Schema) Check(args json.RawMessage) error {
 	return nil
 }
 
-// decodeJSON reads exactly one JSON value, keeping numbers as json.Number.
-func decodeJSON(b []byte) (any, error) {
+// Decode reads exactly one JSON value, keeping numbers as json.Number, as
+// the checker sees it.
+func Decode(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
@@ -135,7 +137,7 @@ func (c *checker) check(path string, s map[string]any, v any) {
 	}
 	if types := schemaTypes(s["type"]); len(types) > 0 {
 		if !slices.ContainsFunc(types, func(t string) bool { return hasType(v, t) }) {
-			c.add("argument %s: expected %s, got %s", where(path), strings.Join(types, " or "), jsonType(v))
+			c.add("argument %s: expected %s, got %s", where(path), strings.Join(types, " or "), TypeName(v))
 			return
 		}
 	}
@@ -290,7 +292,9 @@ func isInteger(n json.Number) bool {
 	return err == nil && !math.IsInf(f, 0) && f == math.Trunc(f)
 }
 
-func jsonType(v any) string {
+// TypeName names the JSON type of a value read by Decode: "object",
+// "array", "string", "number", "boolean" or "null".
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

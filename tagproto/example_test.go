@@ -1,16 +1,16 @@
-package textproto_test
+package tagproto_test
 
 import (
 	"fmt"
 
-	"github.com/cadre-ai/cadre/textproto"
+	"github.com/cadre-ai/cadre/tagproto"
 )
 
 func ExampleTagExtract() {
 	reply := "Done.\n<Response>\nThe answer is 42.\n</response>"
-	content, ok := textproto.TagExtract(reply, "response")
+	content, ok := tagproto.TagExtract(reply, "response")
 	fmt.Printf("%q %v\n", content, ok)
-	fmt.Printf("%q\n", textproto.TagStrip(reply, "response"))
+	fmt.Printf("%q\n", tagproto.TagStrip(reply, "response"))
 	// Output:
 	// "The answer is 42." true
 	// "Done.\n"
@@ -22,7 +22,7 @@ func ExampleParseSpawn() {
   <agent task="Gather the raw data" />
   <agent name='code-analyst' task="Find \"hot\" paths" context="Go 1.26" />
 </spawn_agents>`
-	b, ok := textproto.ParseSpawn(reply)
+	b, ok := tagproto.ParseSpawn(reply)
 	fmt.Println(ok, b.Mode, b.Before)
 	for _, t := range b.Tasks {
 		fmt.Printf("%q %q %q\n", t.Name, t.Task, t.Context)
@@ -35,21 +35,21 @@ func ExampleParseSpawn() {
 
 func ExampleTagExtractAll() {
 	reply := "Thinking… <say>Looking at the logs.</say> more thinking <Say>\n  Found it.\n</say>"
-	fmt.Printf("%q\n", textproto.TagExtractAll(reply, "say"))
+	fmt.Printf("%q\n", tagproto.TagExtractAll(reply, "say"))
 	// Output:
 	// ["Looking at the logs." "Found it."]
 }
 
 func ExampleTextBeforeSpawn() {
-	fmt.Printf("%q\n", textproto.TextBeforeSpawn("I'll split this.\n<spawn_agents><agent task=\"a\"/></spawn_agents>"))
-	fmt.Printf("%q\n", textproto.TextBeforeSpawn("  No block here.  "))
+	fmt.Printf("%q\n", tagproto.TextBeforeSpawn("I'll split this.\n<spawn_agents><agent task=\"a\"/></spawn_agents>"))
+	fmt.Printf("%q\n", tagproto.TextBeforeSpawn("  No block here.  "))
 	// Output:
 	// "I'll split this."
 	// "No block here."
 }
 
 func ExampleEscapeXML() {
-	fmt.Println(textproto.EscapeXML(`Compare "A" & <B>`))
+	fmt.Println(tagproto.EscapeXML(`Compare "A" & <B>`))
 	// Output:
 	// Compare &quot;A&quot; &amp; &lt;B&gt;
 }

@@ -1,4 +1,4 @@
-// Package textproto reads and writes the small text protocols agents speak
+// Package tagproto reads and writes the small text protocols agents speak
 // inside their replies: XML-like tags such as <response>…</response> and
 // <say>…</say>, and <spawn_agents> blocks that ask for subagents. Replies
 // come from language models, so the parsers are lenient, never fail with an
@@ -89,4 +89,4 @@
 // EscapeXML replaces & < > " ' with their predefined entities, which makes
 // a string safe both as text content and inside a single- or double-quoted
 // attribute value.
-package textproto
+package tagproto

@@ -1,4 +1,4 @@
-package textproto
+package tagproto
 
 import "strings"
 

@@ -1,0 +1,65 @@
+package loop
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Durations are journaled exactly, and journals written when they were
+// whole seconds still replay.
+func TestJournalDurations(t *testing.T) {
+	t.Run("old_start", func(t *testing.T) {
+		in, err := Decode("start", []byte(`{"config":{"id":"root","depth":0,"max_depth":3,"definition":"root","system":"s","max_turns":5,"timeout_seconds":300},"task":"t","messages":null}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := in.(Start).Config.Timeout; got != 300*time.Second {
+			t.Errorf("timeout %s, want 5m0s", got)
+		}
+	})
+	t.Run("old_timeout", func(t *testing.T) {
+		in, err := Decode("timeout", []byte(`{"seconds":30}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := in.(Timeout).Limit; got != 30*time.Second {
+			t.Errorf("limit %s, want 30s", got)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		in   Input
+		json string
+	}{
+		{"config", Start{Config: Config{ID: "root", Timeout: 1500 * time.Millisecond}}, `"timeout":1500000000`},
+		{"config_without_timeout", Start{Config: Config{ID: "root"}}, ``},
+		{"timeout", Timeout{Limit: 2 * time.Minute}, `{"seconds":120}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.json == "" && strings.Contains(string(b), "timeout") {
+				t.Errorf("%s holds a timeout, but none was set", b)
+			}
+			if !strings.Contains(string(b), tt.json) {
+				t.Errorf("%s does not hold %s", b, tt.json)
+			}
+			back, err := Decode(tt.in.Kind(), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.in, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := Decode("timeout", []byte(`{"seconds":1e300}`)); err == nil || !strings.Contains(err.Error(), "seconds: 1e300 is not a number of seconds") {
+		t.Errorf("1e300 seconds: %v", err)
+	}
+}
