@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/tool"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // Config configures an Engine. Models is required; the rest have working
