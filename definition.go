@@ -134,7 +134,7 @@ type definitionJSON struct {
 
 // MarshalJSON writes the definition with Timeout as timeout_seconds.
 func (d Definition) MarshalJSON() ([]byte, error) {
-	return json.Marshal(definitionJSON{(*definitionFields)(&d), secondsJSON(d.Timeout)})
+	return json.Marshal(definitionJSON{(*definitionFields)(&d), SecondsJSON(d.Timeout)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -143,7 +143,7 @@ func (d *Definition) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	t, err := parseSecondsJSON(v.TimeoutSeconds)
+	t, err := ParseSecondsJSON(v.TimeoutSeconds)
 	if err != nil {
 		return fmt.Errorf("timeout_seconds: %w", err)
 	}
@@ -151,15 +151,15 @@ func (d *Definition) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// secondsJSON writes a duration as a number of seconds, with a fraction
-// only when it has one.
-func secondsJSON(d time.Duration) json.Number {
+// SecondsJSON writes a duration as a number of seconds, with a fraction
+// only when it has one: the form journals and records keep durations in.
+func SecondsJSON(d time.Duration) json.Number {
 	return json.Number(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
 }
 
-// parseSecondsJSON reads a number of seconds written by secondsJSON; an
+// ParseSecondsJSON reads a number of seconds written by SecondsJSON; an
 // absent one is 0.
-func parseSecondsJSON(n json.Number) (time.Duration, error) {
+func ParseSecondsJSON(n json.Number) (time.Duration, error) {
 	if n == "" {
 		return 0, nil
 	}

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
+
+	"github.com/cadre-ai/cadre"
 )
 
 // decoders turn a journaled input back into its type, by Kind.
@@ -61,7 +62,7 @@ func Decode(kind string, data []byte) (Input, error) {
 		if err := json.Unmarshal(data, &old); err != nil {
 			return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 		}
-		if st.Config.Timeout, err = parseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
+		if st.Config.Timeout, err = cadre.ParseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
 			return nil, fmt.Errorf("loop: decode %s entry: timeout_seconds: %w", kind, err)
 		}
 		in = st
@@ -75,7 +76,7 @@ type timeoutJSON struct {
 
 // MarshalJSON writes the input with Limit as seconds.
 func (t Timeout) MarshalJSON() ([]byte, error) {
-	return json.Marshal(timeoutJSON{secondsJSON(t.Limit)})
+	return json.Marshal(timeoutJSON{cadre.SecondsJSON(t.Limit)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -84,31 +85,12 @@ func (t *Timeout) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	d, err := parseSecondsJSON(v.Seconds)
+	d, err := cadre.ParseSecondsJSON(v.Seconds)
 	if err != nil {
 		return fmt.Errorf("seconds: %w", err)
 	}
 	t.Limit = d
 	return nil
-}
-
-// secondsJSON writes a duration as a number of seconds, with a fraction
-// only when it has one.
-func secondsJSON(d time.Duration) json.Number {
-	return json.Number(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
-}
-
-// parseSecondsJSON reads a number of seconds written by secondsJSON; an
-// absent one is 0.
-func parseSecondsJSON(n json.Number) (time.Duration, error) {
-	if n == "" {
-		return 0, nil
-	}
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil || math.Abs(f)*1e9 >= math.MaxInt64 {
-		return 0, fmt.Errorf("%s is not a number of seconds of at most %d", n, math.MaxInt64/int64(time.Second))
-	}
-	return time.Duration(math.Round(f * 1e9)), nil
 }
 
 // seconds writes a duration for a message: as whole seconds ("300s") when
