@@ -194,7 +194,7 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 }
 
 func (a *agent) journal(ins []loop.Input) error {
-	if a.run.e.cfg.Store == nil {
+	if a.run.store == nil {
 		return nil
 	}
 	entries := make([]cadre.JournalEntry, len(ins))
@@ -203,7 +203,7 @@ func (a *agent) journal(ins []loop.Input) error {
 		a.seq++
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: a.seq, Kind: in.Kind(), Data: marshalInput(in), Time: now}
 	}
-	return a.run.e.cfg.Store.Append(context.WithoutCancel(a.ctx), entries)
+	return a.run.store.Append(context.WithoutCancel(a.ctx), entries)
 }
 
 func (a *agent) do(act loop.Action) *loop.Finish {

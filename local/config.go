@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -55,6 +56,11 @@ type Config struct {
 	// Settings is kept in the run's record as it is (the caller's own
 	// description of the run's configuration, used to resume it).
 	Settings json.RawMessage
+	// LeaseTTL is how long the lease on a run lasts unless this process
+	// renews it (every third of it); zero means DefaultLeaseTTL. Another
+	// process may take the run over that long after this one stops, and
+	// sooner when it can tell that this process has exited.
+	LeaseTTL time.Duration
 	// Handlers receive every event, in order, from one goroutine.
 	Handlers []func(cadre.Event)
 	Logger   *slog.Logger

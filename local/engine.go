@@ -117,7 +117,12 @@ func (e *Engine) StartID(ctx context.Context, id, task string) (*Run, error) {
 		return nil, errors.New("local: the task is empty: say what the agent should do")
 	}
 	r := e.newRun(id, task)
-	if s := e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
+		// The lease first: no reader sees the run without an owner.
+		if err := r.own(ctx); err != nil {
+			r.abandon(err)
+			return nil, fmt.Errorf("local: run %s: %w", id, err)
+		}
 		rec := &cadre.RunRecord{ID: id, Task: task, Status: cadre.StatusRunning, Model: e.cfg.RootModel, Started: time.Now().UTC(), Config: e.cfg.Settings}
 		if err := s.CreateRun(ctx, rec); err != nil {
 			r.abandon(err)

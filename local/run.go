@@ -19,6 +19,8 @@ type Run struct {
 	e      *Engine
 	id     string
 	task   string
+	store  cadre.Store     // the engine's, as the run writes to it; nil for none
+	lease  *lease          // set before the run does anything, when it has a store
 	ctx    context.Context // hard: cancelling it aborts calls at once
 	cancel context.CancelCauseFunc
 	sem    chan struct{}
@@ -42,6 +44,7 @@ type Run struct {
 	findings  []cadre.Finding
 	result    *Result
 	cancelled string
+	failure   string // why the run cannot go on here (its store failed, its lease was lost)
 }
 
 func (e *Engine) newRun(id, task string) *Run {
@@ -59,7 +62,10 @@ func (e *Engine) newRun(id, task string) *Run {
 	for k, v := range e.defs {
 		r.defs[k] = v
 	}
-	r.events = newPump(e.cfg.Store, e.cfg.Handlers, e.cfg.Logger)
+	if e.cfg.Store != nil {
+		r.store = ownedStore{Store: e.cfg.Store, run: r}
+	}
+	r.events = newPump(r.store, e.cfg.Handlers, e.cfg.Logger)
 	return r
 }
 
@@ -67,12 +73,13 @@ func (e *Engine) newRun(id, task string) *Run {
 func (r *Run) abandon(err error) {
 	r.events.close()
 	r.cancel(err)
+	r.disown()
 }
 
 // failStart records a run whose root could not be created.
 func (r *Run) failStart(err error) {
 	r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": cadre.StatusFailed, "error": err.Error()}})
-	if s := r.e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: cadre.StatusFailed, Model: r.e.cfg.RootModel, Error: err.Error(),
 			Started: time.Now().UTC(), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
 		if uerr := s.UpdateRun(context.Background(), rec); uerr != nil {
@@ -156,7 +163,18 @@ func (r *Run) CancelAgent(id cadre.AgentID, reason string) error {
 // storeFailed stops the run when its store can no longer keep the journal:
 // going on would do work that could not be resumed.
 func (r *Run) storeFailed(err error) {
-	r.cancelAll("the run's store failed: " + err.Error())
+	r.fail("the run's store failed: " + err.Error())
+}
+
+// fail stops a run that cannot go on in this process: its agents are
+// cancelled, and the run ends as failed with the first reason given.
+func (r *Run) fail(reason string) {
+	r.mu.Lock()
+	if r.failure == "" {
+		r.failure = reason
+	}
+	r.mu.Unlock()
+	r.cancelAll(reason)
 }
 
 func (r *Run) cancelAll(reason string) {
@@ -303,7 +321,7 @@ func (r *Run) launch(a *agent, pending []loop.Action) {
 
 // putAgent writes the agent's record.
 func (r *Run) putAgent(a *agent) {
-	s := r.e.cfg.Store
+	s := r.store
 	if s == nil {
 		return
 	}
@@ -449,9 +467,12 @@ func (r *Run) finish(fin loop.Finish) {
 			}
 		}
 	}
-	cancelled := r.cancelled
+	cancelled, failure := r.cancelled, r.failure
 	r.mu.Unlock()
 	switch {
+	case failure != "":
+		// The agents were cancelled because of it.
+		res.Status, res.Error, res.Answer = cadre.StatusFailed, failure, ""
 	case fin.Cancelled:
 		res.Status, res.Error, res.Answer = cadre.StatusCancelled, cancelled, ""
 		if res.Error == "" {
@@ -477,7 +498,7 @@ func (r *Run) finish(fin loop.Finish) {
 		r.emit(cadre.Event{Type: cadre.EventRunFailed, Data: map[string]any{"status": res.Status, "error": res.Error, "usage": res.Usage}})
 	}
 	r.events.close()
-	if s := r.e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: res.Status, Model: r.e.cfg.RootModel, Usage: res.Usage,
 			Answer: res.Answer, Error: res.Error, Agents: len(res.Agents), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
 		if len(res.Agents) > 0 {
@@ -493,6 +514,9 @@ func (r *Run) finish(fin loop.Finish) {
 			r.e.cfg.Logger.Warn("store run record", "run", r.id, "err", err)
 		}
 	}
+	// Released after the record says the run ended, so that no reader sees
+	// it unfinished and unowned.
+	r.disown()
 	r.cancel(errors.New("run ended"))
 	close(r.done)
 }
