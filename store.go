@@ -55,11 +55,20 @@ type JournalEntry struct {
 	Kind  string          `json:"kind"`
 	Data  json.RawMessage `json:"data"`
 	Time  time.Time       `json:"time"`
+	// Lease, when set, is the token of the writer's lease on Run: the
+	// store writes the batch only if that lease still holds the run,
+	// checked in the same transaction, and fails it with a *LeaseError
+	// wrapping ErrLeaseLost otherwise. It is not stored.
+	Lease string `json:"-"`
 }
 
 // Store keeps runs durably: the records, every agent's journal, and the
 // events. Implementations are safe for concurrent use, and several runs may
 // share one store.
+//
+// A run has one owner at a time, which holds its lease (see Lease): an
+// owner stamps its journal entries with its lease's token, and Append
+// refuses them once another process has taken the run over.
 //
 // Append and AppendEvents take batches; an implementation writes each batch
 // in one transaction, so a crash keeps a prefix of batches, never a partial
@@ -84,6 +93,26 @@ type Store interface {
 	AppendEvents(ctx context.Context, events []Event) error
 	// Events returns a run's events with Seq greater than after, in order.
 	Events(ctx context.Context, run string, after int64) ([]Event, error)
+
+	// AcquireLease makes req.Owner the owner of req.Run for req.TTL, by
+	// the store's clock, when no lease holds the run, the one that does
+	// has expired, or its token is req.Replace. Otherwise it fails with a
+	// *LeaseError wrapping ErrRunOwned that names the holder. The run
+	// need not be recorded yet: an engine takes the lease of a new run
+	// before it records it, so no reader sees a run that nobody owns.
+	AcquireLease(ctx context.Context, req LeaseRequest) (*Lease, error)
+	// RenewLease extends the lease of token on run to ttl from now. It
+	// fails with a *LeaseError wrapping ErrLeaseLost when that lease no
+	// longer holds the run; a lease that expired but was not taken over
+	// is renewed.
+	RenewLease(ctx context.Context, run, token string, ttl time.Duration) (*Lease, error)
+	// ReleaseLease ends the lease of token on run. Releasing a lease that
+	// no longer holds the run does nothing.
+	ReleaseLease(ctx context.Context, run, token string) error
+	// Lease returns the lease that holds run, expired or not, or an error
+	// wrapping ErrNotFound when there is none (it was released, or never
+	// taken).
+	Lease(ctx context.Context, run string) (*Lease, error)
 
 	Close() error
 }

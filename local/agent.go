@@ -233,7 +233,7 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 // read it. Without a store nothing is journaled and nothing can be
 // replayed: the inputs are returned as they are.
 func (a *agent) journal(ins []loop.Input) ([]loop.Input, error) {
-	if a.run.e.cfg.Store == nil {
+	if a.run.store == nil {
 		return ins, nil
 	}
 	entries := make([]cadre.JournalEntry, len(ins))
@@ -249,7 +249,7 @@ func (a *agent) journal(ins []loop.Input) ([]loop.Input, error) {
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
 		out[i] = back
 	}
-	if err := a.run.e.cfg.Store.Append(context.WithoutCancel(a.ctx), entries); err != nil {
+	if err := a.run.store.Append(context.WithoutCancel(a.ctx), entries); err != nil {
 		return nil, err
 	}
 	a.seq = seq

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
@@ -65,6 +66,11 @@ type Config struct {
 	// Settings is kept in the run's record as it is (the caller's own
 	// description of the run's configuration, used to resume it).
 	Settings json.RawMessage
+	// LeaseTTL is how long the lease on a run lasts unless this process
+	// renews it (every third of it); zero means DefaultLeaseTTL. Another
+	// process may take the run over that long after this one stops, and
+	// sooner when it can tell that this process has exited.
+	LeaseTTL time.Duration
 	// Warnings are told once each time the run starts or resumes, as
 	// warning events of the root agent (such as that commands run
 	// unconfined).

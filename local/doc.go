@@ -39,6 +39,22 @@
 // child that cannot be started is reported to its parent as such). Without
 // a Store nothing is journaled and the inputs are stepped as they are.
 //
+// # Ownership
+//
+// A run with a Store has one owner at a time (see cadre.Lease). Start and
+// Resume take the run's lease before anything else; Resume fails with a
+// *cadre.LeaseError wrapping cadre.ErrRunOwned, naming the owner, while
+// another live process holds it, and takes it over at once when the owner
+// was a process of this machine that has exited (see Abandoned). A
+// goroutine the run owns renews the lease every third of Config.LeaseTTL
+// and is stopped and waited for when the run ends, after the run's record
+// says so; then the lease is released. Every journal entry carries the
+// lease's token, so the store refuses it once another process has the
+// run. When the lease is lost (the store refuses a renewal or an append,
+// or no renewal has succeeded for a whole TTL), the run stops at once: its
+// calls are aborted, it ends as failed, and it writes nothing more to the
+// store, whose records are the new owner's.
+//
 // # Events
 //
 // Events are published in the order they are produced, with Run, Agent,

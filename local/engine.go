@@ -118,7 +118,12 @@ func (e *Engine) Start(ctx context.Context, task string, opts cadre.StartOptions
 	if err != nil {
 		return "", err
 	}
-	if s := e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
+		// The lease first: no reader sees the run without an owner.
+		if err := r.own(ctx); err != nil {
+			r.abandon(err)
+			return "", fmt.Errorf("local: run %s: %w", id, err)
+		}
 		rec := &cadre.RunRecord{ID: id, Task: task, Status: cadre.StatusRunning, Model: e.cfg.RootModel, Started: time.Now().UTC(), Config: e.cfg.Settings}
 		if err := s.CreateRun(ctx, rec); err != nil {
 			r.abandon(err)

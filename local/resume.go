@@ -28,6 +28,10 @@ type restored struct {
 // (parents accept each once). Completed model and tool calls are never
 // repeated.
 //
+// Resume first takes the run's lease (see the package documentation): it
+// fails with a *cadre.LeaseError wrapping cadre.ErrRunOwned, before any
+// model call, while another live process owns the run.
+//
 // The engine must be configured as the run was (definitions, tools,
 // models, limits): the caller keeps that in Config.Settings, which Start
 // stores in the run's record. ctx bounds only the reading and recording of
@@ -52,13 +56,27 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 	if rec.Status.Terminal() {
 		return nil, fmt.Errorf("resume run %s: it has already ended (%s); there is nothing to resume", id, rec.Status)
 	}
-	recs, err := s.ListAgents(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
-	}
 	r, err := e.newRun(id, rec.Task)
 	if err != nil {
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	// Own the run before reading it: its owner until now may have written
+	// more, or ended it.
+	if err := r.own(ctx); err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	if rec, err = s.GetRun(ctx, id); err == nil && rec.Status.Terminal() {
+		err = fmt.Errorf("it has already ended (%s); there is nothing to resume", rec.Status)
+	}
+	if err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	recs, err := s.ListAgents(ctx, id)
+	if err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
 	}
 	var all []*restored
 	for _, ar := range recs {
@@ -113,7 +131,7 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 		}
 	}
 	rec.Status = cadre.StatusRunning
-	if err := s.UpdateRun(ctx, rec); err != nil {
+	if err := r.store.UpdateRun(ctx, rec); err != nil {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}

@@ -20,6 +20,8 @@ type run struct {
 	e      *Engine
 	id     string
 	task   string
+	store  cadre.Store     // the engine's, as the run writes to it; nil for none
+	lease  *lease          // set before the run does anything, when it has a store
 	ctx    context.Context // hard: cancelling it aborts calls at once
 	cancel context.CancelCauseFunc
 	sem    chan struct{}
@@ -45,6 +47,7 @@ type run struct {
 	result    *cadre.Result
 	cancelled string
 	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
+	failure   string                      // why the run cannot go on here (its store failed, its lease was lost)
 }
 
 // newRun makes a run and registers it in the engine, which must not hold
@@ -73,8 +76,11 @@ func (e *Engine) newRun(id, task string) (*run, error) {
 	}
 	e.runs[id] = r
 	e.mu.Unlock()
+	if e.cfg.Store != nil {
+		r.store = ownedStore{Store: e.cfg.Store, run: r}
+	}
 	r.feed = newFeed(id, e.cfg.EventBuffer)
-	r.events = newPump(e.cfg.Store, r.feed, e.cfg.Logger)
+	r.events = newPump(r.store, r.feed, e.cfg.Logger)
 	return r, nil
 }
 
@@ -87,12 +93,13 @@ func (r *run) abandon(err error) {
 		delete(r.e.runs, r.id)
 	}
 	r.e.mu.Unlock()
+	r.disown()
 }
 
 // failStart records a run whose root could not be created.
 func (r *run) failStart(err error) {
 	r.emit(cadre.NewEvent(cadre.RunFailed{Status: cadre.StatusFailed, Error: err.Error()}))
-	if s := r.e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: cadre.StatusFailed, Model: r.e.cfg.RootModel, Error: err.Error(),
 			Started: time.Now().UTC(), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
 		if uerr := s.UpdateRun(context.Background(), rec); uerr != nil {
@@ -158,7 +165,18 @@ func (r *run) cancelAgent(id cadre.AgentID, reason string) error {
 // storeFailed stops the run when its store can no longer keep the journal:
 // going on would do work that could not be resumed.
 func (r *run) storeFailed(err error) {
-	r.cancelAll("the run's store failed: " + err.Error())
+	r.fail("the run's store failed: " + err.Error())
+}
+
+// fail stops a run that cannot go on in this process: its agents are
+// cancelled, and the run ends as failed with the first reason given.
+func (r *run) fail(reason string) {
+	r.mu.Lock()
+	if r.failure == "" {
+		r.failure = reason
+	}
+	r.mu.Unlock()
+	r.cancelAll(reason)
 }
 
 func (r *run) cancelAll(reason string) {
@@ -346,7 +364,7 @@ func (r *run) launch(a *agent, pending []loop.Action) {
 
 // putAgent writes the agent's record.
 func (r *run) putAgent(a *agent) {
-	s := r.e.cfg.Store
+	s := r.store
 	if s == nil {
 		return
 	}
@@ -488,9 +506,12 @@ func (r *run) finish(fin loop.Finish) {
 			}
 		}
 	}
-	cancelled := r.cancelled
+	cancelled, failure := r.cancelled, r.failure
 	r.mu.Unlock()
 	switch {
+	case failure != "":
+		// The agents were cancelled because of it.
+		res.Status, res.Error, res.Answer = cadre.StatusFailed, failure, ""
 	case fin.Cancelled:
 		res.Status, res.Error, res.Answer = cadre.StatusCancelled, cancelled, ""
 		if res.Error == "" {
@@ -514,7 +535,7 @@ func (r *run) finish(fin loop.Finish) {
 		r.emit(cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage}))
 	}
 	r.events.close()
-	if s := r.e.cfg.Store; s != nil {
+	if s := r.store; s != nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: res.Status, Model: r.e.cfg.RootModel, Usage: res.Usage,
 			Answer: res.Answer, Error: res.Error, Agents: len(res.Agents), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
 		if len(res.Agents) > 0 {
@@ -530,6 +551,9 @@ func (r *run) finish(fin loop.Finish) {
 			r.e.cfg.Logger.Warn("store run record", "run", r.id, "err", err)
 		}
 	}
+	// Released after the record says the run ended, so that no reader sees
+	// it unfinished and unowned.
+	r.disown()
 	r.cancel(errors.New("run ended"))
 	// What only agents used goes; the result stays, and is the tree. With
 	// a store, the run's events are there for watchers that come later;

@@ -13,7 +13,9 @@
 //     they do from a database;
 //   - times come back in UTC without a monotonic reading;
 //   - a batch passed to Append or AppendEvents is applied whole or not at
-//     all.
+//     all;
+//   - leases expire by this process's clock, and Append checks the lease
+//     tokens of its entries under the same lock as the write.
 //
 // Errors: a missing run is reported with an error that wraps
 // cadre.ErrNotFound; a journal entry whose (run, agent, seq) exists already,
@@ -45,6 +47,7 @@ type Store struct {
 	mu     sync.RWMutex
 	closed bool
 	runs   map[string]*run
+	leases map[string]*cadre.Lease // by run
 }
 
 type run struct {
@@ -56,7 +59,7 @@ type run struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{runs: map[string]*run{}}
+	return &Store{runs: map[string]*run{}, leases: map[string]*cadre.Lease{}}
 }
 
 // CreateRun stores a new run. A run with the same ID must not exist.
@@ -224,7 +227,12 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	if s.closed {
 		return ErrClosed
 	}
-	// Check the whole batch before changing anything.
+	// Check the whole batch before changing anything: the writer's lease
+	// first, so that a process that lost its run learns that rather than
+	// of a conflict with the new owner's entries.
+	if err := s.fencedLocked(entries); err != nil {
+		return err
+	}
 	type key struct {
 		run   string
 		agent cadre.AgentID
@@ -363,7 +371,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.runs = nil
+	s.runs, s.leases = nil, nil
 	return nil
 }
 

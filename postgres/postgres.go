@@ -19,6 +19,11 @@
 // gap-free and increasing per run whoever appends, and a reader never sees
 // an event before those with lower Seqs.
 //
+// Leases (cadre.Lease) expire by the server's clock. Append checks the
+// lease tokens of its entries in the transaction that writes them, and
+// holds a share lock on each lease's row until it commits, so a takeover
+// waits for the appends under way (see migrations/002_leases.sql).
+//
 // Errors: a missing run is reported with an error wrapping
 // cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
 // exists is an error, and the batch holding it is not applied. Journal data
@@ -35,6 +40,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -305,22 +311,46 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 			return err
 		}
 	}
+	fence := fences(entries)
 	if len(entries) >= copyFrom {
-		err := s.copyJournal(ctx, entries)
-		if c := pgCode(err); c != codeUniqueViolation && c != codeForeignKeyViolation {
+		err := s.copyJournal(ctx, fence, entries)
+		switch pgCode(err) {
+		case codeUniqueViolation, codeForeignKeyViolation:
+			// Nothing was written. The INSERTs below fail the same way and
+			// say which entry is at fault.
+		case codeLeaseLost:
+			return fmt.Errorf("postgres: append %d journal entries: %w; nothing in this batch was written", len(entries), s.lost(ctx, fenceRun(err, fence)))
+		default:
 			if err != nil {
 				return fmt.Errorf("postgres: append %d journal entries: %w", len(entries), err)
 			}
 			return nil
 		}
-		// Nothing was written. The INSERTs below fail the same way and
-		// say which entry is at fault.
 	}
-	return s.insertJournal(ctx, entries)
+	return s.insertJournal(ctx, fence, entries)
 }
 
-func (s *Store) copyJournal(ctx context.Context, entries []cadre.JournalEntry) error {
+// fenceRun is the run whose fence failed with err: the one its message
+// names, else the first.
+func fenceRun(err error, fence [][2]string) string {
+	for _, f := range fence {
+		if e, ok := errors.AsType[*pgconn.PgError](err); ok && strings.HasSuffix(e.Message, " run "+f[0]) {
+			return f[0]
+		}
+	}
+	if len(fence) > 0 {
+		return fence[0][0]
+	}
+	return ""
+}
+
+func (s *Store) copyJournal(ctx context.Context, fence [][2]string, entries []cadre.JournalEntry) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		for _, f := range fence {
+			if _, err := tx.Exec(ctx, fenceQuery, f[0], f[1]); err != nil {
+				return err
+			}
+		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"journal"}, []string{"run", "agent", "seq", "kind", "data", "time"},
 			pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
 				e := &entries[i]
@@ -330,16 +360,33 @@ func (s *Store) copyJournal(ctx context.Context, entries []cadre.JournalEntry) e
 	})
 }
 
-// insertJournal sends one INSERT per entry in a pipeline: one round trip.
-func (s *Store) insertJournal(ctx context.Context, entries []cadre.JournalEntry) error {
+// fenceQuery fails the transaction unless a lease holds a run (see
+// migrations/002_leases.sql).
+const fenceQuery = `SELECT cadre_fence($1, $2)`
+
+// insertJournal sends the fences and one INSERT per entry in a pipeline:
+// one round trip.
+func (s *Store) insertJournal(ctx context.Context, fence [][2]string, entries []cadre.JournalEntry) error {
 	b := &pgx.Batch{}
+	for _, f := range fence {
+		b.Queue(fenceQuery, f[0], f[1])
+	}
 	for i := range entries {
 		e := &entries[i]
 		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time)
 	}
 	// A batch runs in one implicit transaction: the first failure rolls
-	// back the entries before it and skips those after.
+	// back the statements before it and skips those after.
 	br := s.pool.SendBatch(ctx, b)
+	for _, f := range fence {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			if pgCode(err) == codeLeaseLost {
+				return fmt.Errorf("postgres: append %d journal entries: %w; nothing in this batch was written", len(entries), s.lost(ctx, f[0]))
+			}
+			return fmt.Errorf("postgres: append journal: check the writer's lease on run %q: %w", f[0], err)
+		}
+	}
 	for i := range entries {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()

@@ -19,6 +19,10 @@
 // may open the same file; their writes wait for each other up to
 // BusyTimeout.
 //
+// Leases (cadre.Lease) expire by the clock of the machine that reads them,
+// which every process sharing the file shares. Append checks the lease
+// tokens of its entries in the transaction that writes them.
+//
 // Errors: a missing run is reported with an error wrapping
 // cadre.ErrNotFound. Appending a journal entry whose (run, agent, seq)
 // exists is an error, and the batch holding it is not applied. Writes
@@ -62,6 +66,7 @@ type Store struct {
 	c    *committer // group-commits writes
 	// Statements of the busiest writes, prepared once on w.
 	insJournal, insEvent *sql.Stmt
+	selLease             *sql.Stmt // the fence of Append
 
 	closeOnce sync.Once
 	closeErr  error
@@ -139,7 +144,9 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	r.SetMaxIdleConns(n)
 	s.r = r
 	if s.insJournal, err = w.PrepareContext(ctx, insertJournal); err == nil {
-		s.insEvent, err = w.PrepareContext(ctx, insertEvent)
+		if s.insEvent, err = w.PrepareContext(ctx, insertEvent); err == nil {
+			s.selLease, err = w.PrepareContext(ctx, selectLeaseToken)
+		}
 	}
 	if err != nil {
 		_ = errors.Join(r.Close(), w.Close())
@@ -166,7 +173,7 @@ func dsn(abs string, q url.Values) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.c.close()
-		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.selLease.Close(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
@@ -398,6 +405,9 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		}
 	}
 	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.fence(ctx, tx, entries); err != nil {
+			return err
+		}
 		stmt := tx.StmtContext(ctx, s.insJournal)
 		defer stmt.Close()
 		for i := range entries {

@@ -38,7 +38,15 @@
 //     same run, at once; a reader polling Events(run, last seen) while
 //     others append sees every event exactly once, in Seq order (an event
 //     is never visible before those with lower Seqs); a batch that fails
-//     does not make another caller's batch fail.
+//     does not make another caller's batch fail;
+//   - leases: one owner per run; a held lease is refused with a
+//     *cadre.LeaseError naming the holder, and taken once it has expired by
+//     the store's clock (waited for by polling, with a TTL of ShortTTL) or
+//     when the request replaces its token; renewing or appending with a
+//     token that no longer holds the run fails with cadre.ErrLeaseLost, the
+//     batch whole; of owners acquiring a run at once exactly one wins; once
+//     a takeover has returned, the old owner's appends fail, so the new
+//     owner can append after the journal it reads.
 //
 // Bench and BenchAppend measure the cost of journaling the same way for
 // every store, with entries shaped like the loop's inputs (Journal).
@@ -117,6 +125,18 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"WholeRuns", s.concurrentRuns},
 			{"FollowersSeeEveryEvent", s.concurrentFollow},
 			{"FailuresStayInTheirBatch", s.concurrentFailures},
+		}},
+		{"Lease", []subtest{
+			{"Acquire", s.leaseAcquire},
+			{"Held", s.leaseHeld},
+			{"Replace", s.leaseReplace},
+			{"Renew", s.leaseRenew},
+			{"Release", s.leaseRelease},
+			{"Expiry", s.leaseExpiry},
+			{"Fencing", s.leaseFencing},
+			{"Invalid", s.leaseInvalid},
+			{"ConcurrentAcquire", s.leaseConcurrentAcquire},
+			{"ConcurrentTakeover", s.leaseConcurrentTakeover},
 		}},
 		{"Times", []subtest{
 			{"RoundTrip", s.timesRoundTrip},

@@ -47,6 +47,12 @@ func (b broken) ListRuns(ctx context.Context, limit int) ([]*cadre.RunRecord, er
 }
 
 func (b broken) Append(ctx context.Context, entries []cadre.JournalEntry) error {
+	if b.bug == "NoFencing" {
+		entries = slices.Clone(entries)
+		for i := range entries {
+			entries[i].Lease = ""
+		}
+	}
 	if b.bug == "PartialBatch" {
 		for _, e := range entries {
 			if err := b.Store.Append(ctx, []cadre.JournalEntry{e}); err != nil {
@@ -80,6 +86,15 @@ func (b broken) Events(ctx context.Context, run string, after int64) ([]cadre.Ev
 	return evs, err
 }
 
+func (b broken) AcquireLease(ctx context.Context, req cadre.LeaseRequest) (*cadre.Lease, error) {
+	l, err := b.Store.AcquireLease(ctx, req)
+	if le, ok := errors.AsType[*cadre.LeaseError](err); ok && b.bug == "AcquireSteals" && le.Held != nil {
+		req.Replace = le.Held.Owner.Token
+		return b.Store.AcquireLease(ctx, req)
+	}
+	return l, err
+}
+
 // TestBrokenStoreHelper runs the suite against one broken store when the
 // test binary is started by TestSuiteCatches.
 func TestBrokenStoreHelper(t *testing.T) {
@@ -104,6 +119,8 @@ func TestSuiteCatches(t *testing.T) {
 		{"PartialBatch", []string{"Journal/DuplicateRejectsBatch", "Journal/DuplicateWithinBatch", "Journal/MissingRun"}},
 		{"SeqGaps", []string{"Events/SeqAssigned", "Events/After", "Concurrent/AppendsToSeveralRuns", "Concurrent/WholeRuns", "Concurrent/FollowersSeeEveryEvent"}},
 		{"PartialEvents", []string{"Concurrent/FailuresStayInTheirBatch", "Events/MissingRunRejectsBatch"}},
+		{"NoFencing", []string{"Lease/Expiry", "Lease/Fencing", "Lease/ConcurrentTakeover"}},
+		{"AcquireSteals", []string{"Lease/Held", "Lease/ConcurrentAcquire"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.v")
