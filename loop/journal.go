@@ -51,56 +51,49 @@ func Decode(kind string, data []byte) (Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 	}
-	if st, ok := in.(Start); ok && st.Config.Timeout == 0 && bytes.Contains(data, []byte(`"timeout_seconds"`)) {
-		// Written when the timeout was a whole number of seconds.
+	if in, err = readOld(in, data); err != nil {
+		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+	}
+	return in, nil
+}
+
+// readOld reads the durations of a journal entry written when they were
+// whole numbers of seconds: a Start's config timeout_seconds and a
+// Timeout's seconds.
+func readOld(in Input, data []byte) (Input, error) {
+	switch v := in.(type) {
+	case Start:
+		if v.Config.Timeout != 0 || !bytes.Contains(data, []byte(`"timeout_seconds"`)) {
+			return in, nil
+		}
 		var old struct {
 			Config struct {
 				TimeoutSeconds json.Number `json:"timeout_seconds"`
 			} `json:"config"`
 		}
-		if err := json.Unmarshal(data, &old); err != nil {
-			return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+		err := json.Unmarshal(data, &old)
+		if err == nil {
+			v.Config.Timeout, err = oldSeconds(old.Config.TimeoutSeconds)
 		}
-		if st.Config.Timeout, err = parseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
-			return nil, fmt.Errorf("loop: decode %s entry: timeout_seconds: %w", kind, err)
+		return v, err
+	case Timeout:
+		if v.Limit != 0 {
+			return in, nil
 		}
-		in = st
+		var old struct {
+			Seconds json.Number `json:"seconds"`
+		}
+		err := json.Unmarshal(data, &old)
+		if err == nil {
+			v.Limit, err = oldSeconds(old.Seconds)
+		}
+		return v, err
 	}
 	return in, nil
 }
 
-type timeoutJSON struct {
-	Seconds json.Number `json:"seconds"`
-}
-
-// MarshalJSON writes the input with Limit as seconds.
-func (t Timeout) MarshalJSON() ([]byte, error) {
-	return json.Marshal(timeoutJSON{secondsJSON(t.Limit)})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (t *Timeout) UnmarshalJSON(b []byte) error {
-	var v timeoutJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	d, err := parseSecondsJSON(v.Seconds)
-	if err != nil {
-		return fmt.Errorf("seconds: %w", err)
-	}
-	t.Limit = d
-	return nil
-}
-
-// secondsJSON writes a duration as a number of seconds, with a fraction
-// only when it has one.
-func secondsJSON(d time.Duration) json.Number {
-	return json.Number(strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
-}
-
-// parseSecondsJSON reads a number of seconds written by secondsJSON; an
-// absent one is 0.
-func parseSecondsJSON(n json.Number) (time.Duration, error) {
+// oldSeconds reads a number of seconds; an absent one is 0.
+func oldSeconds(n json.Number) (time.Duration, error) {
 	if n == "" {
 		return 0, nil
 	}
