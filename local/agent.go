@@ -168,8 +168,7 @@ func (a *agent) step(ins []loop.Input) *loop.Finish {
 	if len(ins) == 0 {
 		return nil
 	}
-	journaled, err := a.journal(ins)
-	if err != nil {
+	if err := a.journal(ins); err != nil {
 		// Without a journal the run cannot be resumed: stop rather than go on
 		// with work that could be lost.
 		a.run.e.cfg.Logger.Error("journal", "agent", a.id, "err", err)
@@ -181,7 +180,7 @@ func (a *agent) step(ins []loop.Input) *loop.Finish {
 		}
 		return a.apply([]loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}})
 	}
-	return a.apply(journaled)
+	return a.apply(ins)
 }
 
 // apply steps journaled inputs and carries out the actions.
@@ -224,36 +223,35 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 	return nil
 }
 
-// journal appends inputs to the agent's journal and returns them as a
-// replay will read them back: each one encoded and decoded again. The
+// journal appends inputs to the agent's journal and replaces each one with
+// what a replay will read back: the input encoded and decoded again. The
 // JSON of an input is not always the input (json.RawMessage is compacted,
 // invalid UTF-8 becomes U+FFFD), so the agent steps what a resumed run
 // steps, and a replay rebuilds the very state the agent had. An input
 // that cannot make the round trip is not journaled, since no replay could
 // read it. Without a store nothing is journaled and nothing can be
-// replayed: the inputs are returned as they are.
-func (a *agent) journal(ins []loop.Input) ([]loop.Input, error) {
+// replayed: the inputs are left as they are.
+func (a *agent) journal(ins []loop.Input) error {
 	if a.run.store == nil {
-		return ins, nil
+		return nil
 	}
 	entries := make([]cadre.JournalEntry, len(ins))
-	out := make([]loop.Input, len(ins))
 	now := time.Now().UTC()
 	seq := a.seq
 	for i, in := range ins {
 		data, back, err := roundTrip(in)
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", a.id, err)
+			return fmt.Errorf("agent %s: %w", a.id, err)
 		}
 		seq++
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
-		out[i] = back
+		ins[i] = back
 	}
 	if err := a.run.store.Append(context.WithoutCancel(a.ctx), entries); err != nil {
-		return nil, err
+		return err
 	}
 	a.seq = seq
-	return out, nil
+	return nil
 }
 
 func (a *agent) do(act loop.Action) *loop.Finish {

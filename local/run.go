@@ -341,14 +341,14 @@ func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
 	r.putAgent(a)
 	if r.e.cfg.Store != nil {
-		journaled, err := a.journal([]loop.Input{start})
-		if err != nil {
+		ins := []loop.Input{start}
+		if err := a.journal(ins); err != nil {
 			r.mu.Lock()
 			delete(r.agents, a.id)
 			r.mu.Unlock()
 			return fmt.Errorf("journal the start of %s: %w", a.id, err)
 		}
-		start = journaled[0].(loop.Start)
+		start = ins[0].(loop.Start)
 		a.cfg, a.timeout = start.Config, start.Config.Timeout
 	}
 	a.first = &start

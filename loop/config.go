@@ -55,7 +55,7 @@ type Config struct {
 	MaxTurns int              `json:"max_turns"`
 	// Timeout is the agent's inactivity limit, for the engine; 0 means
 	// none. (Journals of cadre before it was a time.Duration have
-	// timeout_seconds instead, which Decode reads.)
+	// timeout_seconds, a number of seconds, instead, which Decode reads.)
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// Say shows only <say> blocks of the agent's replies to the user.
 	Say         bool     `json:"say,omitempty"`

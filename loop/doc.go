@@ -12,7 +12,11 @@
 //
 // The loop has no goroutines, no clock, no randomness and does no I/O. Given
 // the same Config and the same Inputs in the same order, Step returns the
-// same Actions: that is what makes a journaled run resumable by replay.
+// same Actions: that is what makes a journaled run resumable by replay. The
+// JSON of an Input is not always the Input (raw JSON is compacted, invalid
+// UTF-8 becomes U+FFFD), so an engine that journals should step each Input
+// as Decode reads it back from the journal, as package local does: then a
+// replay steps exactly what the live agent stepped.
 // A State is not safe for concurrent use; an engine gives each agent one
 // owner goroutine.
 //

@@ -7,8 +7,8 @@ import (
 )
 
 // An Input is something that happened to an agent. Inputs are journaled
-// before they are stepped, so they must be plain data that survives a JSON
-// round trip.
+// before they are stepped, so they must be plain data that JSON can encode
+// and Decode read back.
 type Input interface {
 	// Kind names the input in the journal.
 	Kind() string
@@ -110,9 +110,10 @@ type InboxMessage struct {
 }
 
 // Timeout says the agent saw no activity for its inactivity limit, Limit.
-// The journal keeps Limit as seconds, a number of seconds.
+// (Journals of cadre before Limit was a time.Duration have seconds
+// instead, which Decode reads.)
 type Timeout struct {
-	Limit time.Duration `json:"-"`
+	Limit time.Duration `json:"limit"`
 }
 
 // Cancel stops the agent.

@@ -52,45 +52,45 @@ func Decode(kind string, data []byte) (Input, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
 	}
-	if st, ok := in.(Start); ok && st.Config.Timeout == 0 && bytes.Contains(data, []byte(`"timeout_seconds"`)) {
-		// Written when the timeout was a whole number of seconds.
+	if in, err = readOld(in, data); err != nil {
+		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+	}
+	return in, nil
+}
+
+// readOld reads the durations of a journal entry written when they were
+// whole numbers of seconds: a Start's config timeout_seconds and a
+// Timeout's seconds.
+func readOld(in Input, data []byte) (Input, error) {
+	switch v := in.(type) {
+	case Start:
+		if v.Config.Timeout != 0 || !bytes.Contains(data, []byte(`"timeout_seconds"`)) {
+			return in, nil
+		}
 		var old struct {
 			Config struct {
 				TimeoutSeconds json.Number `json:"timeout_seconds"`
 			} `json:"config"`
 		}
-		if err := json.Unmarshal(data, &old); err != nil {
-			return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+		err := json.Unmarshal(data, &old)
+		if err == nil {
+			v.Config.Timeout, err = cadre.ParseSecondsJSON(old.Config.TimeoutSeconds)
 		}
-		if st.Config.Timeout, err = cadre.ParseSecondsJSON(old.Config.TimeoutSeconds); err != nil {
-			return nil, fmt.Errorf("loop: decode %s entry: timeout_seconds: %w", kind, err)
+		return v, err
+	case Timeout:
+		if v.Limit != 0 {
+			return in, nil
 		}
-		in = st
+		var old struct {
+			Seconds json.Number `json:"seconds"`
+		}
+		err := json.Unmarshal(data, &old)
+		if err == nil {
+			v.Limit, err = cadre.ParseSecondsJSON(old.Seconds)
+		}
+		return v, err
 	}
 	return in, nil
-}
-
-type timeoutJSON struct {
-	Seconds json.Number `json:"seconds"`
-}
-
-// MarshalJSON writes the input with Limit as seconds.
-func (t Timeout) MarshalJSON() ([]byte, error) {
-	return json.Marshal(timeoutJSON{cadre.SecondsJSON(t.Limit)})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (t *Timeout) UnmarshalJSON(b []byte) error {
-	var v timeoutJSON
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	d, err := cadre.ParseSecondsJSON(v.Seconds)
-	if err != nil {
-		return fmt.Errorf("seconds: %w", err)
-	}
-	t.Limit = d
-	return nil
 }
 
 // seconds writes a duration for a message: as whole seconds ("300s") when

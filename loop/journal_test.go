@@ -37,7 +37,7 @@ func TestJournalDurations(t *testing.T) {
 	}{
 		{"config", Start{Config: Config{ID: "root", Timeout: 1500 * time.Millisecond}}, `"timeout":1500000000`},
 		{"config_without_timeout", Start{Config: Config{ID: "root"}}, ``},
-		{"timeout", Timeout{Limit: 2 * time.Minute}, `{"seconds":120}`},
+		{"timeout", Timeout{Limit: 1500 * time.Millisecond}, `{"limit":1500000000}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b, err := json.Marshal(tt.in)
@@ -59,7 +59,12 @@ func TestJournalDurations(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Decode("timeout", []byte(`{"seconds":1e300}`)); err == nil || !strings.Contains(err.Error(), "seconds: 1e300 is not a number of seconds") {
-		t.Errorf("1e300 seconds: %v", err)
+	for _, bad := range []struct{ kind, data string }{
+		{"timeout", `{"seconds":1e300}`},
+		{"start", `{"config":{"timeout_seconds":-1e300}}`},
+	} {
+		if _, err := Decode(bad.kind, []byte(bad.data)); err == nil || !strings.Contains(err.Error(), "is not a number of seconds") {
+			t.Errorf("%s %s: %v", bad.kind, bad.data, err)
+		}
 	}
 }
