@@ -39,8 +39,8 @@ for t in "${targets[@]}"; do
     printf '%s\n' "$out" | tail -30
     failed=1
   else
-    echo "fuzz $pkg $name: the fuzzer itself failed (not a finding):"
-    printf '%s\n' "$out" | tail -5
+    why=$(printf '%s\n' "$out" | grep -v -e '^FAIL' -e '^--- FAIL' -e '^exit status' -e '^ok ' | tail -3 | tr -s ' \n' ' ')
+    echo "fuzz $pkg $name: the fuzzer itself stopped, not on a finding: $why"
   fi
 done
 exit $failed

@@ -38,6 +38,9 @@ type fileConfig struct {
 	// Store is the run store: a SQLite path, postgres://…, or "none".
 	Store     string `yaml:"store"`
 	Workspace string `yaml:"workspace"`
+	// LeaseTTL is how long a run's lease outlives its owner, such as
+	// "10s"; empty means local.DefaultLeaseTTL.
+	LeaseTTL string `yaml:"leaseTTL"`
 	// Files tune the file tools.
 	FileTools filesConfig `yaml:"files"`
 	// Agent is the definition the root agent runs as (default: the
@@ -266,6 +269,11 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	}
 	if l.BudgetTokens < -1 {
 		return bad("budgetTokens", fmt.Sprint(l.BudgetTokens), "a number of tokens, 0 for the default, or -1 for no budget")
+	}
+	if fc.LeaseTTL != "" {
+		if d, err := time.ParseDuration(fc.LeaseTTL); err != nil || d < 100*time.Millisecond {
+			return bad("leaseTTL", fc.LeaseTTL, `a duration of 100ms or more, such as "10s"`)
+		}
 	}
 	for name, p := range fc.Providers {
 		if !oneOf(name, "openai", "ollama", "anthropic", "scripted") {
@@ -519,6 +527,7 @@ func (c *config) merge(f fileConfig) {
 	set(&c.Protocol, f.Protocol)
 	set(&c.Report, f.Report)
 	set(&c.Store, f.Store)
+	set(&c.LeaseTTL, f.LeaseTTL)
 	set(&c.Workspace, f.Workspace)
 	set(&c.Agent, f.Agent)
 	if f.Strict != nil {

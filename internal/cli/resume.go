@@ -23,7 +23,11 @@ Every agent picks up where its journal leaves it: completed model and tool
 calls are not made again, a model call that was in flight is made again, a
 write or command that was in flight is not repeated (the agent is told it was
 interrupted), and each report reaches its parent once. The run keeps the
-model, limits, workspace and agents it was started with.`,
+model, limits, workspace and agents it was started with.
+
+A run has one owner at a time: while another cadre process carries the run
+on, resume fails at once, naming that process. A run whose process died
+shows as interrupted in cadre runs list and is free to resume.`,
 		Example: `  cadre resume
   cadre resume 20261123-0714
   cadre resume --json last > events.jsonl`,
@@ -82,9 +86,12 @@ func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadr
 	if cfg.Model == "" {
 		return fmt.Errorf("run %s has no recorded model: pass --model", rec.ID)
 	}
+	if err := a.checkNotOwned(ctx, cfg, rec.ID); err != nil {
+		return err
+	}
 	a.killLeftovers(cfg)
 	return a.execute(ctx, cfg, f, func(ctx context.Context, eng cadre.Engine) (string, error) {
-		return rec.ID, eng.Resume(ctx, rec.ID)
+		return rec.ID, resumeOwned(ctx, eng, rec.ID)
 	})
 }
 

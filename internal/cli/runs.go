@@ -209,9 +209,17 @@ func runLines(runs []*cadre.RunRecord, now time.Time) string {
 type runSummary struct {
 	*cadre.RunRecord
 	Duration float64 `json:"duration_seconds"`
+	// Owner is the process carrying on a run that did not end.
+	Owner *cadre.Lease `json:"owner,omitempty"`
+	own   ownership
 }
 
 func summarize(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now time.Time) (runSummary, error) {
+	own, err := runOwnership(ctx, s, r)
+	if err != nil {
+		return runSummary{}, err
+	}
+	r = own.rec
 	if !r.Status.Terminal() || r.Agents == 0 {
 		agents, err := s.ListAgents(ctx, r.ID)
 		if err != nil {
@@ -226,8 +234,17 @@ func summarize(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now time.
 			}
 		}
 		r = &c
+		if own.interrupted {
+			sum := runSummary{RunRecord: r, own: own}
+			interruptedView(&sum, agents)
+			return sum, nil
+		}
 	}
-	return runSummary{RunRecord: r, Duration: runDuration(r, now).Seconds()}, nil
+	sum := runSummary{RunRecord: r, Duration: runDuration(r, now).Seconds(), own: own}
+	if !r.Status.Terminal() {
+		sum.Owner = own.lease
+	}
+	return sum, nil
 }
 
 // runDuration is how long a run took, or has run so far.

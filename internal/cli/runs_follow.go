@@ -52,6 +52,15 @@ func (a *app) followRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord, 
 			}
 			fmt.Fprintln(w, logLine(e))
 		}
+		if !cur.Status.Terminal() {
+			own, err := runOwnership(ctx, s, cur)
+			if err != nil {
+				return err
+			}
+			if own.interrupted {
+				return a.followInterrupted(ctx, s, own, sf)
+			}
+		}
 		agents, err := s.ListAgents(ctx, r.ID)
 		if err != nil {
 			return err

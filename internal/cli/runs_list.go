@@ -69,6 +69,7 @@ func (a *app) newRunsListCmd(f *runsFlags) *cobra.Command {
 					fmt.Sprint(r.Agents), tokensText(r.Usage.Total()), dur}
 			}
 			writeTable(a.io.Stdout, "", []string{"ID", "STARTED", "STATUS", "TASK", "AGENTS", "TOKENS", "DURATION"}, rows, []bool{4: true, 5: true, 6: true})
+			printInterrupted(a.io.Stdout, sums)
 			if len(runs) < total {
 				fmt.Fprintf(a.io.Stdout, "\nthe %d newest of %d runs; --limit 0 lists them all\n", len(runs), total)
 			}

@@ -104,6 +104,9 @@ func loadRunView(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now tim
 	if err != nil {
 		return nil, err
 	}
+	if sum.own.interrupted {
+		markInterrupted(agents)
+	}
 	v := &runView{Run: sum, Agents: agents, Findings: []cadre.Finding{}}
 	for _, e := range evs {
 		if f, ok := e.Data.(cadre.FindingReported); ok {
@@ -138,9 +141,15 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 	field("Task", oneLineText(r.Task))
 	field("Model", r.Model)
 	field("Started", startedText(r.Started))
+	if r.Owner != nil {
+		field("Owner", ownerText(r.Owner))
+	}
 	if d := runDuration(r.RunRecord, now); d > 0 {
 		label := "Took"
-		if !r.Status.Terminal() {
+		switch {
+		case r.own.interrupted:
+			label, d = "Ran", time.Duration(r.Duration*float64(time.Second))
+		case !r.Status.Terminal():
 			label = "Running"
 		}
 		field(label, durationText(d))
@@ -162,7 +171,7 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 			switch {
 			case !ag.Ended.IsZero():
 				dur = durationText(ag.Ended.Sub(ag.Started))
-			case !ag.Status.Terminal() && !ag.Started.IsZero():
+			case !ag.Status.Terminal() && ag.Status != cadre.StatusInterrupted && !ag.Started.IsZero():
 				dur = durationText(now.Sub(ag.Started))
 			}
 			rows = append(rows, []string{
@@ -191,6 +200,8 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 		fmt.Fprintln(w, strings.TrimSpace(r.Answer))
 	case r.Error != "":
 		fmt.Fprintf(w, "\nThe run %s: %s\n", r.Status, strings.TrimSpace(r.Error))
+	case r.own.interrupted:
+		fmt.Fprintf(w, "\nThe %s\n", r.own.interruptedText())
 	case !r.Status.Terminal():
 		fmt.Fprintf(w, "\nThe run is %s; follow it with: cadre runs show --follow %s\n", r.Status, r.ID)
 	}

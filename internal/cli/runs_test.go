@@ -29,6 +29,7 @@ const (
 )
 
 var (
+	fixtureOwner = cadre.LeaseOwner{Host: "build-7", PID: 4242, Process: "elsewhere:1", Token: "fixture-token"}
 	runsT0       = time.Date(2025, 3, 14, 15, 9, 26, 0, time.UTC)
 	fixtureChild = cadre.RootID.Child("research-assistant", 1)
 	fixtureDeep  = fixtureChild.Child("critic", 1)
@@ -134,7 +135,11 @@ func writeRuns(t *testing.T, s cadre.Store) {
 		ev("", 72*time.Second, cadre.RunCompleted{Answer: "The README explains how to build cadre."}),
 	}))
 
+	// The running run is carried on by a process of another machine, whose
+	// lease holds for the test.
 	runsMust(t, s.CreateRun(ctx, &cadre.RunRecord{ID: runRunning, Task: "Refactor the store", Status: cadre.StatusRunning, Model: "openai:gpt-4o-mini", Started: runsT0.Add(19 * time.Hour)}))
+	_, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: runRunning, Owner: fixtureOwner, TTL: time.Hour})
+	runsMust(t, err)
 	runsMust(t, s.PutAgent(ctx, &cadre.AgentRecord{Run: runRunning, ID: cadre.RootID, Definition: "default", Task: "Refactor the store", Status: cadre.StatusRunning,
 		Usage: cadre.Usage{InputTokens: 3000, OutputTokens: 400}, Started: runsT0.Add(19 * time.Hour)}))
 
@@ -584,6 +589,8 @@ func TestRunsFollow(t *testing.T) {
 	const id = "20250320-090000-0f0f0f"
 	began := time.Now().Add(-time.Minute)
 	runsMust(t, s.CreateRun(ctx, &cadre.RunRecord{ID: id, Task: "Count the Go files", Status: cadre.StatusRunning, Started: began}))
+	_, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: id, Owner: fixtureOwner, TTL: time.Hour})
+	runsMust(t, err)
 	root := &cadre.AgentRecord{Run: id, ID: cadre.RootID, Definition: "default", Task: "Count the Go files", Status: cadre.StatusRunning, Started: began}
 	runsMust(t, s.PutAgent(ctx, root))
 	runsMust(t, s.AppendEvents(ctx, []cadre.Event{
@@ -607,6 +614,7 @@ func TestRunsFollow(t *testing.T) {
 		{Type: cadre.EventRunCompleted, Run: id, Time: time.Now(), Data: cadre.RunCompleted{Answer: "There are 42 Go files."}},
 	}))
 	runsMust(t, s.UpdateRun(ctx, &cadre.RunRecord{ID: id, Task: "Count the Go files", Status: cadre.StatusDone, Ended: time.Now(), Answer: "There are 42 Go files.", Agents: 1}))
+	runsMust(t, s.ReleaseLease(ctx, id, fixtureOwner.Token))
 
 	if c := <-code; c != 0 {
 		t.Errorf("following a run that completed exited %d", c)

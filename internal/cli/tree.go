@@ -458,6 +458,8 @@ func statusMark(s cadre.Status) string {
 		return "✗"
 	case cadre.StatusCancelled:
 		return "⊘"
+	case cadre.StatusInterrupted:
+		return "⚠"
 	}
 	return "?"
 }

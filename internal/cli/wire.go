@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -177,6 +178,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	w.engine.Models = w.models
 	w.engine.RootModel = cfg.Model
 	w.engine.Limits = cfg.limits()
+	w.engine.LeaseTTL, _ = time.ParseDuration(cfg.LeaseTTL) // checked when read; empty is the default
 
 	// auto is resolved per agent, from its definition and its model.
 	w.engine.Protocol = cadre.Protocol(cfg.Protocol)
