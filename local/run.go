@@ -564,8 +564,10 @@ func (r *run) finish(fin loop.Finish) {
 	if r.e.cfg.Store != nil {
 		r.dropFeed()
 	}
-	close(r.done)
+	// Forgotten before done closes, so that whoever Wait returns to sees
+	// the engine already holding what it will hold.
 	r.e.forget(r)
+	close(r.done)
 }
 
 // dropFeed lets go of the run's latest events, once it has ended; watchers
