@@ -63,7 +63,8 @@
 // Tool names of other dialects map to cadre's built-in tools (see
 // [BuiltinTools]): Read→read_file, Grep→search_files, Glob and LS→list_files,
 // Write→write_file, Edit and MultiEdit→edit_file, Bash→run_command,
-// WebFetch→web_fetch, and Task or Agent→[TaskTools] (spawn_agent,
+// WebFetch→web_fetch, WebSearch→web_search, the unambiguous names of
+// other agent tools (see [ToolAlias]), and Task or Agent→[TaskTools] (spawn_agent,
 // start_background_agent and the tools that follow the agents they start).
 // Each delegation tool of [DelegationTools] is granted only when listed, or
 // all of them by the group name "delegation". A name mcp__server__tool stays
@@ -71,7 +72,7 @@
 // cannot resolve in a list of tools the agent may use is a warning and the
 // agent loads without it; with Strict it is an error and the agent is
 // rejected. In a list of tools it may not use, a tool of Claude Code or
-// OpenCode that cadre lacks (WebSearch, TodoWrite) is ignored, and any other
+// OpenCode that cadre lacks (NotebookEdit, TodoWrite) is ignored, and any other
 // unknown name is a warning, since it may be a misspelling that leaves a
 // tool allowed.
 //

@@ -15,7 +15,7 @@ func ExampleParse() {
 	file := []byte(`---
 name: reviewer
 description: Reviews diffs for defects.
-tools: Read, Grep, Bash(git diff *), WebSearch
+tools: Read, Grep, Bash(git diff *), NotebookEdit
 model: sonnet
 ---
 You review diffs.

@@ -281,7 +281,7 @@ func TestLoadFailsLoudPerFile(t *testing.T) {
 }
 
 func TestLoadStrictRejectsUnknownTools(t *testing.T) {
-	files := map[string]string{"a.md": agent("searcher", "tools: Read, WebSearch")}
+	files := map[string]string{"a.md": agent("searcher", "tools: Read, NotebookEdit")}
 	t.Run("lenient", func(t *testing.T) {
 		_, cat, diags := loadDir(t, files, LoadOptions{})
 		d, ok := cat.Get("searcher")
@@ -291,7 +291,7 @@ func TestLoadStrictRejectsUnknownTools(t *testing.T) {
 		if diff := cmp.Diff([]string{"read_file"}, d.Tools); diff != "" {
 			t.Errorf("tools (-want +got):\n%s", diff)
 		}
-		if !hasDiag(diags, SeverityWarning, "WebSearch", "loads without it") || diags[0].Line != 4 || diags[0].Column != 8 {
+		if !hasDiag(diags, SeverityWarning, "NotebookEdit", "loads without it") || diags[0].Line != 4 || diags[0].Column != 8 {
 			t.Errorf("want a warning at 4:8:%s", diagLines(diags))
 		}
 	})
@@ -300,7 +300,7 @@ func TestLoadStrictRejectsUnknownTools(t *testing.T) {
 		if cat.Len() != 0 {
 			t.Errorf("loaded %v", cat.Names())
 		}
-		if !hasDiag(diags, SeverityError, "WebSearch", "strict") {
+		if !hasDiag(diags, SeverityError, "NotebookEdit", "strict") {
 			t.Errorf("want a strict error:%s", diagLines(diags))
 		}
 	})

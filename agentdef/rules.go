@@ -126,6 +126,9 @@ func (b *builder) resolve(f field, entries []string) resolved {
 				r.names = append(r.names, t)
 			}
 		}
+		if t, alias := ToolAlias(name); alias {
+			b.p.add(SeverityInfo, line, col, "%s: %s is read as cadre's %s", f.key, name, t)
+		}
 		l := strings.ToLower(name)
 		agents := l == "task" || l == "agent"
 		if hasArgs && args == "" {

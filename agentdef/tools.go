@@ -14,6 +14,7 @@ const (
 	ToolEditFile    = "edit_file"
 	ToolRunCommand  = "run_command"
 	ToolWebFetch    = "web_fetch"
+	ToolWebSearch   = "web_search"
 )
 
 // GroupDelegation names every delegation tool in a tools list:
@@ -23,7 +24,7 @@ const GroupDelegation = "delegation"
 // BuiltinTools returns the names of cadre's built-in tools, in a stable
 // order. The slice is new on every call.
 func BuiltinTools() []string {
-	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch}
+	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch, ToolWebSearch}
 }
 
 // SubagentTools returns the names of the tools through which agents
@@ -99,12 +100,42 @@ func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 		return []string{ToolRunCommand}, true
 	case "webfetch", "fetch", "web_fetch":
 		return []string{ToolWebFetch}, true
+	case "websearch", "web_search":
+		return []string{ToolWebSearch}, true
 	case "task", "agent":
 		return TaskTools(), true
 	case GroupDelegation:
 		return DelegationTools(), true
 	}
+	if t, ok := ToolAlias(name); ok {
+		return []string{t}, true
+	}
 	return nil, false
+}
+
+// toolAliases are the names other agent tools (Gemini CLI, Cline, Cursor,
+// Continue, Codex) give to what one built-in tool of cadre does, each
+// unambiguous.
+var toolAliases = map[string]string{
+	"list_directory": ToolListFiles, "list_dir": ToolListFiles, "view_subdirectory": ToolListFiles,
+	"file_glob_search": ToolListFiles, "glob_search": ToolListFiles,
+	"search_file_content": ToolSearchFiles, "grep_search": ToolSearchFiles,
+	"read_many_files": ToolReadFile, "view_file": ToolReadFile,
+	"write_to_file": ToolWriteFile, "create_file": ToolWriteFile, "create_new_file": ToolWriteFile,
+	"replace_in_file": ToolEditFile, "str_replace": ToolEditFile, "replace": ToolEditFile,
+	"edit_existing_file": ToolEditFile, "single_find_and_replace": ToolEditFile, "apply_patch": ToolEditFile,
+	"run_terminal_command": ToolRunCommand, "run_terminal_cmd": ToolRunCommand, "run_shell_command": ToolRunCommand,
+	"execute_command": ToolRunCommand, "terminal": ToolRunCommand, "exec": ToolRunCommand,
+	"fetch_url_content": ToolWebFetch, "url_fetch": ToolWebFetch,
+	"google_web_search": ToolWebSearch, "search_web": ToolWebSearch, "web-search": ToolWebSearch,
+}
+
+// ToolAlias returns the built-in tool an alias of another agent tool
+// names, such as list_directory (list_files) or run_terminal_command
+// (run_command). Agent files that use one load with an info note.
+func ToolAlias(name string) (string, bool) {
+	t, ok := toolAliases[strings.ToLower(strings.TrimSpace(name))]
+	return t, ok
 }
 
 // mcpServer returns the server part of an mcp__server__tool (or
@@ -179,7 +210,7 @@ func splitArgs(args string) []string {
 // not a misspelling.
 func isForeignTool(name string) bool {
 	switch strings.ToLower(strings.TrimSpace(name)) {
-	case "websearch", "codesearch", "todowrite", "todoread", "notebookedit", "notebookread",
+	case "codesearch", "todowrite", "todoread", "notebookedit", "notebookread",
 		"bashoutput", "taskoutput", "killshell", "killbash", "slashcommand", "skill", "exitplanmode",
 		"listmcpresourcestool", "readmcpresourcetool", "lsp", "question":
 		return true

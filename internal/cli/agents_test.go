@@ -62,7 +62,7 @@ const (
 	reviewerAgent = `---
 name: reviewer
 description: Reviews diffs for defects.
-tools: Read, Grep, Bash(git diff *), WebSearch
+tools: Read, Grep, Bash(git diff *), NotebookEdit
 model: sonnet
 color: green
 ---
@@ -186,7 +186,7 @@ func TestAgentsList(t *testing.T) {
 			t.Fatalf("exit %d: %s", res.code, res.stderr)
 		}
 		if regexp.MustCompile(`(?m)^reviewer `).MatchString(res.stdout) || !strings.Contains(res.stderr, "2 files rejected") {
-			t.Errorf("strict should reject reviewer (WebSearch):\n%s%s", res.stdout, res.stderr)
+			t.Errorf("strict should reject reviewer (NotebookEdit):\n%s%s", res.stdout, res.stderr)
 		}
 	})
 }
@@ -214,7 +214,7 @@ func TestAgentsShow(t *testing.T) {
 		"report:                tool\n",
 		"onboarding:            optional (at most 5 questions)\n",
 		"  color:               \"green\"\n",
-		"  .claude/agents/reviewer.md:4:8: warning: tools: WebSearch is not a tool",
+		"  .claude/agents/reviewer.md:4:8: warning: tools: NotebookEdit is not a tool",
 	} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, res.stdout)
@@ -331,7 +331,7 @@ func TestAgentsValidate(t *testing.T) {
 			".cadre/agents/broken.md:1:1: error: missing description: add description: followed by a sentence on what the agent does and when to use it",
 			".cadre/agents/broken.md:3:17: error: timeoutSeconds: \"soon\" is not valid: a whole number of seconds from 1 to 86400, such as 300",
 			".cadre/agents/sub/README.md: info: no frontmatter: not an agent definition; skipped",
-			".claude/agents/reviewer.md:4:8: warning: tools: WebSearch is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch; Task and Agent map to spawn_agent and the tools that follow the agents it starts, delegation to every delegation tool); the agent loads without it",
+			".claude/agents/reviewer.md:4:8: warning: tools: NotebookEdit is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch, web_search; Task and Agent map to spawn_agent and the tools that follow the agents it starts, delegation to every delegation tool); the agent loads without it",
 		}
 		if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(res.stdout), "\n")); diff != "" {
 			t.Errorf("stdout (-want +got):\n%s", diff)
@@ -403,7 +403,7 @@ func TestAgentsValidate(t *testing.T) {
 		}
 		defer os.Remove(filepath.Join(dir, ".cadre", "config.yaml"))
 		res := runCadre(t, dir, home, "agents", "validate")
-		if !strings.Contains(res.stdout, "reviewer.md:4:8: error: tools: WebSearch") || !strings.Contains(res.stdout, "clean/only.md:2:1: info: agent plain overrides") {
+		if !strings.Contains(res.stdout, "reviewer.md:4:8: error: tools: NotebookEdit") || !strings.Contains(res.stdout, "clean/only.md:2:1: info: agent plain overrides") {
 			t.Errorf("stdout:\n%s", res.stdout)
 		}
 		// Named paths are checked alone (with --agents-dir folders), not

@@ -55,6 +55,20 @@ type fileConfig struct {
 	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
+	// WebSearch is the search service of the web_search tool.
+	WebSearch webSearchConfig `yaml:"webSearch"`
+}
+
+// webSearchConfig is the webSearch section: which service web_search asks.
+// A later file's section replaces an earlier one's whole.
+type webSearchConfig struct {
+	// Provider is searxng or brave.
+	Provider string `yaml:"provider"`
+	// URL is the SearXNG instance (or another Brave endpoint).
+	URL string `yaml:"url"`
+	// APIKeyEnv names the variable that holds Brave's key (default
+	// BRAVE_API_KEY).
+	APIKeyEnv string `yaml:"apiKeyEnv"`
 }
 
 // webFetchConfig is the webFetch section.
@@ -302,6 +316,13 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 				"; give a host (intranet.example.com), a host and port (127.0.0.1:8080), *.domain, or a network (10.0.0.0/8)"}
 		}
 	}
+	if ws := fc.WebSearch; ws != (webSearchConfig{}) {
+		b := builtin.SearchBackend{Provider: ws.Provider, URL: ws.URL, APIKey: "set"}
+		if err := b.Check(); err != nil {
+			line, col := findKey(data, "webSearch")
+			return &ConfigError{File: file, Line: line, Column: col, Msg: "webSearch: " + err.Error()}
+		}
+	}
 	if err := checkSandbox(file, data, &fc.Sandbox); err != nil {
 		return err
 	}
@@ -541,6 +562,9 @@ func (c *config) merge(f fileConfig) {
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
 	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)
+	if f.WebSearch != (webSearchConfig{}) {
+		c.WebSearch = f.WebSearch
+	}
 	c.Sandbox.merge(f.Sandbox)
 	setN := func(dst *int, v int) {
 		if v != 0 {
@@ -610,6 +634,27 @@ func (a *app) projectDir() string {
 		}
 		d = up
 	}
+}
+
+// searchBackend is the service of web_search, its key read from the
+// environment. Without a webSearch section, calls say how to add one.
+func (c *config) searchBackend(getenv func(string) string) (builtin.SearchBackend, error) {
+	ws := c.WebSearch
+	if ws.Provider == "" {
+		return builtin.SearchBackend{NotConfigured: "web search is not configured for this run, so web_search cannot be used: go on without it. " +
+			"(The user can set it up with webSearch: {provider: searxng, url: http://localhost:8888} or {provider: brave} and BRAVE_API_KEY in .cadre/config.yaml.)"}, nil
+	}
+	b := builtin.SearchBackend{Provider: ws.Provider, URL: ws.URL}
+	if ws.Provider == builtin.SearchBrave {
+		env := ws.APIKeyEnv
+		if env == "" {
+			env = "BRAVE_API_KEY"
+		}
+		if b.APIKey = getenv(env); b.APIKey == "" {
+			return b, fmt.Errorf("webSearch: provider brave reads its API key from %s, which is not set: set it, or name another variable with apiKeyEnv", env)
+		}
+	}
+	return b, b.Check()
 }
 
 // fetchRules parses the webFetch.allow rules, checked when the files were

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cadre-ai/cadre/tool/builtin"
 )
 
 // configErrorCase is a config file that must be refused: the error points
@@ -65,6 +67,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"envPassthrough on url", "mcpServers:\n  demo:\n    url: http://h/mcp\n    envPassthrough: [A]\n", 4, []string{"mcpServers.demo", "envPassthrough is for servers cadre starts"}},
 		{"unknown files key", "files:\n  allowHardlinks: true\n", 2, []string{"allowHardlinks"}},
 		{"files flag not a boolean", "files:\n  allowHardLinks: sometimes\n", 2, []string{"allowHardLinks"}},
+		{"unknown search provider", "model: m\nwebSearch:\n  provider: google\n", 2, []string{"webSearch", `"google"`, "searxng or brave"}},
+		{"searxng without url", "webSearch: {provider: searxng}\n", 1, []string{"webSearch", "needs url"}},
+		{"search url not http", "webSearch: {provider: searxng, url: \"localhost:8888\"}\n", 1, []string{"webSearch", "not an http or https address"}},
+		{"unknown webSearch key", "webSearch:\n  provider: brave\n  apiKey: x\n", 3, []string{"apiKey"}},
 	})
 }
 
@@ -121,6 +127,37 @@ func TestWebFetchAllowConfig(t *testing.T) {
 	}
 	if want := []string{"10.0.0.0/8", "intranet.example.com:8080", "*.corp.example"}; !slices.Equal(got, want) {
 		t.Errorf("rules %q, want %q", got, want)
+	}
+}
+
+// webSearch names the service of web_search; the later file's section
+// wins, and Brave's key comes from the variable apiKeyEnv names.
+func TestWebSearchConfig(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "webSearch: {provider: searxng, url: \"http://localhost:8888\"}\n")
+	env := map[string]string{"HOME": home, "MY_BRAVE": "k-1"}
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := cfg.searchBackend(a.io.Getenv); err != nil || b.Provider != builtin.SearchSearXNG || b.URL != "http://localhost:8888" {
+		t.Errorf("the user's searxng: %+v, %v", b, err)
+	}
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "webSearch:\n  provider: brave\n  apiKeyEnv: MY_BRAVE\n")
+	if cfg, err = a.loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := cfg.searchBackend(a.io.Getenv); err != nil || b.Provider != builtin.SearchBrave || b.APIKey != "k-1" || b.URL != "" {
+		t.Errorf("the project's brave: %+v, %v", b, err)
+	}
+	delete(env, "MY_BRAVE")
+	if _, err := cfg.searchBackend(a.io.Getenv); err == nil || !strings.Contains(err.Error(), "MY_BRAVE, which is not set") {
+		t.Errorf("brave without its key: %v", err)
+	}
+	b, err := (&config{}).searchBackend(a.io.Getenv)
+	if err != nil || b.Provider != "" || !strings.Contains(b.NotConfigured, "webSearch: {provider: searxng") {
+		t.Errorf("no section: %+v, %v", b, err)
 	}
 }
 

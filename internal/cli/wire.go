@@ -148,6 +148,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		return nil, err
 	}
 	topts.FetchAllowWhere = "webFetch.allow in .cadre/config.yaml"
+	if topts.WebSearch, err = cfg.searchBackend(a.io.Getenv); err != nil {
+		return nil, err
+	}
 	topts.AllowHardLinks = cfg.FileTools.AllowHardLinks != nil && *cfg.FileTools.AllowHardLinks
 	// One set of tools for every agent: edits of one file take turns.
 	w.engine.Tools = builtin.New(ws, topts)

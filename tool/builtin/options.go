@@ -119,6 +119,11 @@ type Options struct {
 	// Resolver looks up host names for web_fetch; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+
+	// WebSearch is the service web_search asks. Without a provider the
+	// tool is still offered (agent files name it) and each call says how
+	// to configure one.
+	WebSearch SearchBackend
 }
 
 func (o Options) withDefaults() Options {
@@ -165,7 +170,7 @@ func (o Options) withDefaults() Options {
 
 // New returns every built-in tool, confined to ws, in a fixed order:
 // read_file, list_files, search_files, write_file, edit_file, run_command,
-// web_fetch. Its write_file and edit_file change any one file one call at
+// web_fetch, web_search. Its write_file and edit_file change any one file one call at
 // a time, so concurrent calls never lose an edit. Make the tools once and
 // share them among agents.
 func New(ws tool.Workspace, opts Options) []cadre.Tool {
@@ -180,5 +185,6 @@ func New(ws tool.Workspace, opts Options) []cadre.Tool {
 		edit,
 		NewRunCommand(ws, opts),
 		NewWebFetch(opts),
+		NewWebSearch(opts.WebSearch),
 	}
 }
