@@ -1,0 +1,43 @@
+package agentdef
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The names other agent tools give to cadre's built-in tools map to them,
+// each with a note saying so, and no warning.
+func TestToolAliases(t *testing.T) {
+	src := "---\nname: porter\ndescription: Ported from another tool.\ntools: list_directory, run_terminal_command, Replace_In_File, WebSearch\n---\nDo it.\n"
+	def, diags := Parse("porter.md", []byte(src), ParseOptions{Scope: ScopeDir})
+	if def == nil {
+		t.Fatalf("not loaded: %v", diags)
+	}
+	if want := []string{ToolListFiles, ToolRunCommand, ToolEditFile, ToolWebSearch}; !slices.Equal(def.Tools, want) {
+		t.Errorf("tools %q, want %q", def.Tools, want)
+	}
+	var notes []string
+	for _, d := range diags {
+		if d.Severity != SeverityInfo {
+			t.Errorf("unexpected %s", d)
+			continue
+		}
+		notes = append(notes, d.Message)
+	}
+	for _, want := range []string{
+		"tools: list_directory is read as cadre's list_files",
+		"tools: run_terminal_command is read as cadre's run_command",
+		"tools: Replace_In_File is read as cadre's edit_file",
+	} {
+		if !slices.Contains(notes, want) {
+			t.Errorf("no note %q in %q", want, notes)
+		}
+	}
+	if slices.ContainsFunc(notes, func(n string) bool { return strings.Contains(n, "WebSearch") }) {
+		t.Errorf("WebSearch is Claude Code's own name, not an alias: %q", notes)
+	}
+	if _, ok := ToolAlias("bash"); ok {
+		t.Error("bash is a dialect name handled by ResolveTool, not an alias")
+	}
+}
