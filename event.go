@@ -48,6 +48,7 @@ const (
 	EventAgentCreated     EventType = "agent_created"
 	EventRunResumed       EventType = "run_resumed"
 	EventWarning          EventType = "warning"
+	EventTodos            EventType = "agent_todos"
 	// EventSkipped is not something that happened in the run: an event
 	// stream sends it to a watcher that fell behind, in place of the events
 	// it missed. Stores never hold it.

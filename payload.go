@@ -271,6 +271,26 @@ type SynthesisStarted struct {
 	Tasks int `json:"tasks"`
 }
 
+// Todos is the payload of EventTodos: an agent's task list, whole, each
+// time the agent writes it with todo_write.
+type Todos struct {
+	// Items are the tasks in the agent's order.
+	Items []Todo `json:"items"`
+}
+
+// A Todo is one task of an agent's list.
+type Todo struct {
+	// Content says what the task is.
+	Content string `json:"content"`
+	// Status is pending, in_progress, completed or cancelled.
+	Status string `json:"status"`
+	// ActiveForm is how the task reads while it is being done ("Running
+	// the tests"), when the agent gives it.
+	ActiveForm string `json:"active_form,omitempty"`
+	// Priority is high, medium or low, when the agent gives it.
+	Priority string `json:"priority,omitempty"`
+}
+
 // Say is the payload of EventSay: text an agent shows the user, a <say>
 // block or the text before a <spawn_agents> block.
 type Say struct {
@@ -395,6 +415,7 @@ func (Question) EventType() EventType         { return EventQuestion }
 func (Answer) EventType() EventType           { return EventAnswer }
 func (AgentCreated) EventType() EventType     { return EventAgentCreated }
 func (Warning) EventType() EventType          { return EventWarning }
+func (Todos) EventType() EventType            { return EventTodos }
 func (Skipped) EventType() EventType          { return EventSkipped }
 
 func (RunStarted) payload()       {}
@@ -428,6 +449,7 @@ func (Question) payload()         {}
 func (Answer) payload()           {}
 func (AgentCreated) payload()     {}
 func (Warning) payload()          {}
+func (Todos) payload()            {}
 func (Skipped) payload()          {}
 
 // EventTypes returns every event type, in the order docs/events.md lists
@@ -439,7 +461,7 @@ func EventTypes() []EventType {
 		EventAgentReported, EventAgentNudged,
 		EventModelDelta, EventModelResponse, EventToolCalled, EventToolResult,
 		EventMessageSent, EventFinding, EventSay, EventQuestion, EventAnswer, EventOnboardQuestion, EventOnboardAnswer,
-		EventAgentCreated, EventSynthesisStarted,
+		EventAgentCreated, EventSynthesisStarted, EventTodos,
 		EventBudgetWarning, EventBudgetExhausted, EventDepthLimit, EventAgentLimit, EventCycleDetected, EventWarning,
 		EventSkipped,
 	}
@@ -499,6 +521,8 @@ func zeroPayload(t EventType) Payload {
 		return SynthesisStarted{}
 	case EventSay:
 		return Say{}
+	case EventTodos:
+		return Todos{}
 	case EventOnboardQuestion:
 		return OnboardQuestion{}
 	case EventOnboardAnswer:

@@ -338,7 +338,7 @@ func TestParseToolResolution(t *testing.T) {
 		{"yaml_list", "[Read, 'Bash(npm test)']", nil, []string{"read_file", "run_command"}, nil},
 		{"single_name", "Read", nil, []string{"read_file"}, nil},
 		{"star", "'*'", nil, nil, nil},
-		{"unknown", "Read, NotebookEdit, TodoWrite", nil, []string{"read_file"}, []string{"NotebookEdit, TodoWrite are not tools"}},
+		{"unknown", "Read, NotebookEdit, LSP", nil, []string{"read_file"}, []string{"NotebookEdit, LSP are not tools"}},
 		{"mcp_configured", "mcp__github__search, mcp__github", []string{"github"}, []string{"mcp__github__search", "mcp__github"}, nil},
 		{"mcp_not_configured", "Read, mcp__context7__docs, mcp__magic__build", []string{"github"}, []string{"read_file"},
 			[]string{"mcp__context7__docs, mcp__magic__build are tools of the MCP servers context7, magic"}},
@@ -547,7 +547,7 @@ func TestParseToolRestrictions(t *testing.T) {
 		{"map_allowlist_unknown", "tools:\n  \"*\": false\n  read: true\n  context7: true", false,
 			[]string{"read_file"}, nil, []string{"tools: context7 is not a tool", "loads without it"}, false},
 		{"map_allowlist_unknown_strict", "tools:\n  \"*\": false\n  read: true\n  context7: true", true, nil, nil, nil, true},
-		{"map_denying_foreign_tool_is_silent", "tools:\n  todowrite: false\n  notebookedit: false", false, nil, nil, nil, false},
+		{"map_denying_foreign_tool_is_silent", "tools:\n  lsp: false\n  notebookedit: false", false, nil, nil, nil, false},
 		{"map_deny_pattern", "tools:\n  \"web*\": false\n  \"mymcp_*\": false", false, nil, []string{"web_fetch", "web_search"}, nil, false},
 		{"map_deny_misspelt", "tools:\n  bassh: false", false, nil, nil, []string{"tools: bassh is not a tool cadre knows, so there is nothing to take away"}, false},
 		{"permission_deny", "permission:\n  edit: deny\n  bash: deny\n  webfetch: ask", false, nil, []string{"write_file", "edit_file", "run_command"}, nil, false},
@@ -558,7 +558,7 @@ func TestParseToolRestrictions(t *testing.T) {
 			[]string{"read_file"}, nil, nil, false},
 		{"disallowed_misspelt", "disallowedTools: Bassh, Write", false, nil, []string{"write_file"},
 			[]string{"disallowedTools: Bassh is not a tool cadre knows, so there is nothing to take away"}, false},
-		{"disallowed_foreign_is_silent", "disallowedTools: NotebookEdit, TodoWrite, Edit", false, nil, []string{"edit_file"}, nil, false},
+		{"disallowed_foreign_is_silent", "disallowedTools: NotebookEdit, LSP, Edit", false, nil, []string{"edit_file"}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, diags := parseString(t, "---\nname: r\ndescription: d\n"+tc.frontmatter+"\n---\nx\n", ParseOptions{Strict: tc.strict})

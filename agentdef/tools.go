@@ -15,6 +15,8 @@ const (
 	ToolRunCommand  = "run_command"
 	ToolWebFetch    = "web_fetch"
 	ToolWebSearch   = "web_search"
+	ToolTodoWrite   = "todo_write"
+	ToolTodoRead    = "todo_read"
 )
 
 // GroupDelegation names every delegation tool in a tools list:
@@ -24,7 +26,7 @@ const GroupDelegation = "delegation"
 // BuiltinTools returns the names of cadre's built-in tools, in a stable
 // order. The slice is new on every call.
 func BuiltinTools() []string {
-	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch, ToolWebSearch}
+	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch, ToolWebSearch, ToolTodoWrite, ToolTodoRead}
 }
 
 // SubagentTools returns the names of the tools through which agents
@@ -102,6 +104,9 @@ func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 		return []string{ToolWebFetch}, true
 	case "websearch", "web_search":
 		return []string{ToolWebSearch}, true
+	case "todowrite", "todoread", "todo_write", "todo_read", "taskcreate", "taskget", "tasklist", "taskupdate":
+		// The task list: write it, and read it back.
+		return []string{ToolTodoWrite, ToolTodoRead}, true
 	case "task", "agent":
 		return TaskTools(), true
 	case GroupDelegation:
@@ -210,7 +215,7 @@ func splitArgs(args string) []string {
 // not a misspelling.
 func isForeignTool(name string) bool {
 	switch strings.ToLower(strings.TrimSpace(name)) {
-	case "codesearch", "todowrite", "todoread", "notebookedit", "notebookread",
+	case "codesearch", "notebookedit", "notebookread",
 		"bashoutput", "taskoutput", "killshell", "killbash", "slashcommand", "skill", "exitplanmode",
 		"listmcpresourcestool", "readmcpresourcetool", "lsp", "question":
 		return true

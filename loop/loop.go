@@ -93,6 +93,8 @@ type State struct {
 
 	blk *block
 
+	todos []cadre.Todo // the list todo_write last wrote
+
 	finished *Finish
 
 	// specs and offered are the tools offered to the model, computed once
@@ -423,6 +425,8 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		case delegationTools[c.Name] && !s.cfg.onboarding() && !s.cfg.Granted(c.Name):
 			s.fill(i, fmt.Sprintf("Error: %s is not one of your tools: your definition grants only these delegation tools: %s. Use one of those, or do the work yourself.",
 				c.Name, strings.Join(s.cfg.granted(), ", ")), true)
+		case IsTodoTool(c.Name) && s.hasTool(c.Name):
+			acts = append(acts, s.todoCall(i, c)...)
 		case s.hasTool(c.Name):
 			ordinary = append(ordinary, c)
 		default:

@@ -80,6 +80,12 @@ func describeEvent(ev cadre.Event) eventText {
 	case cadre.FindingReported:
 		t.Progress = fmt.Sprintf("%s finding %s", who, d.Title)
 		t.Log = "finding: " + d.Title
+	case cadre.Todos:
+		t.Progress = fmt.Sprintf("%s tasks %s", who, todoCount(d.Items))
+		if now := todoNow(d.Items); now != "" {
+			t.Progress += ": " + clipText(now, 100)
+		}
+		t.Log = "tasks " + todoCount(d.Items)
 	case cadre.Say:
 		t.Progress = fmt.Sprintf("%s: %s", who, d.Text)
 		t.Log = "says: " + clipText(d.Text, 150)
@@ -186,4 +192,42 @@ func clipText(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// todoCount says how far a task list is: "2 of 5 done".
+func todoCount(items []cadre.Todo) string {
+	done := 0
+	for _, t := range items {
+		if t.Status == "completed" {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d of %d done", done, len(items))
+}
+
+// todoNow is what the agent is doing by its list: the first task in
+// progress, as it reads while being done when the agent said.
+func todoNow(items []cadre.Todo) string {
+	for _, t := range items {
+		if t.Status == "in_progress" {
+			if t.ActiveForm != "" {
+				return t.ActiveForm
+			}
+			return t.Content
+		}
+	}
+	return ""
+}
+
+// todoMark shows a task's status.
+func todoMark(status string) string {
+	switch status {
+	case "completed":
+		return "[x]"
+	case "in_progress":
+		return "[>]"
+	case "cancelled":
+		return "[-]"
+	}
+	return "[ ]"
 }

@@ -89,6 +89,15 @@ type runView struct {
 	Run      runSummary           `json:"run"`
 	Agents   []*cadre.AgentRecord `json:"agents"`
 	Findings []cadre.Finding      `json:"findings"`
+	// Todos are each agent's task list as it last wrote it, in the order
+	// of the agents' first lists.
+	Todos []agentTodos `json:"todos,omitempty"`
+}
+
+// agentTodos is an agent's latest task list.
+type agentTodos struct {
+	Agent cadre.AgentID `json:"agent"`
+	Items []cadre.Todo  `json:"items"`
 }
 
 func loadRunView(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now time.Time) (*runView, error) {
@@ -109,8 +118,15 @@ func loadRunView(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now tim
 	}
 	v := &runView{Run: sum, Agents: agents, Findings: []cadre.Finding{}}
 	for _, e := range evs {
-		if f, ok := e.Data.(cadre.FindingReported); ok {
-			v.Findings = append(v.Findings, cadre.Finding{Agent: e.Agent, Title: f.Title, Content: f.Content})
+		switch d := e.Data.(type) {
+		case cadre.FindingReported:
+			v.Findings = append(v.Findings, cadre.Finding{Agent: e.Agent, Title: d.Title, Content: d.Content})
+		case cadre.Todos:
+			if i := slices.IndexFunc(v.Todos, func(t agentTodos) bool { return t.Agent == e.Agent }); i >= 0 {
+				v.Todos[i].Items = d.Items
+			} else {
+				v.Todos = append(v.Todos, agentTodos{Agent: e.Agent, Items: d.Items})
+			}
 		}
 	}
 	return v, nil
@@ -192,6 +208,15 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 		for _, f := range v.Findings {
 			fmt.Fprintf(w, "  %s (%s)\n", f.Title, f.Agent)
 			fmt.Fprintln(w, indentLines(strings.TrimSpace(f.Content), "    "))
+		}
+	}
+	for _, t := range v.Todos {
+		if len(t.Items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\nTasks of %s (%s)\n", t.Agent, todoCount(t.Items))
+		for _, it := range t.Items {
+			fmt.Fprintf(w, "  %s %s\n", todoMark(it.Status), it.Content)
 		}
 	}
 	switch {

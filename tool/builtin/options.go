@@ -1,10 +1,14 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/tool"
 )
 
@@ -170,7 +174,7 @@ func (o Options) withDefaults() Options {
 
 // New returns every built-in tool, confined to ws, in a fixed order:
 // read_file, list_files, search_files, write_file, edit_file, run_command,
-// web_fetch, web_search. Its write_file and edit_file change any one file one call at
+// web_fetch, web_search, todo_write, todo_read. Its write_file and edit_file change any one file one call at
 // a time, so concurrent calls never lose an edit. Make the tools once and
 // share them among agents.
 func New(ws tool.Workspace, opts Options) []cadre.Tool {
@@ -186,5 +190,28 @@ func New(ws tool.Workspace, opts Options) []cadre.Tool {
 		NewRunCommand(ws, opts),
 		NewWebFetch(opts),
 		NewWebSearch(opts.WebSearch),
+		loopTool{todoSpec(loop.ToolTodoWrite)},
+		loopTool{todoSpec(loop.ToolTodoRead)},
 	}
+}
+
+// todoSpec is the spec of the named task-list tool.
+func todoSpec(name string) cadre.ToolSpec {
+	for _, s := range loop.TodoSpecs() {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("no task-list tool " + name)
+}
+
+// loopTool is a tool the agent loop answers itself (todo_write,
+// todo_read): offered among the built-in tools so that agent files grant
+// it like the others, it never reaches a runner.
+type loopTool struct{ spec cadre.ToolSpec }
+
+func (t loopTool) Spec() cadre.ToolSpec { return t.spec }
+
+func (t loopTool) Call(context.Context, json.RawMessage) (string, error) {
+	return "", fmt.Errorf("%s is answered by the agent loop, which keeps each agent's list; it cannot be called on its own", t.spec.Name)
 }

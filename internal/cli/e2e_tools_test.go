@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// An agent file written for Claude Code that lists WebSearch and TodoWrite
+// runs with them: web_search asks the SearXNG instance of the config, the
+// task list is an event, and runs show prints it.
+func TestE2EWebSearchAndTodos(t *testing.T) {
+	var queries []string
+	var mu sync.Mutex
+	searx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.Query().Get("q"))
+		mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"query": r.URL.Query().Get("q"), "results": []map[string]any{
+			{"url": "https://go.dev/doc/devel/release", "title": "Release History", "content": "go1.26 was released in February 2026."},
+		}})
+	}))
+	defer searx.Close()
+
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), "webSearch:\n  provider: searxng\n  url: "+searx.URL+"\n")
+	writeFile(t, filepath.Join(dir, ".claude", "agents", "researcher.md"),
+		"---\nname: researcher\ndescription: Looks things up on the web.\ntools: WebSearch, TodoWrite, Read\n---\nYou research.\n")
+	var (
+		offered []string
+		results []string
+		calls   int
+	)
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
+		mu.Lock()
+		defer mu.Unlock()
+		offered = req.toolNames()
+		calls++
+		switch calls {
+		case 1:
+			return chatReply{Calls: []toolCall{
+				{Name: "todo_write", Args: `{"todos":[{"content":"Find the release","status":"in_progress","activeForm":"Finding the release"},{"content":"Answer","status":"pending"}]}`},
+				{Name: "web_search", Args: `{"query":"go 1.26 release date"}`},
+			}}
+		case 2:
+			results = append(results, req.last())
+			return chatReply{Calls: []toolCall{{Name: "todo_write", Args: `{"todos":[{"content":"Find the release","status":"completed"},{"content":"Answer","status":"completed"}]}`}}}
+		}
+		return chatReply{Text: "Go 1.26 came out in February 2026."}
+	})
+	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
+	res := runBinary(t, dir, env, "run", "--json", "--agent", "researcher", "-m", "openai:test-model", "When did Go 1.26 come out?")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{"web_search", "todo_write", "todo_read", "read_file"} {
+		if !slices.Contains(offered, want) {
+			t.Errorf("the agent was not offered %s: %v", want, offered)
+		}
+	}
+	if slices.Contains(offered, "run_command") {
+		t.Errorf("the agent was offered run_command, which its file does not list: %v", offered)
+	}
+	if !slices.Equal(queries, []string{"go 1.26 release date"}) {
+		t.Errorf("queries at the search service: %q", queries)
+	}
+	if len(results) != 1 || !strings.Contains(results[0], "1. Release History\n   https://go.dev/doc/devel/release") {
+		t.Errorf("the model was given %q for its search", results)
+	}
+	var runID string
+	var todos []map[string]any
+	for _, ev := range res.events(t) {
+		runID, _ = ev["run"].(string)
+		if ev["type"] == "agent_todos" {
+			todos = append(todos, ev)
+		}
+		if ev["type"] == "tool_result" && strings.Contains(ev["content"].(string), "Release History") {
+			if !strings.Contains(ev["content"].(string), "https://go.dev/doc/devel/release") {
+				t.Errorf("the search result: %v", ev["content"])
+			}
+		}
+	}
+	if len(todos) != 2 || len(todos[1]["items"].([]any)) != 2 {
+		t.Fatalf("agent_todos events: %v", todos)
+	}
+	show := runBinary(t, dir, nil, "runs", "show", runID)
+	if !strings.Contains(show.stdout, "Tasks of root (2 of 2 done)\n  [x] Find the release\n  [x] Answer\n") {
+		t.Errorf("runs show lacks the task list:\n%s", show.stdout)
+	}
+}
