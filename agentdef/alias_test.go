@@ -41,3 +41,16 @@ func TestToolAliases(t *testing.T) {
 		t.Error("bash is a dialect name handled by ResolveTool, not an alias")
 	}
 }
+
+// A file saved with CRLF line ends loads as its author meant: fields
+// without \r, and a prompt with plain line ends.
+func TestParseCRLF(t *testing.T) {
+	src := "---\r\nname: crlf\r\ndescription: A CRLF file.\r\ntools: Read, Grep\r\n---\r\nLine one.\r\nLine two.\r\n"
+	def, diags := Parse("crlf.md", []byte(src), ParseOptions{Scope: ScopeDir})
+	if def == nil || len(diags) != 0 {
+		t.Fatalf("not loaded cleanly: %v", diags)
+	}
+	if def.Name != "crlf" || def.Description != "A CRLF file." || def.Prompt != "Line one.\nLine two.\n" || !slices.Equal(def.Tools, []string{ToolReadFile, ToolSearchFiles}) {
+		t.Errorf("%q %q %q %q", def.Name, def.Description, def.Prompt, def.Tools)
+	}
+}

@@ -195,7 +195,9 @@ func (p *parse) run(data []byte) *cadre.Definition {
 		return nil
 	}
 
-	body := string(fm.body)
+	// A file saved with Windows line ends means the same text: the prompt
+	// gets plain line ends.
+	body := strings.ReplaceAll(string(fm.body), "\r\n", "\n")
 	if strings.TrimSpace(body) == "" {
 		p.add(SeverityError, fm.close, 1, "empty body: the text after the frontmatter is the agent's system prompt; write it below this line")
 	}

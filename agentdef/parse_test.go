@@ -18,7 +18,7 @@ func TestParseTolerance(t *testing.T) {
 	}{
 		{"plain", "---\nname: t\ndescription: d\n---\nYou are tolerant.\n", want},
 		{"bom", "\xef\xbb\xbf---\nname: t\ndescription: d\n---\nYou are tolerant.\n", want},
-		{"crlf", "---\r\nname: t\r\ndescription: d\r\n---\r\nYou are tolerant.\r\n", "You are tolerant.\r\n"},
+		{"crlf", "---\r\nname: t\r\ndescription: d\r\n---\r\nYou are tolerant.\r\n", "You are tolerant.\n"},
 		{"blank_after_open", "---\n\nname: t\ndescription: d\n---\nYou are tolerant.\n", want},
 		{"blank_before_open", "\n\n---\nname: t\ndescription: d\n---\nYou are tolerant.\n", want},
 		{"indented_block", "\n    ---\n    name: t\n    description: d\n    ---\n    You are tolerant.\n", "    You are tolerant.\n"},
