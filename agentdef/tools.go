@@ -17,6 +17,7 @@ const (
 	ToolWebSearch   = "web_search"
 	ToolTodoWrite   = "todo_write"
 	ToolTodoRead    = "todo_read"
+	ToolSkill       = "skill"
 )
 
 // GroupDelegation names every delegation tool in a tools list:
@@ -26,7 +27,7 @@ const GroupDelegation = "delegation"
 // BuiltinTools returns the names of cadre's built-in tools, in a stable
 // order. The slice is new on every call.
 func BuiltinTools() []string {
-	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch, ToolWebSearch, ToolTodoWrite, ToolTodoRead}
+	return []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolWriteFile, ToolEditFile, ToolRunCommand, ToolWebFetch, ToolWebSearch, ToolTodoWrite, ToolTodoRead, ToolSkill}
 }
 
 // SubagentTools returns the names of the tools through which agents
@@ -107,6 +108,8 @@ func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 	case "todowrite", "todoread", "todo_write", "todo_read", "taskcreate", "taskget", "tasklist", "taskupdate":
 		// The task list: write it, and read it back.
 		return []string{ToolTodoWrite, ToolTodoRead}, true
+	case "skill", "skills":
+		return []string{ToolSkill}, true
 	case "task", "agent":
 		return TaskTools(), true
 	case GroupDelegation:
@@ -216,7 +219,7 @@ func splitArgs(args string) []string {
 func isForeignTool(name string) bool {
 	switch strings.ToLower(strings.TrimSpace(name)) {
 	case "codesearch", "notebookedit", "notebookread",
-		"bashoutput", "taskoutput", "killshell", "killbash", "slashcommand", "skill", "exitplanmode",
+		"bashoutput", "taskoutput", "killshell", "killbash", "slashcommand", "exitplanmode",
 		"listmcpresourcestool", "readmcpresourcetool", "lsp", "question":
 		return true
 	}

@@ -331,7 +331,7 @@ func TestAgentsValidate(t *testing.T) {
 			".cadre/agents/broken.md:1:1: error: missing description: add description: followed by a sentence on what the agent does and when to use it",
 			".cadre/agents/broken.md:3:17: error: timeoutSeconds: \"soon\" is not valid: a whole number of seconds from 1 to 86400, such as 300",
 			".cadre/agents/sub/README.md: info: no frontmatter: not an agent definition; skipped",
-			".claude/agents/reviewer.md:4:8: warning: tools: NotebookEdit is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch, web_search; Task and Agent map to spawn_agent and the tools that follow the agents it starts, delegation to every delegation tool); the agent loads without it",
+			".claude/agents/reviewer.md:4:8: warning: tools: NotebookEdit is not a tool cadre knows (cadre's tools: read_file, list_files, search_files, write_file, edit_file, run_command, web_fetch, web_search, todo_write, todo_read, skill; Task and Agent map to spawn_agent and the tools that follow the agents it starts, delegation to every delegation tool); the agent loads without it",
 		}
 		if diff := cmp.Diff(want, strings.Split(strings.TrimSpace(res.stdout), "\n")); diff != "" {
 			t.Errorf("stdout (-want +got):\n%s", diff)

@@ -93,3 +93,66 @@ func TestE2EWebSearchAndTodos(t *testing.T) {
 		t.Errorf("runs show lacks the task list:\n%s", show.stdout)
 	}
 }
+
+// Skills of the project are offered through the skill tool, which Skill in
+// an agent file grants; a skill the file names under skills is in its
+// prompt from the start; a broken skill is told and the others work.
+func TestE2ESkills(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".claude", "skills", "pdf", "SKILL.md"), "---\nname: pdf\ndescription: Fill PDF forms.\nallowed-tools: Bash(python *)\n---\nRun scripts/fill.py with the form.\n")
+	writeFile(t, filepath.Join(dir, ".claude", "skills", "pdf", "scripts", "fill.py"), "print('filled')\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "skills", "house-style", "SKILL.md"), "---\nname: house-style\ndescription: How we write.\n---\nWrite short sentences.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "skills", "broken", "SKILL.md"), "---\nname: broken\n---\nNo description.\n")
+	writeFile(t, filepath.Join(dir, ".claude", "agents", "filler.md"),
+		"---\nname: filler\ndescription: Fills forms.\ntools: Skill, Read\nskills: [house-style, missing-one]\n---\nYou fill forms.\n")
+	var (
+		mu      sync.Mutex
+		system  string
+		spec    string
+		results []string
+	)
+	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
+		mu.Lock()
+		defer mu.Unlock()
+		system = req.system()
+		for _, tl := range req.Tools {
+			if tl.Function.Name == "skill" {
+				spec = "offered"
+			}
+		}
+		switch len(results) {
+		case 0:
+			results = append(results, "")
+			return chatReply{Calls: []toolCall{{Name: "skill", Args: `{"name":"pdf"}`}}}
+		case 1:
+			results = append(results, req.last())
+			return chatReply{Calls: []toolCall{{Name: "skill", Args: `{"name":"pdf","file":"scripts/fill.py"}`}}}
+		case 2:
+			results = append(results, req.last())
+		}
+		return chatReply{Text: "Filled."}
+	})
+	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
+	res := runBinary(t, dir, env, "run", "--store", "none", "--agent", "filler", "-m", "openai:test-model", "Fill the form")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	if spec != "offered" {
+		t.Error("the skill tool was not offered")
+	}
+	if !strings.Contains(system, "You fill forms.\n\n<skill name=\"house-style\">\nWrite short sentences.\n</skill>") {
+		t.Errorf("the preloaded skill is not in the prompt:\n%s", system)
+	}
+	if len(results) != 3 || !strings.Contains(results[1], "Run scripts/fill.py with the form.") || !strings.Contains(results[1], "scripts/fill.py") ||
+		results[2] != "print('filled')\n" {
+		t.Errorf("the skill's results: %q", results)
+	}
+	for _, want := range []string{
+		".cadre/skills/broken/SKILL.md:1:1: error: missing description",
+		"skills: missing-one not found",
+	} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+}

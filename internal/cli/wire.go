@@ -167,6 +167,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Definitions = cat.All()
+	if sk := loadSkills(a.io.Stderr, opts, w.engine.Definitions); sk != nil {
+		w.engine.Tools = append(w.engine.Tools, sk)
+	}
 	if cfg.Agent != "" {
 		def, ok := cat.Get(cfg.Agent)
 		if !ok {
