@@ -54,3 +54,30 @@ func TestParseCRLF(t *testing.T) {
 		t.Errorf("%q %q %q %q", def.Name, def.Description, def.Prompt, def.Tools)
 	}
 }
+
+// Frontmatter written as a fenced YAML block after a heading is read, with
+// a warning; a fenced block that is not an agent's fields is refused,
+// naming its line.
+func TestParseFencedFrontmatter(t *testing.T) {
+	src := "# Code Reviewer\n\n```yaml\nname: code-reviewer\ndescription: Reviews diffs.\ntools: Read, Grep\n```\n\nYou review code.\n"
+	def, diags := Parse("reviewer.md", []byte(src), ParseOptions{Scope: ScopeDir})
+	if def == nil {
+		t.Fatalf("not loaded: %v", diags)
+	}
+	if def.Name != "code-reviewer" || def.Description != "Reviews diffs." || def.Prompt != "You review code.\n" || !slices.Equal(def.Tools, []string{ToolReadFile, ToolSearchFiles}) {
+		t.Errorf("%q %q %q %q", def.Name, def.Description, def.Prompt, def.Tools)
+	}
+	if len(diags) != 1 || diags[0].Severity != SeverityWarning || diags[0].Line != 3 || !strings.Contains(diags[0].Message, "fenced YAML block (lines 3-7)") {
+		t.Errorf("diagnostics %v", diags)
+	}
+	for src, want := range map[string]string{
+		"# Notes\n\n```yaml\nfoo: bar\n```\nText.\n":                   "reviewer.md:3:1: error: no frontmatter: a fenced YAML block was found at line 3, but it does not hold an agent's fields",
+		"# Title\n~~~yml\nname: x\ndescription: y\nText\n":             "reviewer.md:2:1: error: no frontmatter: a fenced YAML block opens here but never closes",
+		"# Title\nSome text.\n```yaml\nname: x\ndescription: y\n```\n": "reviewer.md: error: no frontmatter:",
+	} {
+		def, diags := Parse("reviewer.md", []byte(src), ParseOptions{Scope: ScopeDir})
+		if def != nil || len(diags) != 1 || !strings.HasPrefix(diags[0].String(), want) {
+			t.Errorf("%q: %v, want %q", src, diags, want)
+		}
+	}
+}

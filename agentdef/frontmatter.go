@@ -123,3 +123,45 @@ func dedent(s string, n int) string {
 	}
 	return s[i:]
 }
+
+// splitFenced finds frontmatter written as a fenced YAML block (```yaml or
+// ~~~yaml) at the top of a file, after nothing but headings and blank
+// lines, as some agent collections write it. The block's fences stand for
+// the --- lines. ok is false when the file has no such block; closed is
+// false when the block never ends.
+func splitFenced(data []byte) (fm *frontmatter, ok, closed bool) {
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
+	lines := strings.Split(string(data), "\n")
+	fm = &frontmatter{}
+	fence := ""
+	for i, l := range lines {
+		t := strings.TrimSpace(strings.TrimSuffix(l, "\r"))
+		switch {
+		case t == "" || strings.HasPrefix(t, "#") && fence == "":
+			if fence != "" {
+				fm.lines = append(fm.lines, "")
+			}
+			continue
+		case fence == "":
+			lang := strings.ToLower(strings.TrimSpace(strings.TrimLeft(t, "`~")))
+			marker := t[:len(t)-len(strings.TrimLeft(t, "`~"))]
+			if len(marker) < 3 || strings.Trim(marker, string(marker[0])) != "" || (lang != "yaml" && lang != "yml") {
+				return nil, false, false
+			}
+			fence, fm.open, fm.first = marker, i+1, i+2
+			continue
+		case strings.HasPrefix(t, fence) && strings.Trim(t, string(fence[0])) == "":
+			fm.close = i + 1
+			fm.yaml = []byte(strings.Join(fm.lines, "\n") + "\n")
+			rest := i + 1
+			for rest < len(lines) && strings.TrimSpace(lines[rest]) == "" {
+				rest++
+			}
+			fm.bodyLine = rest + 1
+			fm.body = []byte(strings.Join(lines[rest:], "\n"))
+			return fm, true, true
+		}
+		fm.lines = append(fm.lines, strings.TrimSuffix(l, "\r"))
+	}
+	return fm, fence != "", false
+}

@@ -126,6 +126,20 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 func (p *parse) run(data []byte) *cadre.Definition {
 	fm, st := splitFrontmatter(data)
+	fenced := false
+	if st == splitNoFrontmatter {
+		if ff, found, closed := splitFenced(data); found {
+			switch fields, yerr := parseYAML(ff.yaml); {
+			case !closed:
+				p.add(SeverityError, ff.open, 1, "no frontmatter: a fenced YAML block opens here but never closes; write the fields between two lines --- at the top of the file instead")
+				return nil
+			case yerr != nil || !hasField(fields, "description"):
+				p.add(SeverityError, ff.open, 1, "no frontmatter: a fenced YAML block was found at line %d, but it does not hold an agent's fields (description: at least); an agent file starts with a line ---, its fields, a closing --- line, then the prompt", ff.open)
+				return nil
+			}
+			fm, st, fenced = ff, splitOK, true
+		}
+	}
 	switch st {
 	case splitNoFrontmatter:
 		if isIndexFile(p.path) {
@@ -139,6 +153,9 @@ func (p *parse) run(data []byte) *cadre.Definition {
 		return nil
 	}
 	p.fm = fm
+	if fenced {
+		p.add(SeverityWarning, fm.open, 1, "the frontmatter is a fenced YAML block (lines %d-%d), read as if it stood between --- lines: write it that way, at the top of the file, for other tools to read it too", fm.open, fm.close)
+	}
 	if len(fm.yaml) > maxFrontmatter {
 		p.add(SeverityError, fm.open, 1, "the frontmatter is larger than %d KiB: keep long text in the prompt below it", maxFrontmatter>>10)
 		return nil
@@ -464,4 +481,9 @@ func (b *builder) apply(fields []field) {
 		// A disabled agent is reported once, as info, and not loaded.
 		p.diags = slices.DeleteFunc(p.diags, func(d Diagnostic) bool { return d.Severity == SeverityError })
 	}
+}
+
+// hasField reports whether fields has one named key.
+func hasField(fields []field, key string) bool {
+	return slices.ContainsFunc(fields, func(f field) bool { return f.key == key })
 }
