@@ -21,6 +21,9 @@ const (
 	ScopeDir     = "dir"
 )
 
+// A plugin's agents are in ScopePlugin, between the user's and the
+// project's; their names, plugin:agent, keep them apart from both.
+
 // maxFileSize bounds the agent files Load reads.
 const maxFileSize = 4 << 20
 
@@ -41,6 +44,10 @@ type LoadOptions struct {
 	// of its own above the project's, later ones winning. An extra entry
 	// that does not exist is an error.
 	ExtraDirs []string
+	// PluginDirs are Claude Code plugins (folders holding
+	// .claude-plugin/plugin.json), or folders holding plugins, besides
+	// those under ~/.claude/plugins and the project's .claude/plugins.
+	PluginDirs []string
 	// MCPServers are the configured MCP servers, for mcp__server__tool names.
 	MCPServers []string
 	// Models are the configured named models (see ParseOptions.Models).
@@ -69,6 +76,15 @@ func Load(opts LoadOptions) (*Catalog, []Diagnostic) {
 	if !opts.NoUser && home != "" {
 		l.tier(ScopeUser, userRoots(home))
 	}
+	plugins, pdiags := FindPlugins(opts)
+	l.diags = append(l.diags, pdiags...)
+	for _, p := range plugins {
+		var roots []root
+		for _, a := range p.Agents {
+			roots = append(roots, root{path: a, prefix: p.Name, explicit: a != filepath.Join(p.Dir, "agents")})
+		}
+		l.tier(ScopePlugin, roots)
+	}
 	if !opts.NoProject {
 		for _, dir := range projectLevels(opts.Dir, opts.RepoRoot, home) {
 			l.tier(ScopeProject, projectRoots(dir))
@@ -89,6 +105,9 @@ type root struct {
 	// explicit: named by the caller, so a missing folder is an error and a
 	// file is read whatever its extension.
 	explicit bool
+	// prefix is the plugin whose agents these are: each is named
+	// prefix:name.
+	prefix string
 }
 
 func userRoots(home string) []root {
@@ -212,6 +231,9 @@ func (l *loader) tier(scope string, roots []root) {
 		l.diags = append(l.diags, diags...)
 		if def == nil {
 			continue
+		}
+		if f.root.prefix != "" {
+			def.Name = f.root.prefix + ":" + def.Name
 		}
 		line, col := nameLine(data)
 		key := strings.ToLower(def.Name)

@@ -63,7 +63,7 @@ func LoadSkills(opts LoadOptions) ([]*Skill, []Diagnostic) {
 		out   []*Skill
 		diags []Diagnostic
 	)
-	add := func(roots []string, scope string) {
+	add := func(roots []string, scope, prefix string) {
 		for _, r := range roots {
 			entries, err := os.ReadDir(r)
 			if err != nil {
@@ -92,6 +92,9 @@ func LoadSkills(opts LoadOptions) ([]*Skill, []Diagnostic) {
 					continue
 				}
 				sk.Scope = scope
+				if prefix != "" {
+					sk.Name = prefix + ":" + sk.Name
+				}
 				if i := slices.IndexFunc(out, func(o *Skill) bool { return o.Name == sk.Name }); i >= 0 {
 					if out[i].Scope == scope {
 						diags = append(diags, Diagnostic{File: file, Severity: SeverityWarning,
@@ -110,11 +113,15 @@ func LoadSkills(opts LoadOptions) ([]*Skill, []Diagnostic) {
 		home, _ = os.UserHomeDir()
 	}
 	if !opts.NoUser && home != "" {
-		add(skillRoots(home, true), ScopeUser)
+		add(skillRoots(home, true), ScopeUser, "")
+	}
+	plugins, _ := FindPlugins(opts) // a broken plugin is Load's to report
+	for _, p := range plugins {
+		add([]string{filepath.Join(p.Dir, "skills")}, ScopePlugin, p.Name)
 	}
 	if !opts.NoProject {
 		for _, level := range projectLevels(opts.Dir, opts.RepoRoot, home) {
-			add(skillRoots(level, false), ScopeProject)
+			add(skillRoots(level, false), ScopeProject, "")
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Skill) int { return strings.Compare(a.Name, b.Name) })

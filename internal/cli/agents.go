@@ -18,14 +18,16 @@ import (
 
 // agentsFlags are the flags of the cadre agents subcommands.
 type agentsFlags struct {
-	dirs   []string
-	strict bool
+	dirs    []string
+	plugins []string
+	strict  bool
 	json   bool
 }
 
 func (f *agentsFlags) register(cmd *cobra.Command, jsonUsage string) {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.dirs, "agents-dir", nil, "extra folder of agent definitions (repeatable)")
+	fl.StringArrayVar(&f.plugins, "plugin-dir", nil, "a Claude Code plugin folder, or a folder of plugins (repeatable)")
 	fl.BoolVar(&f.strict, "strict", false, "reject agent files with tool names cadre cannot resolve")
 	if jsonUsage != "" {
 		fl.BoolVar(&f.json, "json", false, jsonUsage)
@@ -540,6 +542,7 @@ func (a *app) agentOptions(f *agentsFlags) (*config, agentdef.LoadOptions, error
 	if err != nil {
 		return nil, agentdef.LoadOptions{}, err
 	}
+	cfg.Plugins = append(cfg.Plugins, f.plugins...)
 	opts, err := a.loadOptions(cfg, f.dirs, f.strict)
 	return cfg, opts, err
 }
@@ -561,6 +564,9 @@ func (a *app) loadOptions(cfg *config, dirs []string, strict bool) (agentdef.Loa
 	}
 	for _, d := range append(slices.Clone(cfg.AgentsDirs), dirs...) {
 		opts.ExtraDirs = append(opts.ExtraDirs, absUnder(wd, a.expandHome(d)))
+	}
+	for _, d := range cfg.Plugins {
+		opts.PluginDirs = append(opts.PluginDirs, absUnder(wd, a.expandHome(d)))
 	}
 	return opts, nil
 }

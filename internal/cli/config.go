@@ -35,6 +35,9 @@ type fileConfig struct {
 	Limits    limitsConfig              `yaml:"limits"`
 	// AgentsDirs are extra folders of agent definitions.
 	AgentsDirs []string `yaml:"agentsDirs"`
+	// Plugins are Claude Code plugin folders (or folders holding
+	// plugins) besides ~/.claude/plugins and the project's .claude/plugins.
+	Plugins []string `yaml:"plugins"`
 	// Store is the run store: a SQLite path, postgres://…, or "none".
 	Store     string `yaml:"store"`
 	Workspace string `yaml:"workspace"`
@@ -561,6 +564,7 @@ func (c *config) merge(f fileConfig) {
 		c.FileTools.AllowHardLinks = f.FileTools.AllowHardLinks
 	}
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
+	c.Plugins = append(c.Plugins, f.Plugins...)
 	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)
 	if f.WebSearch != (webSearchConfig{}) {
 		c.WebSearch = f.WebSearch

@@ -156,3 +156,22 @@ func TestE2ESkills(t *testing.T) {
 		}
 	}
 }
+
+// cadre agents list shows the agents of plugins as plugin:agent, from
+// --plugin-dir and plugins: in the config alike.
+func TestAgentsListPlugins(t *testing.T) {
+	dir, home, plugs := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, p := range []string{"review-kit", "ops-kit"} {
+		writeFile(t, filepath.Join(plugs, p, ".claude-plugin", "plugin.json"), `{"name": "`+p+`"}`)
+		writeFile(t, filepath.Join(plugs, p, "agents", "code-reviewer.md"), "---\nname: code-reviewer\ndescription: Reviews for "+p+".\n---\nReview.\n")
+	}
+	res := runCadre(t, dir, home, "agents", "list", "--plugin-dir", filepath.Join(plugs, "review-kit"))
+	if res.code != 0 || !strings.Contains(res.stdout, "review-kit:code-reviewer") || strings.Contains(res.stdout, "ops-kit:") {
+		t.Errorf("--plugin-dir: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), "plugins: ["+plugs+"]\n")
+	res = runCadre(t, dir, home, "agents", "list")
+	if res.code != 0 || !strings.Contains(res.stdout, "review-kit:code-reviewer") || !strings.Contains(res.stdout, "ops-kit:code-reviewer") {
+		t.Errorf("plugins: in the config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -27,6 +27,7 @@ type runFlags struct {
 	workspace  string
 	approve    string
 	agentsDirs []string
+	pluginDirs []string
 	strict     bool
 	protocol   string
 	report     string
@@ -50,6 +51,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "folder the file and command tools are confined to (default: the current directory)")
 	fl.StringVar(&f.approve, "approve", "", "approval of writes and commands: ask, all or none (default ask)")
 	fl.StringArrayVar(&f.agentsDirs, "agents-dir", nil, "extra folder of agent definitions (repeatable)")
+	fl.StringArrayVar(&f.pluginDirs, "plugin-dir", nil, "a Claude Code plugin folder, or a folder of plugins (repeatable)")
 	fl.BoolVar(&f.strict, "strict", false, "reject agent files with tool names cadre cannot resolve")
 	fl.StringVar(&f.protocol, "protocol", "", "how agents delegate: auto, tools or text (text sends no tools to the model)")
 	fl.StringVar(&f.report, "report", "", "how subagents report by default: tool (send_agent_message) or tag (<response>)")
@@ -70,7 +72,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 func (f *runFlags) apply(c *config) {
 	fc := fileConfig{
 		Model: f.model, Approve: f.approve, Protocol: f.protocol, Report: f.report, Store: f.store,
-		Workspace: f.workspace, Agent: f.agent, AgentsDirs: f.agentsDirs,
+		Workspace: f.workspace, Agent: f.agent, AgentsDirs: f.agentsDirs, Plugins: f.pluginDirs,
 		Limits: limitsConfig{MaxDepth: f.maxDepth, MaxConcurrent: f.maxConc, MaxAgents: f.maxAgents,
 			BudgetTokens: f.budget, MaxTurns: f.maxTurns, Timeout: f.timeout},
 	}

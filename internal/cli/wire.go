@@ -65,6 +65,7 @@ type runSettings struct {
 	Say        bool         `json:"say,omitempty"`
 	Strict     bool         `json:"strict,omitempty"`
 	AgentsDirs []string     `json:"agents_dirs,omitempty"`
+	PluginDirs []string     `json:"plugin_dirs,omitempty"`
 	Limits     limitsConfig `json:"limits"`
 }
 
@@ -74,6 +75,7 @@ func (s *runSettings) apply(c *config) {
 	c.Protocol, c.Report = s.Protocol, s.Report
 	c.Say, c.Strict = &s.Say, &s.Strict
 	c.AgentsDirs = s.AgentsDirs
+	c.Plugins = s.PluginDirs
 	c.Limits = s.Limits
 }
 
@@ -210,7 +212,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	settings := runSettings{
 		Model: cfg.Model, Agent: cfg.Agent, Workspace: w.workspace, Protocol: cfg.Protocol, Report: cfg.Report,
-		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, Limits: cfg.Limits,
+		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, PluginDirs: opts.PluginDirs, Limits: cfg.Limits,
 	}
 	if w.engine.Settings, err = json.Marshal(settings); err != nil {
 		return nil, err
