@@ -21,7 +21,7 @@ type agentsFlags struct {
 	dirs    []string
 	plugins []string
 	strict  bool
-	json   bool
+	json    bool
 }
 
 func (f *agentsFlags) register(cmd *cobra.Command, jsonUsage string) {
