@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -68,6 +71,46 @@ var agentInputSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
+// agentOutputSchema is the structured result of every AgentServer tool.
+var agentOutputSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "answer": {"type": "string", "description": "The agent's answer."}
+  },
+  "required": ["answer"]
+}`)
+
+// agentOutput is the structured result of every AgentServer tool.
+type agentOutput struct {
+	Answer string `json:"answer"`
+}
+
+// agentAnnotations tell a client what an agent's tool may do: agents read
+// and write files, run commands and reach the web as their definitions
+// allow, so the tool is neither read-only nor idempotent, and its world is
+// open.
+func agentAnnotations(title string) *sdk.ToolAnnotations {
+	yes := true
+	return &sdk.ToolAnnotations{Title: title, ReadOnlyHint: false, DestructiveHint: &yes, IdempotentHint: false, OpenWorldHint: &yes}
+}
+
+// A Progress tells the client of a tool call how the call is going, when
+// the client asked for progress (it gave a progress token); otherwise it
+// does nothing. ProgressFrom returns the one of a call's context.
+type Progress func(message string)
+
+type progressKey struct{}
+
+// ProgressFrom returns the Progress of the tool call ctx belongs to: a
+// RunFunc reports through it (agents started, reports received). It is
+// never nil.
+func ProgressFrom(ctx context.Context) Progress {
+	if p, ok := ctx.Value(progressKey{}).(Progress); ok {
+		return p
+	}
+	return func(string) {}
+}
+
 // NewAgentServer returns a server offering cfg.Agents through cfg.Run.
 func NewAgentServer(cfg AgentServerConfig) *AgentServer {
 	if cfg.Name == "" {
@@ -101,8 +144,8 @@ func NewAgentServer(cfg AgentServerConfig) *AgentServer {
 			desc = "The cadre agent " + d.Name + "."
 		}
 		desc += "\n\nRuns the cadre agent " + d.Name + " on the task and returns its answer."
-		s.add(&sdk.Tool{Name: name, Title: d.Name, Description: desc, InputSchema: agentInputSchema,
-			Annotations: &sdk.ToolAnnotations{Title: d.Name}}, d.Name, cfg.Run)
+		s.add(&sdk.Tool{Name: name, Title: d.Name, Description: desc, InputSchema: agentInputSchema, OutputSchema: agentOutputSchema,
+			Annotations: agentAnnotations(d.Name)}, d.Name, cfg.Run)
 		agents = append(agents, d.Name)
 	}
 	desc := "Runs cadre's root agent on the task and returns its answer. It delegates to subagents as it sees fit"
@@ -110,8 +153,8 @@ func NewAgentServer(cfg AgentServerConfig) *AgentServer {
 		desc += " (" + strings.Join(agents, ", ") + ")"
 	}
 	desc += "; to run one agent directly, use its " + AgentToolPrefix + "NAME tool."
-	s.add(&sdk.Tool{Name: RunTaskTool, Title: "Run a cadre task", Description: desc, InputSchema: agentInputSchema,
-		Annotations: &sdk.ToolAnnotations{Title: "Run a cadre task"}}, "", cfg.Run)
+	s.add(&sdk.Tool{Name: RunTaskTool, Title: "Run a cadre task", Description: desc, InputSchema: agentInputSchema, OutputSchema: agentOutputSchema,
+		Annotations: agentAnnotations("Run a cadre task")}, "", cfg.Run)
 	slices.Sort(s.names)
 	return s
 }
@@ -137,11 +180,23 @@ func (s *AgentServer) add(t *sdk.Tool, agent string, run RunFunc) {
 		if run == nil {
 			return fail("this server cannot run tasks: it was set up without a way to run them")
 		}
+		if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+			var (
+				mu sync.Mutex
+				n  float64
+			)
+			ctx = context.WithValue(ctx, progressKey{}, Progress(func(msg string) {
+				mu.Lock()
+				defer mu.Unlock()
+				n++
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: n, Message: msg})
+			}))
+		}
 		answer, err := run(ctx, agent, in.Task, in.Context)
 		if err != nil {
 			return fail(err.Error())
 		}
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: answer}}}, nil
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: answer}}, StructuredContent: agentOutput{Answer: answer}}, nil
 	})
 }
 
@@ -162,12 +217,139 @@ func (s *AgentServer) Run(ctx context.Context, t sdk.Transport) error {
 // stdin and stdout) until in ends or ctx does. Nothing else may write to
 // out meanwhile. When in is an io.Closer, it is closed when serving ends;
 // out is not.
+//
+// Each line of in is one message. A line that is not JSON is answered with
+// the JSON-RPC parse error (-32700) and serving goes on, as the protocol
+// asks; a line longer than MaxLine is answered the same way. A request the
+// client cancels (notifications/cancelled) before its response is written
+// gets no response.
 func (s *AgentServer) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	rc, ok := in.(io.ReadCloser)
 	if !ok {
 		rc = io.NopCloser(in)
 	}
-	return s.Run(ctx, &sdk.IOTransport{Reader: rc, Writer: nopWriteCloser{out}})
+	w := &responseFilter{w: out, cancelled: map[string]bool{}}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(forwardLines(rc, pw, w)) }()
+	err := s.Run(ctx, &sdk.IOTransport{Reader: pr, Writer: nopWriteCloser{w}})
+	rc.Close()
+	pr.Close()
+	return err
+}
+
+// MaxLine is the longest message ServeStdio reads.
+const MaxLine = 32 << 20
+
+// parseError is the response to a line that is not JSON.
+const parseError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse error: the line is not a JSON-RPC message"}}` + "\n"
+
+// forwardLines copies the JSON lines of in to to, and answers the others
+// on out with a parse error; it tells out of cancelled requests.
+func forwardLines(in io.Reader, to io.Writer, out *responseFilter) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > MaxLine {
+				tooLong, line = true, line[:0]
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 || tooLong {
+			if !tooLong && json.Valid(t) {
+				out.seen(t)
+				if _, werr := to.Write(append(t, '\n')); werr != nil {
+					return werr
+				}
+			} else if _, werr := io.WriteString(out, parseError); werr != nil {
+				return werr
+			}
+		}
+		line, tooLong = line[:0], false
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// responseFilter writes the server's messages whole, one at a time, and
+// drops the responses to requests the client cancelled.
+type responseFilter struct {
+	mu        sync.Mutex
+	w         io.Writer
+	buf       []byte
+	cancelled map[string]bool // request IDs, as compact JSON
+}
+
+// rpcHead is what the filter reads of a message.
+type rpcHead struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		RequestID json.RawMessage `json:"requestId"`
+	} `json:"params"`
+}
+
+func compactID(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
+}
+
+// seen notes a message from the client: a cancellation marks its request,
+// and a new request with a cancelled request's ID ends the mark.
+func (f *responseFilter) seen(msg []byte) {
+	if !bytes.Contains(msg, []byte(`"id"`)) && !bytes.Contains(msg, []byte("notifications/cancelled")) {
+		return
+	}
+	var h rpcHead
+	if json.Unmarshal(msg, &h) != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case h.Method == "notifications/cancelled" && len(h.Params.RequestID) > 0:
+		f.cancelled[compactID(h.Params.RequestID)] = true
+	case len(h.ID) > 0 && h.Method != "":
+		delete(f.cancelled, compactID(h.ID))
+	}
+}
+
+func (f *responseFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf = append(f.buf, p...)
+	for {
+		i := bytes.IndexByte(f.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		msg := f.buf[:i+1]
+		if len(f.cancelled) > 0 {
+			var h rpcHead
+			if json.Unmarshal(msg, &h) == nil && h.Method == "" && len(h.ID) > 0 && f.cancelled[compactID(h.ID)] {
+				delete(f.cancelled, compactID(h.ID))
+				f.buf = f.buf[i+1:]
+				continue
+			}
+		}
+		if _, err := f.w.Write(msg); err != nil {
+			return 0, err
+		}
+		f.buf = f.buf[i+1:]
+	}
 }
 
 type nopWriteCloser struct{ io.Writer }

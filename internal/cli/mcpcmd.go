@@ -250,7 +250,12 @@ func (a *app) serveRun(ctx context.Context, base *config, agent, task, taskConte
 		return "", err
 	}
 	defer abortWhenDone(ctx, eng, id)()
-	shown := showEvents(eng, w.store, id, w.redacted(out.handle))
+	progress := mcp.ProgressFrom(ctx)
+	shown := showEvents(eng, w.store, id, w.redacted(out.handle, func(ev cadre.Event) {
+		if msg := progressMessage(ev); msg != "" {
+			progress(msg)
+		}
+	}))
 	res, err := eng.Wait(context.Background(), id)
 	<-shown
 	out.close()
@@ -388,4 +393,22 @@ func closeMCP(c *mcp.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), mcpCloseTimeout)
 	defer cancel()
 	_ = c.Close(ctx)
+}
+
+// progressMessage is what an MCP client asking for progress is told of an
+// event: agents starting and ending, and reports reaching their parents.
+func progressMessage(ev cadre.Event) string {
+	switch d := ev.Data.(type) {
+	case cadre.AgentSpawned:
+		return fmt.Sprintf("agent %s started: %s", ev.Agent, clipText(d.Task, 120))
+	case cadre.AgentReported:
+		return fmt.Sprintf("%s received the report of %s", ev.Agent, d.Child)
+	case cadre.AgentFailed:
+		return fmt.Sprintf("agent %s failed: %s", ev.Agent, clipText(d.Error, 120))
+	case cadre.AgentCompleted:
+		if ev.Agent != cadre.RootID {
+			return fmt.Sprintf("agent %s done", ev.Agent)
+		}
+	}
+	return ""
 }
