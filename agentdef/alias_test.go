@@ -81,3 +81,19 @@ func TestParseFencedFrontmatter(t *testing.T) {
 		}
 	}
 }
+
+// Recovering broken YAML keeps the fields around the break, a nested list
+// included, and points at the line that broke.
+func TestRecoverKeepsNestedBlocks(t *testing.T) {
+	src := "---\nname: helper\ndescription: A helper\ncategory: dev\nrelated:\n  - reviewer\n  - tester\ntools: Read\nmodel: haiku\nnotes: Use this: when things\n---\nBody\n"
+	def, diags := Parse("x.md", []byte(src), ParseOptions{Scope: ScopeDir})
+	if def == nil {
+		t.Fatalf("not loaded: %v", diags)
+	}
+	if def.Model != "haiku" || def.Extra["category"] != "dev" || !slices.Equal(def.Extra["related"].([]any), []any{"reviewer", "tester"}) {
+		t.Errorf("model %q, extra %v", def.Model, def.Extra)
+	}
+	if len(diags) != 2 || diags[0].Line != 10 || !strings.Contains(diags[0].Message, "not valid YAML") || !strings.Contains(diags[1].Message, "could not read notes") {
+		t.Errorf("diagnostics %v", diags)
+	}
+}

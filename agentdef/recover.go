@@ -23,9 +23,11 @@ type block struct {
 	lines []string
 }
 
-// recoverFields reads frontmatter that is not valid YAML line by line. Only
-// known field names at column 0 start a field, so the example dialogue of a
-// description ("user: …", "Context: …") stays in the description. Each
+// recoverFields reads frontmatter that is not valid YAML line by line. A
+// field name at column 0 starts a field, but inside a description only a
+// known one does, so the example dialogue of a description ("user: …",
+// "Context: …") stays in the description; a nested block (a list under
+// related:) stays with its field. Each
 // field is first parsed as YAML on its own; name, description, tools and
 // model fall back to their text. It returns the fields and the names of the
 // other fields it had to drop.
@@ -33,7 +35,10 @@ func recoverFields(fm *frontmatter) (fields []field, dropped []string) {
 	known := knownKeys()
 	var blocks []*block
 	for i, text := range fm.lines {
-		if key, ok := keyAt(text); ok && slices.Contains(known, key) {
+		// A field name cadre knows starts a field anywhere; any other name
+		// at column 0 does too (category:, related:), except inside a
+		// description, whose examples write "user: …" and "Context: …".
+		if key, ok := keyAt(text); ok && (slices.Contains(known, key) || len(blocks) > 0 && blocks[len(blocks)-1].key != "description") {
 			blocks = append(blocks, &block{key: key, line: i + 1, lines: []string{text}})
 			continue
 		}
