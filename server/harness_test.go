@@ -137,6 +137,9 @@ type fixture struct {
 type fixtureOptions struct {
 	token string
 	model cadre.Model
+	// eventBuffer is the engine's ring of events for watchers.
+	eventBuffer int
+	hosts       []string
 }
 
 func newFixture(t *testing.T, fo fixtureOptions) *fixture {
@@ -154,6 +157,7 @@ func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 		Definitions: []*cadre.Definition{midDef, leafDef}, RootDefinition: leadDef,
 		Tools: []cadre.Tool{f.touch}, Store: f.store, AskUser: local.AwaitAnswer,
 		Limits: cadre.Limits{MaxAgents: 2000, MaxConcurrent: 2000, BudgetTokens: -1},
+		EventBuffer: fo.eventBuffer,
 	}
 	engines.base = local.New(base)
 	f.eng = engines
@@ -177,7 +181,7 @@ func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 		engines.add(id, eng)
 		return eng.Start(ctx, req.Task, cadre.StartOptions{ID: id})
 	}
-	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token})
+	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token, Hosts: fo.hosts})
 	f.srv = httptest.NewServer(s)
 	t.Cleanup(func() {
 		f.open()
@@ -348,15 +352,25 @@ type sseEvent struct {
 }
 
 // readSSE reads events from an SSE body until it ends or stop says so.
+// Give it the same *bufio.Reader to read on where it stopped.
 func readSSE(r io.Reader, stop func(sseEvent) bool) ([]sseEvent, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
 	var (
 		out []sseEvent
 		cur sseEvent
 	)
-	for sc.Scan() {
-		line := sc.Text()
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return out, err
+		}
+		line = strings.TrimSuffix(line, "\n")
 		switch {
 		case line == "":
 			if cur.event != "" || cur.data != "" {
@@ -375,7 +389,6 @@ func readSSE(r io.Reader, stop func(sseEvent) bool) ([]sseEvent, error) {
 			cur.data += line[6:]
 		}
 	}
-	return out, sc.Err()
 }
 
 // seqs returns the ids of the events that have one, as numbers.
@@ -393,4 +406,67 @@ func seqs(t *testing.T, evs []sseEvent) []int64 {
 		out = append(out, n)
 	}
 	return out
+}
+
+// fanModel plays a run whose root spawns n workers at once; each waits
+// for the gate, then reports.
+func fanModel(n int, gate <-chan struct{}) *scripted.Model {
+	return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if !hasCall(req.Messages, loop.ToolSpawnAgent) {
+				args := make([]string, n)
+				for i := range args {
+					args[i] = fmt.Sprintf(`{"agent":"leaf","task":"unit %d"}`, i+1)
+				}
+				return calls(loop.ToolSpawnAgent, args...), nil
+			}
+			return text("All units are done."), nil
+		case "leaf":
+			if !hasCall(req.Messages, loop.ToolSendAgentMessage) {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, context.Cause(ctx)
+				}
+				return calls(loop.ToolSendAgentMessage, `{"text":"Unit done."}`), nil
+			}
+			return text("Done."), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+}
+
+// storedSeqs returns the seqs of the run's stored events.
+func (f *fixture) storedSeqs(run string) []int64 {
+	f.t.Helper()
+	evs, err := f.store.Events(context.Background(), run, 0)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := make([]int64, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Seq
+	}
+	return out
+}
+
+// stream opens the run's event stream, after lastID when it is not empty.
+func (f *fixture) stream(ctx context.Context, run, lastID string) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/api/runs/"+run+"/events", nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	res, err := f.srv.Client().Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		f.t.Fatalf("GET events: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	return res
 }
