@@ -156,7 +156,7 @@ func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 		Models: local.OneModel{Name: "scripted:steer", Model: m}, RootModel: "scripted:steer",
 		Definitions: []*cadre.Definition{midDef, leafDef}, RootDefinition: leadDef,
 		Tools: []cadre.Tool{f.touch}, Store: f.store, AskUser: local.AwaitAnswer,
-		Limits: cadre.Limits{MaxAgents: 2000, MaxConcurrent: 2000, BudgetTokens: -1},
+		Limits:      cadre.Limits{MaxAgents: 2000, MaxConcurrent: 2000, BudgetTokens: -1},
 		EventBuffer: fo.eventBuffer,
 	}
 	engines.base = local.New(base)

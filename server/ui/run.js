@@ -13,11 +13,14 @@ const TYPES = ["run_started", "run_resumed", "run_completed", "run_failed", "age
   "agent_completed", "agent_failed", "agent_cancelled", "agent_reported", "model_delta", "model_response", "tool_called",
   "tool_result", "finding", "agent_question", "agent_answer", "warning", "events_skipped", "say"];
 
+// BUDGET is the most time, in ms, one frame spends drawing rows.
+const BUDGET = 10;
+
 let current = null; // the run shown, closed when the page moves on
 
 // Measurements read by the browser test, and handy in a console.
 const stats = window.cadreStats = { started: performance.now(), firstRenderMs: null, firstRenderRows: 0,
-  flushes: 0, flushTotalMs: 0, flushMaxMs: 0, rows: 0, events: 0 };
+  flushes: 0, flushTotalMs: 0, flushMaxMs: 0, rows: 0, allRowsMs: null, events: 0, eventMs: 0 };
 
 export function showRun(main, id) {
   if (current) current.close();
@@ -30,6 +33,7 @@ class RunView {
   constructor(main, id) {
     this.id = id;
     this.agents = new Map(); // id -> agent
+    this.rows = 0; // rows drawn
     this.dirty = new Set();
     this.frame = 0;
     this.status = "running";
@@ -83,11 +87,13 @@ class RunView {
   connect() {
     const es = this.source = new EventSource("/api/runs/" + encodeURIComponent(this.id) + "/events");
     const on = (ev) => {
+      const t0 = performance.now();
       stats.events++;
       let d;
       try { d = JSON.parse(ev.data); } catch { return; }
       this.apply(ev.type, d);
       this.schedule();
+      stats.eventMs += performance.now() - t0;
     };
     for (const t of TYPES) es.addEventListener(t, on);
     es.addEventListener("pending", (ev) => {
@@ -142,7 +148,7 @@ class RunView {
         return;
       case "run_failed":
         this.status = d.status || "failed"; this.ended = t; this.error = d.error || ""; this.streaming = "";
-        this.headDirty = this.answerDirty = this.asksDirty = true;
+        this.headDirty = this.answerDirty = this.asksDirty = this.findingsDirty = true;
         this.questions.clear();
         return;
     }
@@ -208,18 +214,28 @@ class RunView {
   flush() {
     const t0 = performance.now();
     const now = Date.now();
-    for (const a of this.dirty) this.drawAgent(a, now);
-    this.dirty.clear();
+    // Rows are drawn in the order they changed (parents before children)
+    // for at most BUDGET ms a frame; the rest wait for the next frame.
+    let n = 0;
+    for (const a of this.dirty) {
+      this.drawAgent(a, now);
+      this.dirty.delete(a);
+      if (++n % 32 === 0 && performance.now() - t0 > BUDGET) break;
+    }
+    if (this.dirty.size) this.schedule();
     if (this.headDirty) { this.drawHead(now); this.headDirty = false; }
     if (this.asksDirty) { this.drawAsks(); this.asksDirty = false; }
     if (this.answerDirty) { this.drawAnswer(); this.answerDirty = false; }
     if (this.findingsDirty) { this.drawFindings(); this.findingsDirty = false; }
     const ms = performance.now() - t0;
     stats.flushes++; stats.flushTotalMs += ms; stats.flushMaxMs = Math.max(stats.flushMaxMs, ms);
-    stats.rows = this.agents.size;
-    if (stats.firstRenderMs === null && this.agents.size > 0) {
-      stats.firstRenderMs = performance.now() - stats.started;
-      stats.firstRenderRows = this.agents.size;
+    if (this.rows > stats.rows) {
+      stats.rows = this.rows;
+      if (stats.firstRenderMs === null) {
+        stats.firstRenderMs = performance.now() - stats.started;
+        stats.firstRenderRows = this.rows;
+      }
+      if (this.rows === this.agents.size) stats.allRowsMs = performance.now() - stats.started;
     }
   }
 
@@ -256,6 +272,7 @@ class RunView {
     a.row = el("div", { class: "ag", role: "row", "data-agent": a.id }, cells.id, el("span", null, cells.status), cells.definition,
       cells.model, cells.turns, cells.tokens, cells.time, cells.task, stop);
     a.cells = cells;
+    this.rows++;
     const parent = a.parent && this.agents.get(a.parent);
     if (parent && parent.row) {
       const anchor = parent.last;
@@ -294,7 +311,7 @@ class RunView {
 
   drawFindings() {
     if (!this.findings.length) {
-      this.$findings.replaceChildren(el("p", { class: "muted" }, "None yet."));
+      this.$findings.replaceChildren(el("p", { class: "muted" }, this.status === "running" ? "None yet." : "None."));
       return;
     }
     this.$findings.replaceChildren(...this.findings.map((f) =>
