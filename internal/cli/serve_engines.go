@@ -52,8 +52,7 @@ func (s *engineSet) start(ctx context.Context, cfg local.Config, id, task string
 	s.mu.Lock()
 	s.runs[id] = eng
 	s.mu.Unlock()
-	id, err := eng.Start(ctx, task, cadre.StartOptions{ID: id})
-	if err != nil {
+	if _, err := eng.Start(ctx, task, cadre.StartOptions{ID: id}); err != nil {
 		s.mu.Lock()
 		delete(s.runs, id)
 		s.mu.Unlock()

@@ -263,7 +263,8 @@ class RunView {
   insertRow(a) {
     const name = a.id.split("/").pop();
     const cells = {
-      id: el("span", { class: "id", title: a.id }, el("span", { class: "tw" }, "│ ".repeat(Math.max(0, a.depth - 1)) + (a.depth ? "├ " : "")), name),
+      id: el("span", { class: "id", title: a.id }, el("span", { class: "tw" }, "│ ".repeat(Math.max(0, a.depth - 1)) + (a.depth ? "├ " : "")),
+        el("a", { href: "/api/runs/" + encodeURIComponent(this.id) + "/agents/" + a.id, target: "_blank", title: a.id + ": its transcript" }, name)),
       status: el("span", { class: "pill" }), definition: el("span"), model: el("span", { class: "mono" }),
       turns: el("span", { class: "n" }), tokens: el("span", { class: "n" }), time: el("span", { class: "n" }),
       task: el("span", { class: "tk" }),
