@@ -174,6 +174,7 @@ func TestPage(t *testing.T) {
 			t.Errorf("%s shows %s after stopping root/mid.1", a, st)
 		}
 	}
+	waitJS(t, ctx, "the header counting four agents working", `document.querySelector('#run-facts').textContent.includes('7 agents4 working')`)
 	v := f.waitFor(id, "the subtree cancelled", func(v *runView) bool { return status(v, "root/mid.1/leaf.2") == cadre.StatusCancelled })
 	if st := status(v, "root/mid.2/leaf.1"); st.Terminal() {
 		t.Errorf("the engine has root/mid.2/leaf.1 %s", st)
@@ -196,6 +197,7 @@ func TestPage(t *testing.T) {
 	if n := f.touch.count(); n != 1 {
 		t.Errorf("touch ran %d times, want once", n)
 	}
+	waitJS(t, ctx, "the header counting none working", `document.querySelector('#run-facts').textContent.includes('7 agents0 working')`)
 	screenshot(t, ctx, dir, "5-done")
 
 	// A reload shows the finished run from the store.

@@ -34,6 +34,8 @@ class RunView {
     this.id = id;
     this.agents = new Map(); // id -> agent
     this.rows = 0; // rows drawn
+    this.live = 0; // agents that have not ended
+    this.tokens = 0; // tokens of the whole tree
     this.dirty = new Set();
     this.frame = 0;
     this.status = "running";
@@ -125,6 +127,8 @@ class RunView {
         turns: 0, tokens: 0, started: null, ended: null, row: null, cells: null, last: null, shown: {} };
       a.last = a;
       this.agents.set(id, a);
+      this.live++;
+      this.headDirty = true;
     }
     this.dirty.add(a);
     return a;
@@ -170,7 +174,9 @@ class RunView {
         break;
       case "model_response":
         a.turns = Math.max(a.turns, d.turn || 0);
-        a.tokens += (d.usage?.input_tokens || 0) + (d.usage?.output_tokens || 0);
+        const used = (d.usage?.input_tokens || 0) + (d.usage?.output_tokens || 0);
+        a.tokens += used;
+        this.tokens += used;
         if (a.status === "queued") a.status = "running";
         if (a.id === "root") { this.streaming = ""; if (d.text) this.answer = d.text; this.answerDirty = true; }
         this.headDirty = true;
@@ -180,11 +186,13 @@ class RunView {
         this.dirty.delete(a);
         break;
       case "agent_completed":
-        a.status = "done"; a.ended = t; break;
       case "agent_failed":
-        a.status = "failed"; a.ended = t; a.error = d.error; break;
       case "agent_cancelled":
-        a.status = "cancelled"; a.ended = t; a.error = d.reason; break;
+        if (!a.ended) { this.live--; this.headDirty = true; }
+        a.status = type === "agent_completed" ? "done" : type === "agent_failed" ? "failed" : "cancelled";
+        a.ended = t;
+        a.error = d.error || d.reason;
+        break;
       case "finding":
         this.findings.push({ agent: d.agent, title: d.title, content: d.content });
         this.findingsDirty = true;
@@ -291,8 +299,7 @@ class RunView {
     this.$status.className = "pill st-" + this.status;
     this.$status.textContent = this.status;
     this.$task.textContent = this.task;
-    let tok = 0, live = 0;
-    for (const a of this.agents.values()) { tok += a.tokens; if (!a.ended) live++; }
+    const tok = this.tokens, live = this.live;
     const time = this.started ? duration((this.ended || now) - this.started) : "";
     this.$facts.replaceChildren(
       el("span", null, el("b", null, this.agents.size), " agents"), el("span", null, el("b", null, live), " working"),
