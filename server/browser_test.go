@@ -37,24 +37,33 @@ func chromium(t *testing.T) string {
 }
 
 // browser starts a headless Chromium for the test and returns its context.
+// A browser that dies while it starts (a busy machine) is started again,
+// up to three times.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	ctx, cancelTime := context.WithTimeout(ctx, 3*failsafe)
-	t.Cleanup(func() {
-		cancelTime()
-		cancel()
-		cancelAlloc()
-	})
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium (%s): %v", path, err)
+	var err error
+	for try := 1; try <= 3; try++ {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1440, 1000),
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.UserDataDir(t.TempDir()))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+		ctx, cancelTime := context.WithTimeout(ctx, 3*failsafe)
+		stop := func() {
+			cancelTime()
+			cancel()
+			cancelAlloc()
+		}
+		if err = chromedp.Do(ctx); err == nil {
+			t.Cleanup(stop)
+			return ctx
+		}
+		stop()
+		t.Logf("chromium did not start (try %d of 3): %v", try, err)
 	}
-	return ctx
+	t.Fatalf("start chromium (%s): %v", path, err)
+	return nil
 }
 
 // artifacts is where the page tests save their screenshots.
