@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,9 +132,24 @@ type runView struct {
 	Pending []Pending `json:"pending"`
 }
 
+// tree returns the run's tree with its texts redacted.
+func (s *Server) tree(ctx context.Context, run string) (*cadre.Tree, error) {
+	t, err := s.eng.Tree(ctx, run)
+	if err != nil || s.opts.RedactText == nil {
+		return t, err
+	}
+	c := *t
+	c.Agents = slices.Clone(t.Agents)
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		a.Task, a.Result, a.Error = s.opts.RedactText(a.Task), s.opts.RedactText(a.Result), s.opts.RedactText(a.Error)
+	}
+	return &c, nil
+}
+
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("run")
-	tree, err := s.eng.Tree(r.Context(), id)
+	tree, err := s.tree(r.Context(), id)
 	if err != nil {
 		s.fail(w, err, "run "+id)
 		return
@@ -195,7 +211,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 // findAgent returns the agent's snapshot, or writes the error: 404 for a
 // run or agent that does not exist.
 func (s *Server) findAgent(w http.ResponseWriter, r *http.Request, run string, agent cadre.AgentID) (cadre.AgentInfo, bool) {
-	tree, err := s.eng.Tree(r.Context(), run)
+	tree, err := s.tree(r.Context(), run)
 	if err != nil {
 		s.fail(w, err, "run "+run)
 		return cadre.AgentInfo{}, false

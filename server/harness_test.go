@@ -140,6 +140,8 @@ type fixtureOptions struct {
 	// eventBuffer is the engine's ring of events for watchers.
 	eventBuffer int
 	hosts       []string
+	redact      func(cadre.Event) cadre.Event
+	redactText  func(string) string
 }
 
 func newFixture(t *testing.T, fo fixtureOptions) *fixture {
@@ -181,7 +183,7 @@ func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 		engines.add(id, eng)
 		return eng.Start(ctx, req.Task, cadre.StartOptions{ID: id})
 	}
-	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token, Hosts: fo.hosts})
+	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token, Hosts: fo.hosts, Redact: fo.redact, RedactText: fo.redactText})
 	f.srv = httptest.NewServer(s)
 	t.Cleanup(func() {
 		f.open()

@@ -40,6 +40,9 @@ type Options struct {
 	Hosts []string
 	// Redact, when set, is applied to every event before it is sent.
 	Redact func(cadre.Event) cadre.Event
+	// RedactText, when set, is applied to the texts of the agents the
+	// engine reports (tasks, results, errors) before they are sent.
+	RedactText func(string) string
 	// Logger receives errors the server could not report to a client.
 	// Nil discards them.
 	Logger *slog.Logger

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -227,5 +228,37 @@ func TestEventsPending(t *testing.T) {
 	}
 	if n := f.touch.count(); n != 0 {
 		t.Errorf("touch ran %d times after it was denied", n)
+	}
+}
+
+// TestRedact checks that the texts the server sends pass through its
+// redaction: events and the engine's tree.
+func TestRedact(t *testing.T) {
+	hide := func(s string) string { return strings.ReplaceAll(s, "hunter2", "[REDACTED]") }
+	f := newFixture(t, fixtureOptions{
+		redactText: hide,
+		redact: func(ev cadre.Event) cadre.Event {
+			if d, ok := ev.Data.(cadre.RunStarted); ok {
+				d.Task = hide(d.Task)
+				ev.Data = d
+			}
+			return ev
+		},
+	})
+	id := f.start(RunRequest{Task: "Log in with hunter2."})
+	v := f.waitFor(id, "the root", func(v *runView) bool { return len(v.Tree.Agents) > 0 })
+	if task := v.Tree.Agents[0].Task; task != "Log in with [REDACTED]." {
+		t.Errorf("the root's task is shown as %q", task)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	res := f.stream(ctx, id, "")
+	defer res.Body.Close()
+	evs, err := readSSE(res.Body, func(e sseEvent) bool { return e.event == "run_started" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := evs[len(evs)-1]; strings.Contains(last.data, "hunter2") || !strings.Contains(last.data, "[REDACTED]") {
+		t.Errorf("run_started is sent as %s", last.data)
 	}
 }

@@ -90,12 +90,13 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 	set := newEngineSet(w.engine)
 	approvals := &server.Approvals{}
 	srv := server.New(set, w.displayStore(), server.Options{
-		Start:     a.runStarter(cfg, w, set, approvals),
-		Approvals: approvals,
-		Token:     token,
-		Hosts:     f.hosts,
-		Redact:    func(ev cadre.Event) cadre.Event { return redactEvent(w.redact, ev) },
-		Logger:    w.engine.Logger,
+		Start:      a.runStarter(cfg, w, set, approvals),
+		Approvals:  approvals,
+		Token:      token,
+		Hosts:      f.hosts,
+		Redact:     func(ev cadre.Event) cadre.Event { return redactEvent(w.redact, ev) },
+		RedactText: w.redact.String,
+		Logger:     w.engine.Logger,
 	})
 	hs, err := listen(f.listen, srv)
 	if err != nil {

@@ -77,10 +77,11 @@ func (p *runPage) serve(eng cadre.Engine, w *wiring, id string) {
 	p.id = id
 	close(p.ready)
 	srv := server.New(eng, w.displayStore(), server.Options{
-		Approvals: p.approvals,
-		Token:     p.token,
-		Redact:    func(ev cadre.Event) cadre.Event { return redactEvent(w.redact, ev) },
-		Logger:    w.engine.Logger,
+		Approvals:  p.approvals,
+		Token:      p.token,
+		Redact:     func(ev cadre.Event) cadre.Event { return redactEvent(w.redact, ev) },
+		RedactText: w.redact.String,
+		Logger:     w.engine.Logger,
 	})
 	p.hs = serveOn(p.ln, srv)
 	p.con.println(fmt.Sprintf("cadre: watch and steer this run at %sruns/%s", p.hs.url, id))
