@@ -42,6 +42,7 @@ type runFlags struct {
 	timeout    time.Duration
 	agent      string
 	resume     bool
+	serve      string // address of the run's page (--serve)
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -66,6 +67,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of the whole run, such as 10m (default none)")
 	fl.StringVar(&f.agent, "agent", "", "run this agent definition as the root agent (its prompt, tools and askCaller)")
 	fl.BoolVar(&f.resume, "resume", false, "carry on the newest unfinished run of the same task, if the store has one, instead of starting anew")
+	f.registerServe(cmd)
 }
 
 // apply puts the flags over the config, as one more config file would be.
@@ -222,11 +224,17 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 		})
 	}
 
+	page, err := a.prepareRunPage(f, w, con)
+	if err != nil {
+		return err
+	}
+	defer page.close()
 	var eng cadre.Engine = local.New(w.engine)
 	id, err := begin(ctx, eng)
 	if err != nil {
 		return err
 	}
+	page.serve(eng, w, id)
 	defer abortWhenDone(ctx, eng, id)()
 	shown := showEvents(eng, w.store, id, w.redacted(show...))
 	if tree != nil {

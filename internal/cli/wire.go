@@ -34,6 +34,8 @@ type wiring struct {
 	mcpClient *mcp.Client
 	// redact hides the secrets of the configuration (see redact.go).
 	redact *redact.Redactor
+	// approver is the approval policy of the run's writes and commands.
+	approver *tool.Approver
 }
 
 // redacted returns one handler of the run's events that passes them to
@@ -120,6 +122,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	approver := &tool.Approver{Mode: mode}
+	w.approver = approver
 	if con.canAsk() {
 		approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
 			why := ""

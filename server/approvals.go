@@ -1,0 +1,163 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
+)
+
+// Approvals holds the approval requests of runs (a write, a command, a
+// rule that asks) while they wait for a person to answer them through the
+// API. Prompt gives a run's tool.Approver a Prompt that puts its requests
+// here; the server lists them (GET /api/runs/{run}, the "pending" events
+// of the stream) and answers them (POST /api/runs/{run}/answer). The zero
+// value is ready to use, and it is safe for concurrent use.
+type Approvals struct {
+	mu      sync.Mutex
+	next    int
+	pending map[string][]*approval // by run, oldest first
+	changed map[string]chan struct{}
+}
+
+// A Pending is an approval request waiting for an answer.
+type Pending struct {
+	// ID names the request within the server.
+	ID string `json:"id"`
+	// Agent is the agent making the call.
+	Agent cadre.AgentID `json:"agent"`
+	// Tool is the tool it calls.
+	Tool string `json:"tool"`
+	// Summary says what the call would do.
+	Summary string `json:"summary"`
+	// Rule, when set, is the rule of the agent's definition that asks.
+	Rule string `json:"rule,omitempty"`
+	// Asked is when the request was made.
+	Asked time.Time `json:"asked"`
+}
+
+type approval struct {
+	Pending
+	answer chan bool // buffered: takes the one answer
+}
+
+// Prompt returns a tool.Approver Prompt for the run: each request waits
+// here until Answer answers it or ctx ends.
+func (a *Approvals) Prompt(run string) func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
+	return func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
+		ap := a.add(run, req)
+		defer a.remove(run, ap)
+		select {
+		case yes := <-ap.answer:
+			return yes, nil
+		case <-ctx.Done():
+			return false, context.Cause(ctx)
+		}
+	}
+}
+
+func (a *Approvals) add(run string, req tool.ApprovalRequest) *approval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next++
+	ap := &approval{
+		Pending: Pending{ID: "approval-" + strconv.Itoa(a.next), Agent: req.Agent, Tool: req.Tool,
+			Summary: req.Summary, Rule: req.Rule, Asked: time.Now().UTC()},
+		answer: make(chan bool, 1),
+	}
+	if a.pending == nil {
+		a.pending = map[string][]*approval{}
+	}
+	a.pending[run] = append(a.pending[run], ap)
+	a.changedLocked(run)
+	return ap
+}
+
+func (a *Approvals) remove(run string, ap *approval) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.pending[run]
+	if i := slices.Index(list, ap); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+		if len(list) == 0 {
+			delete(a.pending, run)
+		} else {
+			a.pending[run] = list
+		}
+		a.changedLocked(run)
+	}
+}
+
+// changedLocked wakes those waiting for a change of run's requests.
+func (a *Approvals) changedLocked(run string) {
+	if ch := a.changed[run]; ch != nil {
+		close(ch)
+		delete(a.changed, run)
+	}
+}
+
+// Pending returns the run's requests waiting for an answer, oldest first,
+// and a channel closed at the next change of them.
+func (a *Approvals) Pending(run string) ([]Pending, <-chan struct{}) {
+	if a == nil {
+		return []Pending{}, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Pending, 0, len(a.pending[run]))
+	for _, ap := range a.pending[run] {
+		out = append(out, ap.Pending)
+	}
+	if a.changed == nil {
+		a.changed = map[string]chan struct{}{}
+	}
+	ch := a.changed[run]
+	if ch == nil {
+		ch = make(chan struct{})
+		a.changed[run] = ch
+	}
+	return out, ch
+}
+
+// Answer answers the oldest request of the agent in the run: yes allows
+// the call. It fails with an error wrapping cadre.ErrNoQuestion when the
+// agent has no request waiting.
+func (a *Approvals) Answer(run string, agent cadre.AgentID, yes bool) error {
+	if a == nil {
+		return fmt.Errorf("agent %s of run %s has no approval waiting: %w", agent, run, cadre.ErrNoQuestion)
+	}
+	a.mu.Lock()
+	var found *approval
+	for _, ap := range a.pending[run] {
+		if ap.Agent == agent {
+			found = ap
+			break
+		}
+	}
+	a.mu.Unlock()
+	if found == nil {
+		return fmt.Errorf("agent %s of run %s has no approval waiting: %w", agent, run, cadre.ErrNoQuestion)
+	}
+	select {
+	case found.answer <- yes:
+		a.remove(run, found)
+		return nil
+	default:
+		return fmt.Errorf("the approval %s of agent %s was answered already: %w", found.ID, agent, cadre.ErrNoQuestion)
+	}
+}
+
+// waiting reports whether the agent has a request waiting.
+func (a *Approvals) waiting(run string, agent cadre.AgentID) bool {
+	if a == nil {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.ContainsFunc(a.pending[run], func(ap *approval) bool { return ap.Agent == agent })
+}
