@@ -399,7 +399,7 @@ func (r *run) newRoot() (*agent, loop.Start, error) {
 	cfg := loop.Config{
 		ID: cadre.RootID, Depth: 0, MaxDepth: lim.MaxDepth, Definition: definition, Model: name, System: system,
 		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Protocol: protocol,
-		MaxTurns: lim.MaxTurns, Say: e.cfg.Say,
+		MaxTurns: lim.MaxTurns, Say: e.cfg.Say, Withheld: withheld(e.cfg.Tools, tools),
 	}
 	if def != nil {
 		if def.MaxTurns > 0 {
