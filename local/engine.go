@@ -361,6 +361,7 @@ func (e *Engine) protocolFor(def *cadre.Definition, model string) cadre.Protocol
 func (r *run) newRoot() (*agent, loop.Start, error) {
 	e := r.e
 	lim := e.cfg.Limits
+	lim.MaxDepth = max(lim.MaxDepth, 0) // NoSubagents: none below the root
 	name := e.cfg.RootModel
 	m, err := e.cfg.Models.Open(name)
 	if err != nil {

@@ -108,10 +108,10 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 			`"required":["text"]}`),
 	},
 	ToolListAgents: {
-		Name:        ToolListAgents,
+		Name: ToolListAgents,
 		Description: "List the subagents you started, with their ids, definitions, statuses and tasks, and your onboarding handles. " +
 			"Use an id with send_agent_message to give a subagent that has finished more work.",
-		Parameters:  jsonSchema(`{"type":"object","properties":{}}`),
+		Parameters: jsonSchema(`{"type":"object","properties":{}}`),
 	},
 	ToolCancelAgent: {
 		Name:        ToolCancelAgent,
