@@ -114,7 +114,9 @@ func describeEvent(ev cadre.Event) eventText {
 		if d.From != "" {
 			from = string(d.From)
 		}
-		t.Progress = fmt.Sprintf("%s woken by %s: %s", who, from, clipText(d.Message, 120))
+		if d.From != "" { // the user's follow-up is said by run_continued
+			t.Progress = fmt.Sprintf("%s woken by %s: %s", who, from, clipText(d.Message, 120))
+		}
 		t.Log = fmt.Sprintf("woken by %s: %s", from, clipText(d.Message, 100))
 	case cadre.Skipped:
 		t.Progress = fmt.Sprintf("cadre: %s not shown here: the display fell behind the run", countText(d.Count, "event"))

@@ -98,3 +98,13 @@ helper:
 		}
 	}
 }
+
+// A terminal that reports a size of zero gets the default width and
+// height rather than a frame of nothing.
+func TestZeroSizedTerminal(t *testing.T) {
+	_, slave := openPty(t, 0, 0)
+	v := &treeView{con: &console{w: slave}}
+	if w, h := v.termSize(); w != defaultTreeWidth || h != defaultTreeHeight {
+		t.Errorf("size %dx%d, want the defaults %dx%d", w, h, defaultTreeWidth, defaultTreeHeight)
+	}
+}
