@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -290,5 +291,31 @@ func checkReplayEnds(t *testing.T, s cadre.Store, run string) {
 		if st := loop.Replay(ins); !st.Done() {
 			t.Errorf("the replay of %s does not end", a.ID)
 		}
+	}
+}
+
+// A root stopped by the token budget before it wrote an answer hands on
+// what its children reported, and the result says who completed.
+func TestBudgetStopHandsOnChildrenReports(t *testing.T) {
+	checkNoLeaks(t)
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			return calls(tc("s", loop.ToolSpawnAgent, map[string]string{"agent": "researcher", "task": "find it"})), nil
+		}
+		if req.Turn == 1 {
+			return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "the answer is 42"})), nil
+		}
+		return text("done"), nil
+	})
+	res, err, _ := runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("researcher"),
+		Limits: cadre.Limits{BudgetTokens: 30}}, "task")
+	if err != nil || !res.BudgetExhausted {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if !strings.Contains(res.Answer, "the answer is 42") || !strings.Contains(res.Answer, "root/researcher.1") || strings.Contains(res.Answer, "stopped before producing") {
+		t.Errorf("answer = %q; want the child's report", res.Answer)
+	}
+	if !slices.Contains(res.Incomplete, cadre.RootID) || slices.Contains(res.Completed, cadre.RootID) {
+		t.Errorf("completed %v, incomplete %v: the root stopped early", res.Completed, res.Incomplete)
 	}
 }
