@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -89,6 +90,11 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 		return errNoModel
 	}
 	tty := isTerminal(a.io.Stderr)
+	if !tty {
+		// The session's lines and the turns' output are written from more
+		// than one goroutine, to a writer that may not expect that.
+		a.io.Stderr = &lockedWriter{w: a.io.Stderr}
+	}
 	s := &chatSession{con: &console{w: a.io.Stderr}, lines: make(chan string), done: make(chan struct{})}
 	in, _ := a.io.Stdin.(*os.File)
 	if in == nil {
@@ -328,4 +334,16 @@ func (a *app) storedTree(ctx context.Context, cfg *config, run string) (*cadre.T
 		t.Agents = append(t.Agents, cadre.AgentInfo{ID: r.ID, Depth: r.Depth, Status: r.Status, Task: r.Task})
 	}
 	return t, nil
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

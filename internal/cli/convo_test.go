@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,5 +162,36 @@ root:
 	res = runCadre(t, dir, home, "continue")
 	if res.code == 0 || !strings.Contains(res.stderr, "needs a message") {
 		t.Errorf("continue without a message: exit %d, %q", res.code, res.stderr)
+	}
+}
+
+// Without a terminal, cadre chat reads plain lines: the first is the task,
+// the next a follow-up in the same run; the session ends with stdin.
+func TestChatWithoutTerminal(t *testing.T) {
+	dir, home, model := convoProject(t, `
+root:
+  - when: "first task"
+    text: "answer one"
+  - when: "follow up"
+    text: "answer two"
+`)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		w.WriteString("first task\nfollow up\n")
+		w.Close()
+	}()
+	var out, errb bytes.Buffer
+	env := map[string]string{"HOME": home}
+	code := Main(context.Background(), []string{"chat", "-m", model}, IO{Stdin: r, Stdout: &out, Stderr: &errb, Dir: dir,
+		Getenv: func(k string) string { return env[k] }})
+	if code != 0 || out.String() != "answer one\nanswer two\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	if runs := storedRuns(t, dir); len(runs) != 1 || runs[0].Answer != "answer two" {
+		t.Errorf("want one run followed up; runs: %+v", runs)
 	}
 }
