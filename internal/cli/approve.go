@@ -13,10 +13,16 @@ import (
 // promptApproval asks on the console whether a call may go ahead, showing
 // what it would do in full: the text a write would write, the lines an
 // edit replaces, the whole command. "a" allows that tool for the rest of
-// the run without asking again.
+// the run without asking again: for as long as the console lasts, which
+// in a session (cadre chat) is every follow-up of the run.
 func promptApproval(con *console) func(context.Context, tool.ApprovalRequest) (bool, error) {
-	var mu sync.Mutex
-	always := map[string]bool{}
+	con.mu.Lock()
+	if con.always == nil {
+		con.always = &allowed{tools: map[string]bool{}}
+	}
+	al := con.always
+	con.mu.Unlock()
+	mu, always := &al.mu, al.tools
 	return func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
 		mu.Lock()
 		ok := always[req.Tool]
@@ -45,6 +51,12 @@ func promptApproval(con *console) func(context.Context, tool.ApprovalRequest) (b
 		}
 		return false, nil
 	}
+}
+
+// allowed are the tools the user allowed for the rest of the run.
+type allowed struct {
+	mu    sync.Mutex
+	tools map[string]bool
 }
 
 // maxDetailLines bounds the lines of a call shown before its approval.

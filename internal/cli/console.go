@@ -26,6 +26,8 @@ type console struct {
 	closed bool
 	// asking is set while a prompt waits for its line.
 	asking atomic.Bool
+	// always are the tools allowed without asking (see promptApproval).
+	always *allowed
 }
 
 // newConsole returns the console of a run, able to prompt only when both

@@ -12,7 +12,7 @@ import (
 // A session on a terminal: the user types a task and sees the answer,
 // follows it up so that the root starts a helper, stops the helper with
 // /stop, then asks for two writes and approves the first with "always",
-// so the second is not asked about. Each answer is printed as its turn
+// so the second is not asked about, nor the write of the next follow-up. Each answer is printed as its turn
 // ends, and /exit ends the session.
 func TestPtyChatSession(t *testing.T) {
 	dir := t.TempDir()
@@ -39,6 +39,12 @@ root:
         arguments: {path: b.txt, content: "two\n"}
   - when: "b.txt"
     text: "Both written."
+  - when: "write a third"
+    tool_calls:
+      - name: write_file
+        arguments: {path: c.txt, content: "three\n"}
+  - when: "c.txt"
+    text: "Third written."
   - text: "I did not understand."
     repeat: true
 helper:
@@ -70,21 +76,24 @@ helper:
 			typeLine("a")
 		case step == 5 && strings.Contains(all, "Both written.") && prompts >= 4:
 			step++
+			typeLine("write a third")
+		case step == 6 && strings.Contains(all, "Third written.") && prompts >= 5:
+			step++
 			typeLine("/exit")
 		}
 	}}
 	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	screen := strings.Join(run.screen.history(), "\n")
-	if step != 6 || run.code != 0 {
+	if step != 7 || run.code != 0 {
 		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, screen)
 	}
-	for _, want := range []string{"Hello from cadre.", "The helper was stopped.", "Both written."} {
+	for _, want := range []string{"Hello from cadre.", "The helper was stopped.", "Both written.", "Third written."} {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("stdout lacks %q: %q", want, run.stdout)
 		}
 	}
 	if n := strings.Count(screen, "wants to run write_file"); n != 1 {
-		t.Errorf("asked about writes %d times, want once (the second was allowed always); the terminal:\n%s", n, screen)
+		t.Errorf("asked about writes %d times, want once (the others, in this turn and the next, were allowed always); the terminal:\n%s", n, screen)
 	}
 	if !strings.Contains(screen, "+ one") {
 		t.Errorf("the approval did not show what the write writes; the terminal:\n%s", screen)
@@ -92,7 +101,7 @@ helper:
 	if !strings.Contains(screen, "root/helper.1 cancelled") {
 		t.Errorf("the stopped helper is not shown as cancelled; the terminal:\n%s", screen)
 	}
-	for _, f := range []string{"a.txt", "b.txt"} {
+	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("%s was not written: %v", f, err)
 		}
