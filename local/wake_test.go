@@ -319,3 +319,57 @@ func TestBudgetStopHandsOnChildrenReports(t *testing.T) {
 		t.Errorf("completed %v, incomplete %v: the root stopped early", res.Completed, res.Incomplete)
 	}
 }
+
+// A follow-up may wake a child of the run's earlier work: after Continue
+// the root sends its finished researcher more work, and the new report
+// reaches it once.
+func TestContinueWakesAChild(t *testing.T) {
+	checkNoLeaks(t)
+	s := memstore.New()
+	child := "root/researcher.1"
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			switch req.Turn {
+			case 1:
+				return calls(tc("s", loop.ToolSpawnAgent, map[string]string{"agent": "researcher", "task": "find it"})), nil
+			case 2:
+				return text("first"), nil
+			case 3:
+				return calls(tc("m", loop.ToolSendAgentMessage, map[string]string{"agentId": child, "text": "look again"})), nil
+			case 4:
+				return calls(tc("w", loop.ToolWaitAgent, map[string]string{"agentId": child})), nil
+			}
+			return text("second"), nil
+		}
+		switch req.Turn {
+		case 1:
+			return calls(tc("r1", loop.ToolSendAgentMessage, map[string]string{"text": "report A"})), nil
+		case 3:
+			return calls(tc("r2", loop.ToolSendAgentMessage, map[string]string{"text": "report B"})), nil
+		}
+		return text("done"), nil
+	})
+	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher")}))
+	id := start(t, e, "task")
+	if res, err := waitRun(t, e, id); err != nil || res.Answer != "first" {
+		t.Fatalf("first: %v %+v", err, res)
+	}
+	res, err, ev := continueRun(t, e, id, "ask the researcher again")
+	if err != nil || res.Answer != "second" {
+		t.Fatalf("follow-up: %v %+v", err, res)
+	}
+	reqs := m.RequestsOf(cadre.RootID)
+	var conv strings.Builder
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		conv.WriteString(msg.Content + "\n")
+	}
+	for _, r := range []string{"report A", "report B"} {
+		if n := strings.Count(conv.String(), r); n != 1 {
+			t.Errorf("%s reached the root %d times:\n%s", r, n, conv.String())
+		}
+	}
+	if w := ev.of(cadre.EventAgentWoken); len(w) != 2 {
+		t.Errorf("agent_woken events: %+v", w)
+	}
+	checkReplayEnds(t, s, id)
+}
