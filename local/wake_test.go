@@ -79,7 +79,8 @@ func TestContinueAfterEnd(t *testing.T) {
 			checkNoLeaks(t)
 			s := memstore.New()
 			m := followUpScript(tc.first)
-			e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s}))
+			var live steps
+			e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, stepped: live.record}))
 			id := start(t, e, "the task")
 			if tc.end == cadre.StatusCancelled {
 				// Cancel once the root is calling its model.
@@ -135,6 +136,7 @@ func TestContinueAfterEnd(t *testing.T) {
 			if joined := strings.Join(all, "|"); !strings.Contains(joined, "and now the follow-up") || !strings.Contains(joined, "answer to: and now the follow-up") {
 				t.Errorf("second follow-up's conversation: %q", joined)
 			}
+			checkReplay(t, s, id, &live)
 		})
 	}
 }
@@ -235,7 +237,8 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 		}
 		return text("done"), nil
 	})
-	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher")}))
+	var live steps
+	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher"), stepped: live.record}))
 	id := start(t, e, "task")
 	ev := watch(t, e, id, nil)
 	res, err := waitRun(t, e, id)
@@ -271,6 +274,7 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 		}
 	}
 	checkReplayEnds(t, s, id)
+	checkReplay(t, s, id, &live)
 }
 
 // checkReplayEnds replays every agent's journal and checks it ends done.
@@ -349,7 +353,8 @@ func TestContinueWakesAChild(t *testing.T) {
 		}
 		return text("done"), nil
 	})
-	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher")}))
+	var live steps
+	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher"), stepped: live.record}))
 	id := start(t, e, "task")
 	if res, err := waitRun(t, e, id); err != nil || res.Answer != "first" {
 		t.Fatalf("first: %v %+v", err, res)
@@ -372,4 +377,5 @@ func TestContinueWakesAChild(t *testing.T) {
 		t.Errorf("agent_woken events: %+v", w)
 	}
 	checkReplayEnds(t, s, id)
+	checkReplay(t, s, id, &live)
 }
