@@ -56,6 +56,18 @@ type Answerer interface {
 	Answer(ctx context.Context, run string, agent AgentID, text string) error
 }
 
+// A Continuer is an Engine that carries on a run that has ended (done,
+// failed or cancelled) with a follow-up: a new message from the user to
+// the run's root agent, which goes on with its whole conversation and its
+// children. The run is going on again until the root finishes once more;
+// Wait and Events then work as for a new run.
+type Continuer interface {
+	// Continue adds message to the ended run's root agent and carries the
+	// run on. It fails with an error wrapping ErrNotRunning when the run
+	// has not ended. ctx bounds the continuing only, as for Start.
+	Continue(ctx context.Context, run, message string) error
+}
+
 // StartOptions are the choices of one Start. The zero value starts a run
 // with an ID of the engine's choosing.
 type StartOptions struct {

@@ -49,6 +49,10 @@ const (
 	EventRunResumed       EventType = "run_resumed"
 	EventWarning          EventType = "warning"
 	EventTodos            EventType = "agent_todos"
+	EventToolRefused      EventType = "tool_refused"
+	EventTurnLimit        EventType = "turn_limit"
+	EventRunContinued     EventType = "run_continued"
+	EventAgentWoken       EventType = "agent_woken"
 	// EventSkipped is not something that happened in the run: an event
 	// stream sends it to a watcher that fell behind, in place of the events
 	// it missed. Stores never hold it.

@@ -16,7 +16,8 @@ const (
 
 // Limits keep a run's agent tree in bounds.
 type Limits struct {
-	// MaxDepth is the deepest level below the root an agent may be spawned at.
+	// MaxDepth is the deepest level below the root an agent may be spawned
+	// at; NoSubagents (any negative value) allows none.
 	MaxDepth int `json:"max_depth,omitempty"`
 	// MaxConcurrent agents run at once; more spawns queue.
 	MaxConcurrent int `json:"max_concurrent,omitempty"`
@@ -34,9 +35,12 @@ type Limits struct {
 	MaxQuestions int `json:"max_questions,omitempty"`
 }
 
+// NoSubagents is the MaxDepth of a run whose root may not start subagents.
+const NoSubagents = -1
+
 // WithDefaults returns l with zero fields set to their defaults.
 func (l Limits) WithDefaults() Limits {
-	if l.MaxDepth <= 0 {
+	if l.MaxDepth == 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
 	if l.MaxConcurrent <= 0 {

@@ -368,6 +368,46 @@ type Warning struct {
 	Child AgentID `json:"child,omitempty"`
 }
 
+// ToolRefused is the payload of EventToolRefused: a tool call an agent
+// made was refused before it ran, and the agent was told why.
+type ToolRefused struct {
+	// CallID is the model's ID of the call.
+	CallID string `json:"call_id,omitempty"`
+	// Tool is the tool the agent called.
+	Tool string `json:"tool"`
+	// Reason is why it was refused: "unknown tool", "not in the agent's
+	// tool list", "unknown agent" or "bad arguments", then what was wrong.
+	Reason string `json:"reason"`
+}
+
+// TurnLimit is the payload of EventTurnLimit: an agent made as many model
+// calls as it may and is asked for its final answer, in one more call
+// offered no tools.
+type TurnLimit struct {
+	// MaxTurns is the agent's turn limit.
+	MaxTurns int `json:"max_turns"`
+}
+
+// RunContinued is the payload of EventRunContinued: a run that had ended
+// goes on with a new message from the user to its root agent.
+type RunContinued struct {
+	// Message is the user's new message.
+	Message string `json:"message"`
+	// Previous is how the run had ended: done, failed or cancelled.
+	Previous Status `json:"previous"`
+}
+
+// AgentWoken is the payload of EventAgentWoken: an agent that had
+// finished was given new work, with all it knew (a follow-up from the
+// user to the root, or a message from its parent to a child that had
+// reported). Its next report reaches its caller once.
+type AgentWoken struct {
+	// From is the agent whose message woke it, empty for the user.
+	From AgentID `json:"from,omitempty"`
+	// Message is the new message.
+	Message string `json:"message"`
+}
+
 // Skipped is the payload of EventSkipped: a watcher of an event stream
 // fell behind and this event stands for the events it missed. The store
 // has the stored ones among them: those whose seq is above after_seq and
@@ -417,6 +457,10 @@ func (AgentCreated) EventType() EventType     { return EventAgentCreated }
 func (Warning) EventType() EventType          { return EventWarning }
 func (Todos) EventType() EventType            { return EventTodos }
 func (Skipped) EventType() EventType          { return EventSkipped }
+func (ToolRefused) EventType() EventType      { return EventToolRefused }
+func (TurnLimit) EventType() EventType        { return EventTurnLimit }
+func (RunContinued) EventType() EventType     { return EventRunContinued }
+func (AgentWoken) EventType() EventType       { return EventAgentWoken }
 
 func (RunStarted) payload()       {}
 func (RunResumed) payload()       {}
@@ -451,17 +495,22 @@ func (AgentCreated) payload()     {}
 func (Warning) payload()          {}
 func (Todos) payload()            {}
 func (Skipped) payload()          {}
+func (ToolRefused) payload()      {}
+func (TurnLimit) payload()        {}
+func (RunContinued) payload()     {}
+func (AgentWoken) payload()       {}
 
 // EventTypes returns every event type, in the order docs/events.md lists
 // them.
 func EventTypes() []EventType {
 	return []EventType{
-		EventRunStarted, EventRunResumed, EventRunCompleted, EventRunFailed,
-		EventAgentStarted, EventAgentSpawned, EventAgentQueued, EventAgentCompleted, EventAgentFailed, EventAgentCancelled,
+		EventRunStarted, EventRunResumed, EventRunContinued, EventRunCompleted, EventRunFailed,
+		EventAgentStarted, EventAgentWoken, EventAgentSpawned, EventAgentQueued, EventAgentCompleted, EventAgentFailed, EventAgentCancelled,
 		EventAgentReported, EventAgentNudged,
 		EventModelDelta, EventModelResponse, EventToolCalled, EventToolResult,
 		EventMessageSent, EventFinding, EventSay, EventQuestion, EventAnswer, EventOnboardQuestion, EventOnboardAnswer,
 		EventAgentCreated, EventSynthesisStarted, EventTodos,
+		EventToolRefused, EventTurnLimit,
 		EventBudgetWarning, EventBudgetExhausted, EventDepthLimit, EventAgentLimit, EventCycleDetected, EventWarning,
 		EventSkipped,
 	}
@@ -537,6 +586,14 @@ func zeroPayload(t EventType) Payload {
 		return Warning{}
 	case EventSkipped:
 		return Skipped{}
+	case EventToolRefused:
+		return ToolRefused{}
+	case EventTurnLimit:
+		return TurnLimit{}
+	case EventRunContinued:
+		return RunContinued{}
+	case EventAgentWoken:
+		return AgentWoken{}
 	}
 	return nil
 }

@@ -43,13 +43,13 @@ func TestBuiltin(t *testing.T) {
 		describe []string // in the description
 		prompt   []string // in the prompt
 	}{
-		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120 * time.Second, "compaction",
+		{"research-assistant", []string{ToolWebFetch, ToolReadFile, ToolListFiles, ToolSearchFiles}, 120 * time.Second, "",
 			[]string{"Researches", "sources"},
 			[]string{"web_fetch", "read_file", "second source", "URL", "rather than guessing"}},
-		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120 * time.Second, "compaction",
+		{"code-analyst", []string{ToolReadFile, ToolListFiles, ToolSearchFiles, ToolRunCommand}, 120 * time.Second, "",
 			[]string{"source code", "runs build, test and git commands", "file and line"},
 			[]string{"the build, the tests", "path and line numbers", "defects", "performance", "fenced blocks"}},
-		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60 * time.Second, "compaction",
+		{"summarizer", []string{ToolReadFile, ToolWebFetch}, 60 * time.Second, "",
 			[]string{"Condenses documents, web pages"},
 			[]string{"names, numbers, dates", "under 500 words", "public interface"}},
 		{GeneralPurpose, nil, cadre.DefaultTimeout, "", []string{"same tools as the agent that starts it"}, []string{"Report what you did"}},

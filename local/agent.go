@@ -49,6 +49,7 @@ type agent struct {
 	modelCancel context.CancelCauseFunc
 	busy        int                    // model and tool calls in flight
 	started     bool                   // made its first model call
+	woken       bool                   // a finished agent given new work: its Wake is in its mailbox
 	kids        map[cadre.AgentID]bool // children that have not ended
 	activity    atomic.Int64           // unix nanos of the last sign of life
 }
@@ -104,7 +105,7 @@ func (a *agent) main(pending []loop.Action) {
 		// The Start is already in the journal (see Run.create).
 		fin = a.apply([]loop.Input{*a.first})
 		a.first = nil
-	} else {
+	} else if !a.woken {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})
 		fin = a.doAll(pending)
 	}

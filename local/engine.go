@@ -361,6 +361,7 @@ func (e *Engine) protocolFor(def *cadre.Definition, model string) cadre.Protocol
 func (r *run) newRoot() (*agent, loop.Start, error) {
 	e := r.e
 	lim := e.cfg.Limits
+	lim.MaxDepth = max(lim.MaxDepth, 0) // NoSubagents: none below the root
 	name := e.cfg.RootModel
 	m, err := e.cfg.Models.Open(name)
 	if err != nil {
@@ -399,7 +400,7 @@ func (r *run) newRoot() (*agent, loop.Start, error) {
 	cfg := loop.Config{
 		ID: cadre.RootID, Depth: 0, MaxDepth: lim.MaxDepth, Definition: definition, Model: name, System: system,
 		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Protocol: protocol,
-		MaxTurns: lim.MaxTurns, Say: e.cfg.Say,
+		MaxTurns: lim.MaxTurns, Say: e.cfg.Say, Withheld: withheld(e.cfg.Tools, tools),
 	}
 	if def != nil {
 		if def.MaxTurns > 0 {

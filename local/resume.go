@@ -239,6 +239,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 			}
 			in.Stopped = fin.BudgetExhausted
 			delete(r.agents, a.id)
+			r.slept[a.id] = a
 		}
 		if rep, ok := st.Report(); ok && status == cadre.StatusDone {
 			in.Result = rep.Text
@@ -253,7 +254,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 			continue
 		}
 		if rep, ok := st.Report(); ok {
-			parent.box.put(loop.ChildReport{Child: a.id, Text: rep.Text, Failed: rep.Failed, Cancelled: rep.Cancelled, Incomplete: rep.Incomplete})
+			parent.box.put(loop.ChildReport{Child: a.id, Text: rep.Text, Failed: rep.Failed, Cancelled: rep.Cancelled, Incomplete: rep.Incomplete, Round: rep.Round})
 		}
 		if fin, ok := st.Finished(); ok {
 			ce := loop.ChildEnded{Child: a.id, Status: finishStatus(fin)}

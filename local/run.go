@@ -48,6 +48,9 @@ type run struct {
 	cancelled string
 	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
 	failure   string                      // why the run cannot go on here (its store failed, its lease was lost)
+	// slept are the agents that have finished, which a message from their
+	// parent may wake (see wake.go).
+	slept map[cadre.AgentID]*agent
 }
 
 // newRun makes a run and registers it in the engine, which must not hold
@@ -64,6 +67,7 @@ func (e *Engine) newRun(id, task string) (*run, error) {
 		defs:      make(map[string]*cadre.Definition, len(e.defs)),
 		tasks:     map[string]int{},
 		questions: map[cadre.AgentID]*question{},
+		slept:     map[cadre.AgentID]*agent{},
 	}
 	for k, v := range e.defs {
 		r.defs[k] = v
@@ -403,7 +407,11 @@ func (r *run) deliver(from *agent, d loop.Deliver) {
 			return
 		}
 		r.recordReport(from, d)
-		from.parent.box.put(loop.ChildReport{Child: from.id, Text: d.Text, Failed: d.Failed, Cancelled: d.Cancelled, Incomplete: d.Incomplete})
+		from.parent.box.put(loop.ChildReport{Child: from.id, Text: d.Text, Failed: d.Failed, Cancelled: d.Cancelled, Incomplete: d.Incomplete, Round: d.Round})
+		return
+	}
+	if d.Wake {
+		r.wake(from, d)
 		return
 	}
 	r.mu.Lock()
@@ -451,6 +459,7 @@ func finding(from *agent, d loop.Deliver) (cadre.Finding, bool) {
 func (r *run) ended(a *agent, fin loop.Finish) {
 	r.mu.Lock()
 	delete(r.agents, a.id)
+	r.slept[a.id] = a
 	in := r.infos[a.id]
 	in.Ended = time.Now()
 	switch {
@@ -560,6 +569,7 @@ func (r *run) finish(fin loop.Finish) {
 	// those already watching keep the feed they read.
 	r.mu.Lock()
 	r.defs, r.prompts, r.tasks, r.infos, r.order = nil, nil, nil, nil, nil
+	r.slept = nil
 	r.mu.Unlock()
 	if r.e.cfg.Store != nil {
 		r.dropFeed()

@@ -77,6 +77,11 @@ type Deliver struct {
 	Incomplete bool
 	Steering   bool
 	FollowUp   bool
+	// Wake marks a message to a child that has finished: the engine wakes
+	// it with the message (a Wake input). Round is the child's round, the
+	// one its next report carries, for a report as for a wake.
+	Wake  bool
+	Round int
 }
 
 // Ask puts the agent's question to its caller: its parent (as a

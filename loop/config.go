@@ -34,6 +34,10 @@ type Config struct {
 	// Tools are the ordinary tools the agent may call, after its allowlist
 	// was applied. Subagent tools are added by the loop.
 	Tools []cadre.ToolSpec `json:"tools,omitempty"`
+	// Withheld names the engine's ordinary tools that the agent's
+	// definition leaves out, so that a call of one is told apart from a
+	// call of a tool that does not exist.
+	Withheld []string `json:"withheld,omitempty"`
 	// Delegate allows spawning children. It is false at the depth limit or
 	// when the agent's allowlist has no subagent tools.
 	Delegate bool `json:"delegate,omitempty"`

@@ -67,6 +67,9 @@ type ChildReport struct {
 	Cancelled bool `json:"cancelled,omitempty"`
 	// Incomplete marks a report made before the work was finished.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Round is the number of times the child was woken before it made
+	// this report (see Wake): a parent takes one report per round.
+	Round int `json:"round,omitempty"`
 }
 
 // ChildEnded says a child has stopped for good.

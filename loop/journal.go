@@ -45,6 +45,8 @@ func Decode(kind string, data []byte) (Input, error) {
 		dec = decodeAs[Timeout]
 	case Cancel{}.Kind():
 		dec = decodeAs[Cancel]
+	case Wake{}.Kind():
+		dec = decodeAs[Wake]
 	default:
 		return nil, fmt.Errorf("loop: unknown journal entry kind %q (was the run written by a newer cadre?)", kind)
 	}

@@ -51,6 +51,13 @@ type child struct {
 	// one answered, kept to send the answer again after a replay.
 	question     string
 	lastQ, lastA string
+	// round is the number of times the child was woken (see Wake); text
+	// its latest report.
+	round int
+	text  string
+	// wakeNext is the message that wakes the child once it has ended: it
+	// was sent after its report, while it was finishing.
+	wakeNext string
 }
 
 // State is one agent's state machine. The zero value is not usable: create
@@ -94,6 +101,14 @@ type State struct {
 	blk *block
 
 	todos []cadre.Todo // the list todo_write last wrote
+	// refusal, when set, is why the subagent call being dispatched was
+	// refused; dispatch turns it into a ToolRefused event.
+	refusal string
+	// round counts the times the agent was woken after it had finished.
+	round int
+	// turnBase is the turns made before the latest follow-up: the turn
+	// limit counts from it.
+	turnBase int
 
 	finished *Finish
 
@@ -220,6 +235,9 @@ func (s *State) Finished() (Finish, bool) {
 // Step feeds one input and returns what the engine must do next.
 func (s *State) Step(in Input) []Action {
 	if s.phase == phaseDone {
+		if w, ok := in.(Wake); ok {
+			return s.wake(w)
+		}
 		return nil
 	}
 	if _, ok := in.(Start); !ok && s.phase == phaseNew {
@@ -260,6 +278,9 @@ func (s *State) step(in Input) []Action {
 		return s.fail("timed out: no activity for " + seconds(in.Limit))
 	case Cancel:
 		return s.cancel(in)
+	case Wake:
+		// The agent has not finished: the message is an ordinary one.
+		return s.receive(s.wakeMessage(in), false)
 	}
 	return nil
 }
@@ -364,6 +385,9 @@ func (s *State) modelResult(in ModelResult) []Action {
 	msg := in.Response.Message
 	msg.Role = cadre.RoleAssistant
 	if s.final {
+		if strings.TrimSpace(msg.Content) == "" && len(msg.ToolCalls) > 0 {
+			return s.fail(finalToolsError(s.cfg.maxTurns(), msg.ToolCalls))
+		}
 		msg.ToolCalls = nil
 	}
 	text := strings.TrimSpace(msg.Content)
@@ -419,18 +443,25 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		s.slotOf[c.ID] = i
 		switch {
 		case IsSubagentTool(c.Name) && s.offers(c.Name):
+			s.refusal = ""
 			acts = append(acts, s.subagentCall(i, c, &spawn)...)
+			if s.refusal != "" {
+				acts = append(acts, refused(c, s.refusal))
+				s.refusal = ""
+			}
 		case IsSubagentTool(c.Name) && delegationTools[c.Name] && !s.cfg.Delegate && !s.cfg.onboarding():
 			acts = append(acts, s.refuseDepth(i, c.Name)...)
 		case delegationTools[c.Name] && !s.cfg.onboarding() && !s.cfg.Granted(c.Name):
 			s.fill(i, fmt.Sprintf("Error: %s is not one of your tools: your definition grants only these delegation tools: %s. Use one of those, or do the work yourself.",
 				c.Name, strings.Join(s.cfg.granted(), ", ")), true)
+			acts = append(acts, refused(c, ReasonNotAllowed+": the definition does not grant this delegation tool"))
 		case IsTodoTool(c.Name) && s.hasTool(c.Name):
 			acts = append(acts, s.todoCall(i, c)...)
 		case s.hasTool(c.Name):
 			ordinary = append(ordinary, c)
 		default:
 			s.fill(i, fmt.Sprintf("Error: unknown tool %q. Available tools: %s.", c.Name, strings.Join(s.toolNames(), ", ")), true)
+			acts = append(acts, s.refusedUnknown(c))
 		}
 	}
 	if len(ordinary) > 0 {
@@ -504,9 +535,10 @@ func (s *State) afterTools() []Action {
 	}
 	s.slots, s.slotOf = nil, nil
 	s.flushQueue()
-	if s.turns >= s.cfg.maxTurns() && !s.final {
+	if s.turns-s.turnBase >= s.cfg.maxTurns() && !s.final {
 		s.final = true
 		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.FinalAnswerRequest})
+		return []Action{Emit{Event: cadre.TurnLimit{MaxTurns: s.cfg.maxTurns()}}, s.modelCall()}
 	}
 	return []Action{s.modelCall()}
 }
@@ -637,7 +669,7 @@ func (s *State) deliverReport(text string, status cadre.Status, incomplete bool)
 		text = EmptyReport
 	}
 	d := Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone,
-		Cancelled: status == cadre.StatusCancelled, Incomplete: incomplete}
+		Cancelled: status == cadre.StatusCancelled, Incomplete: incomplete, Round: s.round}
 	s.report = &d
 	return []Action{d}
 }
@@ -672,7 +704,7 @@ func (s *State) stopForBudget() []Action {
 	s.phase = phaseDone
 	text := s.resultText()
 	if text == "" {
-		text = "(stopped before producing a result: the run's token budget is spent)"
+		text = s.budgetText()
 	}
 	acts := s.deliverReport(text, cadre.StatusDone, true)
 	return append(acts, Finish{Result: text, BudgetExhausted: true})

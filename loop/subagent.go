@@ -43,9 +43,11 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 	}
 	if !json.Valid([]byte(raw)) || raw[0] != '{' {
 		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%s). Call it again with a JSON object.", c.Name, clipArgs(raw)), true)
+		s.refusal = ReasonBadArguments + ": not a JSON object"
 		return nil
 	}
 	if err := subagentSchemas[c.Name].Check(json.RawMessage(raw)); err != nil {
+		s.refusal = fmt.Sprintf("%s: %v", ReasonBadArguments, err)
 		msg := fmt.Sprintf("Error: the arguments of %s do not match its parameters: %v. Call it again with arguments that do.", c.Name, err)
 		switch c.Name {
 		case ToolSpawnAgent, ToolStartBackground, ToolOnboard, ToolAgentCall, ToolCallAgent:
@@ -55,6 +57,7 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 		return nil
 	}
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		s.refusal = fmt.Sprintf("%s: %v", ReasonBadArguments, err)
 		s.fill(i, fmt.Sprintf("Error: the arguments of %s do not match its parameters (%v). Call it again with arguments that do.", c.Name, err), true)
 		return nil
 	}
@@ -157,7 +160,7 @@ func (s *State) syncSpawn(i int, spec ChildSpec, spawn *Spawn) []Action {
 func (s *State) refuseDepth(i int, tool string) []Action {
 	if s.cfg.Depth < s.cfg.MaxDepth {
 		s.fill(i, fmt.Sprintf("Error: %s is not available to you: your definition's tool list does not include the subagent tools. Do the work yourself with your own tools.", tool), true)
-		return nil
+		return []Action{refused(s.slots[i].call, ReasonNotAllowed+": the definition's tool list has no subagent tools")}
 	}
 	s.fill(i, fmt.Sprintf("Error: depth limit reached: this agent is at depth %d and the run allows at most %d levels below the root, so it cannot start subagents. Do the work yourself with your own tools.", s.cfg.Depth, s.cfg.MaxDepth), true)
 	return []Action{Emit{Event: cadre.DepthLimit{Tool: tool, AttemptedDepth: s.cfg.Depth + 1, MaxDepth: s.cfg.MaxDepth}}}
@@ -169,6 +172,7 @@ func (s *State) checkDefinition(name string, sync bool) string {
 	e, ok := s.cfg.entry(name)
 	switch {
 	case !ok:
+		s.refusal = fmt.Sprintf("%s: there is no agent named %q", ReasonUnknownAgent, name)
 		return fmt.Sprintf("Error: there is no subagent named %q. Available agents: %s.", name, s.available())
 	case e.Internal:
 		return fmt.Sprintf("Error: %q is an internal agent and cannot be spawned by a model. Available agents: %s.", name, s.available())
@@ -251,10 +255,11 @@ func (s *State) spawned(in Spawned) []Action {
 
 func (s *State) childReport(in ChildReport) []Action {
 	c, ok := s.children[in.Child]
-	if !ok || c.reported {
-		return nil // unknown, or a repeat: a report is accepted once
+	if !ok || c.reported || in.Round != c.round {
+		return nil // unknown, or a repeat: a report is accepted once a round
 	}
 	c.reported = true
+	c.text = in.Text
 	status := cadre.StatusDone
 	if in.Failed {
 		status = cadre.StatusFailed
@@ -285,6 +290,12 @@ func (s *State) childEnded(in ChildEnded) []Action {
 	c, ok := s.children[in.Child]
 	if !ok || c.ended {
 		return nil
+	}
+	if c.wakeNext != "" {
+		// It ended after its report: the message sent since wakes it.
+		text := c.wakeNext
+		c.wakeNext = ""
+		return []Action{Deliver{To: c.spec.ID, Text: text, Wake: true, Round: c.round}}
 	}
 	var acts []Action
 	if !c.reported {
@@ -321,6 +332,9 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 	if to == s.cfg.ID {
 		s.fill(i, "Error: you cannot send a message to yourself.", true)
 		return nil
+	}
+	if c, ok := s.children[to]; ok && c.handle == "" && (c.ended || c.reported && c.wakeNext == "") {
+		return s.wakeChild(i, c, text)
 	}
 	event := Emit{Event: cadre.MessageSent{To: to, Text: text}}
 	if to == s.cfg.Parent && s.cfg.isChild() {

@@ -97,7 +97,10 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolSendAgentMessage: {
 		Name: ToolSendAgentMessage,
 		Description: "Send a message to another agent. Without agentId it goes to your parent agent: " +
-			"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn.",
+			"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn. " +
+			"Sent to one of your subagents that has already reported, it wakes that subagent with everything it knew and " +
+			"gives it a new task; its new report reaches you once, as a message (or through wait_agent). " +
+			"The ids of your subagents are in list_agents.",
 		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"text":{"type":"string","description":"The message."},` +
 			`"agentId":{"type":"string","description":"Receiver's agent id; defaults to your parent."},` +
@@ -105,9 +108,10 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 			`"required":["text"]}`),
 	},
 	ToolListAgents: {
-		Name:        ToolListAgents,
-		Description: "List the subagents you started, with their ids, definitions, statuses and tasks, and your onboarding handles.",
-		Parameters:  jsonSchema(`{"type":"object","properties":{}}`),
+		Name: ToolListAgents,
+		Description: "List the subagents you started, with their ids, definitions, statuses and tasks, and your onboarding handles. " +
+			"Use an id with send_agent_message to give a subagent that has finished more work.",
+		Parameters: jsonSchema(`{"type":"object","properties":{}}`),
 	},
 	ToolCancelAgent: {
 		Name:        ToolCancelAgent,

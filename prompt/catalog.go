@@ -57,6 +57,7 @@ Call spawn_agent(agent: "<name>", task: "<specific task>", context: "<optional b
 - context: optional background for this call only (the workspace, the user's broader goal, facts you already found) that the subagent would otherwise have to rediscover. Do not repeat the agent's own instructions.
 - The subagent works on its own and its report comes back as the tool result: a summary, not a transcript, so large files and pages it reads stay out of your context.
 - Several spawn_agent calls in one reply run at the same time; use that for independent tasks.
+- A subagent that has reported keeps what it learned. To give it follow-up work, call send_agent_message(agentId: "<its id>", text: "<the new task>"): it wakes with its history and its new report reaches you as a message. list_agents shows the ids of your subagents.
 
 Example:
 spawn_agent(agent: %q, task: "Find where request timeouts are configured and list each setting with its file and line", context: "The user is moving the service from 30s to 10s timeouts and wants to know what else must change.")`, list[0].Name)

@@ -310,7 +310,7 @@ func TestChildReportSection(t *testing.T) {
 		{"delegate_tools", ChildParams{Def: def(""), Depth: 1, MaxDepth: 3, CanDelegate: true, Defs: catalog()}, []string{DiscoveryHeader}, []string{"<agent_capabilities>"}},
 		{"delegate_text", ChildParams{Def: def(""), Depth: 1, MaxDepth: 3, CanDelegate: true, Protocol: cadre.ProtocolText, Defs: catalog()}, []string{"<agent_capabilities>"}, []string{DiscoveryHeader}},
 		{"soul_identity", ChildParams{Def: def(""), Depth: 1, Soul: " Calm ", Identity: "Ada"}, []string{"<soul>\nCalm\n</soul>", "<identity>\nAda\n</identity>"}, nil},
-		{"root_definition_no_report", ChildParams{Def: def(""), Depth: 0, MaxDepth: 3, CanDelegate: true, Defs: catalog()}, []string{DiscoveryHeader}, []string{"send_agent_message", "parent"}},
+		{"root_definition_no_report", ChildParams{Def: def(""), Depth: 0, MaxDepth: 3, CanDelegate: true, Defs: catalog()}, []string{DiscoveryHeader, "list_agents"}, []string{"send_agent_message exactly once", "parent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

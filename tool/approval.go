@@ -53,6 +53,10 @@ type ApprovalRequest struct {
 	// Rule, when set, says which rule of the agent's definition asks for
 	// approval of this call (the tool may not change anything itself).
 	Rule string
+	// Args are the call's arguments as the model wrote them, for a prompt
+	// that shows more than Summary (the text a write would write, the
+	// whole command). They are the model's: show them escaped.
+	Args string
 }
 
 // A Summarizer is a tool that can describe a call in words for the person

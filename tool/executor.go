@@ -119,7 +119,7 @@ func (e *Executor) RunTool(ctx context.Context, agent cadre.AgentID, t cadre.Too
 		}
 	}
 	if cadre.Mutates(t) || rule != "" {
-		ok, denial, err := e.Approve(ctx, ApprovalRequest{Agent: agent, Tool: name, Summary: Summarize(t, args), Rule: rule})
+		ok, denial, err := e.Approve(ctx, ApprovalRequest{Agent: agent, Tool: name, Summary: Summarize(t, args), Rule: rule, Args: string(args)})
 		if err != nil {
 			e.log(ctx, slog.LevelWarn, "approval failed", "agent", agent, "tool", name, "error", err)
 			return fmt.Sprintf("Error: %s was not run: no approval could be obtained (%v).", name, err), true

@@ -113,7 +113,7 @@ func TestExecutorApprovalRequest(t *testing.T) {
 	if out, isErr := e.RunTool(context.Background(), "root/coder.1", w, cadre.ToolCall{Name: "write_file", Arguments: `{"Path":"a.go"}`}); isErr || out != "ok" {
 		t.Fatalf("RunTool = %q, %v", out, isErr)
 	}
-	want := ApprovalRequest{Agent: "root/coder.1", Tool: "write_file", Summary: "write a.go"}
+	want := ApprovalRequest{Agent: "root/coder.1", Tool: "write_file", Summary: "write a.go", Args: `{"Path":"a.go"}`}
 	if got != want {
 		t.Errorf("approval request %+v, want %+v", got, want)
 	}

@@ -99,7 +99,7 @@ func TestAgentsList(t *testing.T) {
 			regexp.MustCompile(`(?m)^plain\s+user\s+.*overridden by \.cadre/agents/plain\.md\s+` + regexp.QuoteMeta(filepath.Join(home, ".claude", "agents", "plain.md")) + `$`),
 			regexp.MustCompile(`(?m)^general-purpose\s+builtin\s+\(parent's\)\s+\(parent's\)\s+user-facing\s+ok\s+builtin:general-purpose\.md$`),
 			regexp.MustCompile(`(?m)^summarizer\s+project\s+\(parent's\)\s+\(parent's\)\s+user-facing\s+ok\s+\.cadre/agents/summarizer\.md$`),
-			regexp.MustCompile(`(?m)^research-assistant\s+builtin\s+role:compaction\s+web_fetch, read_file, list_files, search_files\s+user-facing\s+ok\s+builtin:research-assistant\.md$`),
+			regexp.MustCompile(`(?m)^research-assistant\s+builtin\s+\(parent's\)\s+web_fetch, read_file, list_files, search_files\s+user-facing\s+ok\s+builtin:research-assistant\.md$`),
 		} {
 			if !want.MatchString(res.stdout) {
 				t.Errorf("no line matching %s in\n%s", want, res.stdout)

@@ -184,7 +184,7 @@ func TestConfigTimeout(t *testing.T) {
 		if got := cfg.limits().Timeout; got != flag {
 			t.Errorf("--timeout %s: the run's limit is %s", flag, got)
 		}
-		b, err := json.Marshal(runSettings{Limits: cfg.Limits})
+		b, err := json.Marshal(runSettings{Limits: storedLimits{cfg.Limits}})
 		if err != nil {
 			t.Fatal(err)
 		}

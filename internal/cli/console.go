@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // console is the terminal a run talks to: stderr, where the live tree is
@@ -23,11 +24,18 @@ type console struct {
 	mu     sync.Mutex // held while a frame is drawn or a prompt is open
 	frame  int        // lines of the frame on screen
 	closed bool
+	// asking is set while a prompt waits for its line.
+	asking atomic.Bool
+	// always are the tools allowed without asking (see promptApproval).
+	always *allowed
 }
 
 // newConsole returns the console of a run, able to prompt only when both
 // stdin and stderr are terminals.
 func (a *app) newConsole() *console {
+	if a.session != nil {
+		return a.session.con
+	}
 	c := &console{w: a.io.Stderr}
 	if in, ok := a.io.Stdin.(*os.File); ok && isTerminal(a.io.Stderr) && isTerminal(in) {
 		c.in = a.stdinLines(in)
@@ -88,6 +96,8 @@ func (c *console) ask(ctx context.Context, question string) (string, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.asking.Store(true)
+	defer c.asking.Store(false)
 	var b strings.Builder
 	c.eraseLocked(&b)
 	b.WriteString(question)

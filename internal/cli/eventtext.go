@@ -104,6 +104,26 @@ func describeEvent(ev cadre.Event) eventText {
 			msg = fmt.Sprint(payloadMap(ev.Data))
 		}
 		t.Note = fmt.Sprintf("%s %s: %s", who, ev.Type, clipText(msg, 201))
+	case cadre.ToolRefused:
+		t.Progress = fmt.Sprintf("%s ✗ %s refused: %s", who, d.Tool, clipText(d.Reason, 161))
+		t.Log = fmt.Sprintf("refused %s: %s", d.Tool, clipText(d.Reason, 150))
+		t.Note = t.Progress
+	case cadre.TurnLimit:
+		t.Progress = fmt.Sprintf("%s reached its turn limit (%d model calls) and is asked for its final answer", who, d.MaxTurns)
+		t.Log = fmt.Sprintf("turn limit: %d model calls; asked for the final answer", d.MaxTurns)
+		t.Note = t.Progress
+	case cadre.RunContinued:
+		t.Progress = "follow-up: " + clipText(d.Message, 150)
+		t.Log = fmt.Sprintf("run continued (it had %s): %s", d.Previous, clipText(d.Message, 100))
+	case cadre.AgentWoken:
+		from := "the user"
+		if d.From != "" {
+			from = string(d.From)
+		}
+		if d.From != "" { // the user's follow-up is said by run_continued
+			t.Progress = fmt.Sprintf("%s woken by %s: %s", who, from, clipText(d.Message, 120))
+		}
+		t.Log = fmt.Sprintf("woken by %s: %s", from, clipText(d.Message, 100))
 	case cadre.Skipped:
 		t.Progress = fmt.Sprintf("cadre: %s not shown here: the display fell behind the run", countText(d.Count, "event"))
 		t.Log = eventFields(ev)

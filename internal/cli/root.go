@@ -58,6 +58,9 @@ type app struct {
 	redact atomic.Pointer[redact.Redactor]
 	// probes remembers whether bubblewrap could run.
 	probes probeCache
+	// session is the interactive session (cadre chat) the runs belong
+	// to, if any.
+	session *chatSession
 }
 
 // exitError carries an exit status through cobra without printing twice.
@@ -105,10 +108,23 @@ markdown files: in parallel or in sequence, in the background or while it waits,
 inside limits you set, with every step recorded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// On a terminal, cadre alone opens a session (cadre chat).
+		RunE: func(cmd *cobra.Command, args []string) error {
+			in, ok := a.io.Stdin.(*os.File)
+			if len(args) > 0 || !ok || !isTerminal(in) || !isTerminal(a.io.Stderr) {
+				return cmd.Help()
+			}
+			var f runFlags
+			cfg, err := a.flagConfig(&f)
+			if err != nil {
+				return err
+			}
+			return a.chat(cmd.Context(), cfg, &f, "")
+		},
 	}
 	root.AddCommand(
 		a.newVersionCmd(),
-		a.newRunCmd(), a.newResumeCmd(), a.newDemoCmd(),
+		a.newRunCmd(), a.newResumeCmd(), a.newContinueCmd(), a.newChatCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
 		a.newRunsCmd(),
 		a.newMCPCmd(),

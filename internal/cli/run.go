@@ -43,10 +43,13 @@ type runFlags struct {
 	agent      string
 	resume     bool
 	serve      string // address of the run's page (--serve)
+	// set tells the flags given on the command line.
+	set interface{ Changed(name string) bool }
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.set = fl
 	fl.StringVarP(&f.model, "model", "m", "", "model as provider:model or a named model from the config (env CADRE_MODEL)")
 	fl.BoolVar(&f.json, "json", false, "write newline-delimited JSON events on stdout instead of the answer")
 	fl.StringVarP(&f.workspace, "workspace", "w", "", "folder the file and command tools are confined to (default: the current directory)")
@@ -59,7 +62,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.BoolVar(&f.say, "say", false, "show only the <say> blocks of the root agent's replies")
 	fl.StringVar(&f.store, "store", "", "run store: a SQLite file, postgres://…, or none (default .cadre/cadre.db)")
 	fl.BoolVar(&f.noTree, "no-tree", false, "print plain progress lines instead of the live agent tree")
-	fl.IntVar(&f.maxDepth, "max-depth", 0, fmt.Sprintf("deepest level of subagents below the root (default %d)", cadre.DefaultMaxDepth))
+	fl.IntVar(&f.maxDepth, "max-depth", 0, fmt.Sprintf("deepest level of subagents below the root; 0 for none (default %d)", cadre.DefaultMaxDepth))
 	fl.IntVar(&f.maxConc, "max-concurrent", 0, fmt.Sprintf("agents working at once; more wait in a queue (default %d)", cadre.DefaultMaxConcurrent))
 	fl.IntVar(&f.maxAgents, "max-agents", 0, fmt.Sprintf("agents one run may create (default %d)", cadre.DefaultMaxAgents))
 	fl.Int64Var(&f.budget, "budget-tokens", 0, fmt.Sprintf("tokens the whole tree may use, -1 for no budget (default %d)", cadre.DefaultBudgetTokens))
@@ -72,10 +75,14 @@ func (f *runFlags) register(cmd *cobra.Command) {
 
 // apply puts the flags over the config, as one more config file would be.
 func (f *runFlags) apply(c *config) {
+	maxDepth := f.maxDepth
+	if maxDepth == 0 && f.set != nil && f.set.Changed("max-depth") {
+		maxDepth = cadre.NoSubagents // the root works alone
+	}
 	fc := fileConfig{
 		Model: f.model, Approve: f.approve, Protocol: f.protocol, Report: f.report, Store: f.store,
 		Workspace: f.workspace, Agent: f.agent, AgentsDirs: f.agentsDirs, Plugins: f.pluginDirs,
-		Limits: limitsConfig{MaxDepth: f.maxDepth, MaxConcurrent: f.maxConc, MaxAgents: f.maxAgents,
+		Limits: limitsConfig{MaxDepth: maxDepth, MaxConcurrent: f.maxConc, MaxAgents: f.maxAgents,
 			BudgetTokens: f.budget, MaxTurns: f.maxTurns, Timeout: f.timeout},
 	}
 	if f.strict {
@@ -124,6 +131,17 @@ func (f *runFlags) validate() error {
 	}
 	if f.timeout < 0 {
 		return fmt.Errorf("--timeout=%s is not valid: give a positive duration such as 10m", f.timeout)
+	}
+	if f.set != nil {
+		if f.set.Changed("max-agents") && f.maxAgents == 0 {
+			return fmt.Errorf("--max-agents=0 is not valid: a run needs at least its root agent; give 1 for the root alone (default %d)", cadre.DefaultMaxAgents)
+		}
+		if f.set.Changed("max-turns") && f.maxTurns == 0 {
+			return fmt.Errorf("--max-turns=0 is not valid: an agent needs at least one model call; give 1 or more (default %d)", cadre.DefaultMaxTurns)
+		}
+		if f.set.Changed("max-concurrent") && f.maxConc == 0 {
+			return fmt.Errorf("--max-concurrent=0 is not valid: no agent could ever work; give 1 or more (default %d)", cadre.DefaultMaxConcurrent)
+		}
 	}
 	return nil
 }
@@ -200,6 +218,7 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 		out = newRenderer(io.Discard, false)
 	default:
 		out = newRenderer(a.io.Stderr, tty)
+		out.rootEndSaid = !tty
 	}
 	// With say, what the root says is the answer: its <say> blocks go to
 	// stdout as they come, one per line, and nothing else of its replies.
@@ -236,6 +255,10 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 	}
 	page.serve(eng, w, id)
 	defer abortWhenDone(ctx, eng, id)()
+	if s := a.session; s != nil {
+		s.attach(eng, id)
+		defer s.attach(nil, id)
+	}
 	shown := showEvents(eng, w.store, id, w.redacted(show...))
 	if tree != nil {
 		tree.start(eng, id)
@@ -255,14 +278,19 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 			fmt.Fprintln(a.io.Stdout, res.Answer)
 		}
 		printSummary(a.io.Stderr, res)
-		if w.store != nil && res.Status != cadre.StatusDone {
+		if w.store != nil && res.Status != cadre.StatusDone && tty {
 			fmt.Fprintf(a.io.Stderr, "cadre: the run is kept as %s; see it with: cadre runs show %s\n", res.RunID, res.RunID)
 		}
 	}
 	if err != nil {
 		var re *cadre.RunError
 		if errors.As(err, &re) {
-			return &exitError{code: exitCode(re.Status), err: fmt.Errorf("%s", oneLine(re.Reason))}
+			msg := oneLine(re.Reason)
+			if w.store != nil && !tty {
+				// One line: the reason, and what to do next.
+				msg = fmt.Sprintf("run %s %s: %s; to go on, cadre continue %s \"…\"", re.Run, re.Status, strings.TrimSuffix(msg, " …"), re.Run)
+			}
+			return &exitError{code: exitCode(re.Status), err: errors.New(msg)}
 		}
 		return err
 	}
@@ -318,6 +346,9 @@ type renderer struct {
 	rootSays bool
 	// told are warnings already printed when the run started.
 	told []string
+	// rootEndSaid: why the root failed is said once, by the error the
+	// command ends with, not by a progress line too.
+	rootEndSaid bool
 }
 
 func newJSONRenderer(w io.Writer) *renderer { return &renderer{w: w, json: true} }
@@ -375,6 +406,9 @@ func (r *renderer) plain(ev cadre.Event) {
 		}
 	}
 	if r.isTold(ev) {
+		return
+	}
+	if r.rootEndSaid && ev.Agent == cadre.RootID && (ev.Type == cadre.EventAgentFailed || ev.Type == cadre.EventAgentCancelled) {
 		return
 	}
 	if line := describeEvent(ev).Progress; line != "" {

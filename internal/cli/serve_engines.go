@@ -162,7 +162,7 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		if err != nil {
 			return "", err
 		}
-		l := &settings.Limits
+		l := &settings.Limits.limitsConfig
 		for _, o := range []struct {
 			to   *int
 			from int

@@ -143,7 +143,9 @@ func (v *treeView) close() {
 // termSize reads the size of the terminal the console writes to.
 func (v *treeView) termSize() (int, int) {
 	if f, ok := v.con.w.(*os.File); ok {
-		if w, h, err := term.GetSize(int(f.Fd())); err == nil {
+		// A terminal may report a size of zero (a serial console, some
+		// containers): the defaults are better than a frame of nothing.
+		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
 			return w, h
 		}
 	}

@@ -68,7 +68,7 @@ type runSettings struct {
 	Strict     bool         `json:"strict,omitempty"`
 	AgentsDirs []string     `json:"agents_dirs,omitempty"`
 	PluginDirs []string     `json:"plugin_dirs,omitempty"`
-	Limits     limitsConfig `json:"limits"`
+	Limits     storedLimits `json:"limits"`
 }
 
 // apply puts the settings of a recorded run over a configuration.
@@ -78,7 +78,7 @@ func (s *runSettings) apply(c *config) {
 	c.Say, c.Strict = &s.Say, &s.Strict
 	c.AgentsDirs = s.AgentsDirs
 	c.Plugins = s.PluginDirs
-	c.Limits = s.Limits
+	c.Limits = s.Limits.limitsConfig
 }
 
 // wire builds the engine configuration: models, agent definitions, tools
@@ -124,18 +124,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	approver := &tool.Approver{Mode: mode}
 	w.approver = approver
 	if con.canAsk() {
-		approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
-			why := ""
-			if req.Rule != "" {
-				why = "\n(" + tool.Printable(req.Rule) + ")"
-			}
-			ans, err := con.ask(ctx, fmt.Sprintf("\n%s wants to run %s: %s%s\nAllow? [y/N] ", req.Agent, req.Tool, req.Summary, why))
-			if err != nil {
-				return false, err
-			}
-			ans = strings.ToLower(ans)
-			return ans == "y" || ans == "yes", nil
-		}
+		approver.Prompt = promptApproval(con)
 	}
 	w.engine.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
 	w.engine.Workspace = w.workspace
@@ -165,6 +154,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAgentsDirs(cfg.AgentsDirs, opts.ExtraDirs); err != nil {
+		return nil, err
+	}
 	cat, diags := agentdef.Load(opts)
 	for _, d := range diags {
 		if d.Severity == agentdef.SeverityError || d.Severity == agentdef.SeverityWarning {
@@ -185,6 +177,9 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	if _, err := w.models.resolve(cfg.Model); err != nil {
 		return nil, fmt.Errorf("model %q: %w", cfg.Model, err)
+	}
+	if env := w.models.missingKey(cfg.Model); env != "" {
+		return nil, errMissingKey(cfg.Model, env)
 	}
 	w.engine.Models = w.models
 	w.engine.RootModel = cfg.Model
@@ -215,7 +210,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	settings := runSettings{
 		Model: cfg.Model, Agent: cfg.Agent, Workspace: w.workspace, Protocol: cfg.Protocol, Report: cfg.Report,
-		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, PluginDirs: opts.PluginDirs, Limits: cfg.Limits,
+		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, PluginDirs: opts.PluginDirs, Limits: storedLimits{cfg.Limits},
 	}
 	if w.engine.Settings, err = json.Marshal(settings); err != nil {
 		return nil, err

@@ -1,0 +1,195 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+var _ cadre.Continuer = (*Engine)(nil)
+
+// Continue carries on a run that has ended (done, failed or cancelled)
+// with a new message from the user to its root agent (see
+// cadre.Continuer). Every agent is rebuilt from its journal, as Resume
+// does; the root then gets the message as a loop.Wake input, journaled
+// like any other, so that Resume can carry on a run that stops during the
+// follow-up. The root keeps its whole conversation and its children: it
+// may wake one with send_agent_message. The run is running again until
+// the root finishes once more; Wait then returns the new answer.
+//
+// It takes the run's lease first, as Resume does, and needs the engine's
+// Store. ctx bounds only the reading and recording of the run.
+func (e *Engine) Continue(ctx context.Context, id, message string) error {
+	s := e.cfg.Store
+	if s == nil {
+		return fmt.Errorf("continue run %s: %w", id, ErrNoStore)
+	}
+	if e.cfg.Models == nil {
+		return errors.New("local: Config.Models is nil: the engine needs a ModelSource to call models")
+	}
+	if strings.TrimSpace(message) == "" {
+		return fmt.Errorf("continue run %s: the message is empty: say what the agent should do next", id)
+	}
+	rec, err := s.GetRun(ctx, id)
+	if err != nil {
+		return fmt.Errorf("continue run %s: %w", id, err)
+	}
+	if !rec.Status.Terminal() {
+		return fmt.Errorf("continue run %s: it has not ended (%s); wait for it, or resume it if its process stopped: %w", id, rec.Status, cadre.ErrNotRunning)
+	}
+	r, err := e.newRun(id, rec.Task)
+	if err != nil {
+		return fmt.Errorf("continue run %s: %w", id, err)
+	}
+	if err := r.own(ctx); err != nil {
+		r.abandon(err)
+		return fmt.Errorf("continue run %s: %w", id, err)
+	}
+	fail := func(err error) error {
+		r.abandon(err)
+		return fmt.Errorf("continue run %s: %w", id, err)
+	}
+	if rec, err = s.GetRun(ctx, id); err == nil && !rec.Status.Terminal() {
+		err = fmt.Errorf("it is going on again (%s)", rec.Status)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	all, err := r.readJournals(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	agents, err := r.restore(all)
+	if err != nil {
+		return fail(err)
+	}
+	root := agents[cadre.RootID]
+	if root == nil || !root.st.Done() {
+		return fail(errors.New("its root agent's journal does not show it finished; resume the run instead"))
+	}
+	previous := rec.Status
+	rec.Status, rec.Answer, rec.Error, rec.Ended = cadre.StatusRunning, "", "", time.Time{}
+	if err := r.store.UpdateRun(ctx, rec); err != nil {
+		return fail(err)
+	}
+	r.emit(cadre.NewEvent(cadre.RunContinued{Message: message, Previous: previous}))
+	r.warn()
+	r.watch()
+	r.rouse(root, loop.Wake{Text: message})
+	return nil
+}
+
+// readJournals reads every agent of the run from the store and rebuilds
+// its state from its journal, parents before children.
+func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
+	s := r.e.cfg.Store
+	recs, err := s.ListAgents(ctx, r.id)
+	if err != nil {
+		return nil, fmt.Errorf("list agents: %w", err)
+	}
+	var all []*restored
+	for _, ar := range recs {
+		entries, err := s.Journal(ctx, r.id, ar.ID)
+		if err != nil {
+			return nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		inputs := make([]loop.Input, 0, len(entries))
+		for _, en := range entries {
+			in, err := loop.Decode(en.Kind, en.Data)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
+			}
+			inputs = append(inputs, in)
+			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
+				r.defs[ac.Definition.Name] = ac.Definition
+			}
+		}
+		all = append(all, &restored{rec: ar, st: loop.Replay(inputs), seq: entries[len(entries)-1].Seq})
+	}
+	slices.SortStableFunc(all, func(a, b *restored) int {
+		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
+			return d
+		}
+		return a.rec.Started.Compare(b.rec.Started)
+	})
+	return all, nil
+}
+
+// wake gives a child that has finished the message its parent sent it
+// (a Deliver with Wake set): it carries on in a new goroutine with its
+// state, and its next report goes to from. A child that cannot be woken
+// is reported to from as failed, so that it does not wait for it.
+func (r *run) wake(from *agent, d loop.Deliver) {
+	r.mu.Lock()
+	old := r.slept[d.To]
+	r.mu.Unlock()
+	if old == nil || old.parent == nil || old.parent.id != from.id || !old.st.Done() {
+		from.box.put(loop.ChildReport{Child: d.To, Failed: true, Round: d.Round,
+			Text: fmt.Sprintf("Error: %s could not be woken: this run does not hold it any more.", d.To)})
+		from.box.put(loop.ChildEnded{Child: d.To, Status: cadre.StatusFailed, Error: "it could not be woken"})
+		return
+	}
+	a := r.newAgent(old.cfg, from, old.def, old.model, old.tools, old.rules)
+	a.st, a.seq, a.started = old.st, old.seq, true
+	from.kids[a.id] = true
+	r.rouse(a, loop.Wake{From: from.id, Text: d.Text})
+}
+
+// rouse makes a a live agent of the run again, with w first in its
+// mailbox, then the reports and ends of its children that it did not
+// step before it finished, and starts its goroutine.
+func (r *run) rouse(a *agent, w loop.Wake) {
+	r.mu.Lock()
+	delete(r.slept, a.id)
+	r.agents[a.id] = a
+	if in := r.infos[a.id]; in != nil {
+		in.Status, in.Ended, in.Error, in.Stopped = cadre.StatusRunning, time.Time{}, "", false
+	}
+	r.mu.Unlock()
+	r.putAgent(a)
+	a.woken = true
+	a.box.put(w)
+	for _, id := range a.st.LiveChildren() {
+		a.kids[id] = true
+		r.mu.Lock()
+		k := r.slept[id]
+		r.mu.Unlock()
+		if k == nil {
+			a.box.put(loop.ChildEnded{Child: id, Status: cadre.StatusFailed, Error: "it was lost when its parent stopped"})
+			continue
+		}
+		k.parent = a
+		if rep, ok := k.st.Report(); ok {
+			a.box.put(loop.ChildReport{Child: id, Text: rep.Text, Failed: rep.Failed, Cancelled: rep.Cancelled, Incomplete: rep.Incomplete, Round: rep.Round})
+		}
+		fin, _ := k.st.Finished()
+		ce := loop.ChildEnded{Child: id, Status: finishStatus(fin)}
+		if ce.Status != cadre.StatusDone {
+			ce.Error = fin.Result
+		}
+		a.box.put(ce)
+	}
+	r.launch(a, nil)
+}
+
+// withheld names the tools of all that an agent's definition left out of
+// kept.
+func withheld(all, kept []cadre.Tool) []string {
+	var out []string
+	for _, t := range all {
+		name := t.Spec().Name
+		if !slices.ContainsFunc(kept, func(k cadre.Tool) bool { return k.Spec().Name == name }) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
