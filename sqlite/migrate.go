@@ -2,13 +2,17 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -125,4 +129,56 @@ type SchemaError struct {
 
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("%s was written by a newer cadre (schema %d, this build knows up to %d): upgrade cadre or use another --store", e.Path, e.Version, e.Known)
+}
+
+// checkOwnDatabase refuses a database that holds tables but not cadre's
+// schema_version: another program's, to which cadre must not add its
+// tables. It reads the file through a connection of its own that cannot
+// write, before anything (the journal mode included) is set on it.
+func checkOwnDatabase(ctx context.Context, abs, path string) error {
+	db, err := sql.Open("sqlite", dsn(abs, url.Values{"mode": {"ro"}}))
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`)
+	if err != nil {
+		if code(err) == sqlite3.SQLITE_NOTADB {
+			return fmt.Errorf("sqlite: %s is not a SQLite database: give the path of a cadre store, or of a file that does not exist yet", path)
+		}
+		return fmt.Errorf("sqlite: open %s: read its tables: %w", path, err)
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return err
+		}
+		if name == "schema_version" {
+			return nil
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	shown := tables
+	if len(shown) > 5 {
+		shown = append(shown[:5:5], "…")
+	}
+	return &ForeignError{Path: path, Why: fmt.Sprintf("it is a SQLite database of another program (tables %s, and none of cadre's)", strings.Join(shown, ", "))}
+}
+
+// A ForeignError is returned by Open for a file that is not a cadre store:
+// cadre leaves it as it is.
+type ForeignError struct {
+	Path, Why string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("sqlite: %s is not a cadre store: %s. cadre leaves it as it is: give the store a file of its own, such as .cadre/cadre.db", e.Path, e.Why)
 }

@@ -107,6 +107,9 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("sqlite: open %s: create the file: %w", path, err)
 	}
+	if err := checkOwnDatabase(ctx, abs, path); err != nil {
+		return nil, err
+	}
 	busy := strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},

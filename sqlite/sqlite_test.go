@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -398,4 +399,51 @@ func TestClose(t *testing.T) {
 	if j, err := s.Journal(ctx, "r1", "root"); err != nil || len(j) != 1 {
 		t.Errorf("after reopening, the entry written during Close is missing: %v, %v", j, err)
 	}
+}
+
+// A SQLite database of another program is refused and left exactly as it
+// was; a file that is not a database is refused; an empty file becomes a
+// store.
+func TestOpenRefusesForeignDatabase(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "app.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE orders (id INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	before, _ := os.ReadFile(other)
+	_, err = sqlite.Open(t.Context(), other)
+	var fe *sqlite.ForeignError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "is not a cadre store: it is a SQLite database of another program (tables orders, users, and none of cadre's)") {
+		t.Fatalf("another program's database: %v", err)
+	}
+	after, _ := os.ReadFile(other)
+	if !bytes.Equal(before, after) {
+		t.Error("the other program's database was changed")
+	}
+	if _, err := os.Stat(other + "-wal"); err == nil {
+		t.Error("a -wal file was made beside the other program's database")
+	}
+
+	junk := filepath.Join(dir, "notes.txt")
+	os.WriteFile(junk, []byte("these are my notes, not a database, but long enough to have a header of sorts........."), 0o600)
+	if _, err := sqlite.Open(t.Context(), junk); err == nil || !strings.Contains(err.Error(), "is not a SQLite database") {
+		t.Errorf("a text file: %v", err)
+	}
+
+	empty := filepath.Join(dir, "empty.db")
+	os.WriteFile(empty, nil, 0o600)
+	s, err := sqlite.Open(t.Context(), empty)
+	if err != nil {
+		t.Fatalf("an empty file: %v", err)
+	}
+	s.Close()
+	if s, err = sqlite.Open(t.Context(), empty); err != nil {
+		t.Fatalf("the store made from an empty file, opened again: %v", err)
+	}
+	s.Close()
 }
