@@ -52,7 +52,8 @@ func (m models) Open(name string) (cadre.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedModel{o: m.o, inner: inner, name: name, provider: m.o.provider(name)}, nil
+	provider, model := m.o.resolve(name)
+	return &tracedModel{o: m.o, inner: inner, name: name, provider: provider, model: model}, nil
 }
 
 type toolCallingModels struct {
@@ -66,8 +67,9 @@ func (m toolCallingModels) ToolCalling(name string) bool { return m.tc.ToolCalli
 type tracedModel struct {
 	o        *Observer
 	inner    cadre.Model
-	name     string
+	name     string // as the engine names it
 	provider string
+	model    string // as the provider names it
 }
 
 var _ cadre.Model = (*tracedModel)(nil)
@@ -75,7 +77,7 @@ var _ cadre.Model = (*tracedModel)(nil)
 func (m *tracedModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
 	return func(yield func(*cadre.Chunk, error) bool) {
 		o := m.o
-		reqModel := requestModel(m.name)
+		reqModel := m.model
 		a := agentOf(ctx)
 		if a != nil {
 			o.dequeue(a)

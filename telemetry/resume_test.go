@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/otlptest"
 	"github.com/cadre-ai/cadre/memstore"
 	"github.com/cadre-ai/cadre/telemetry"
 )
@@ -71,12 +72,12 @@ func (d *dyingStore) AppendEvents(ctx context.Context, evs []cadre.Event) error 
 // the run's one trace, and every span's parent is in it.
 func TestResumedRunContinuesTheTrace(t *testing.T) {
 	ms := memstore.New()
-	rec := newReceiver()
-	url := httpReceiver(t, rec)
+	rec := otlptest.NewReceiver()
+	url := otlptest.HTTP(t, rec)
 	m := scriptedModel(t, treeScript)
 
 	p1 := httpProviders(t, url)
-	o1 := telemetry.New(telemetry.Config{TracerProvider: p1.tp, MeterProvider: p1.mp, Provider: provider})
+	o1 := telemetry.New(telemetry.Config{TracerProvider: p1.tp, MeterProvider: p1.mp, Resolve: resolve})
 	e1 := engine(o1, m, &dyingStore{Store: ms})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -89,10 +90,10 @@ func TestResumedRunContinuesTheTrace(t *testing.T) {
 	}
 	crashed := struct{ RunID string }{id}
 	p1.shutdown(t)
-	before, _ := rec.got()
+	before, _ := rec.Got()
 
 	p2 := httpProviders(t, url)
-	o2 := telemetry.New(telemetry.Config{TracerProvider: p2.tp, MeterProvider: p2.mp, Provider: provider})
+	o2 := telemetry.New(telemetry.Config{TracerProvider: p2.tp, MeterProvider: p2.mp, Resolve: resolve})
 	e2 := engine(o2, m, ms)
 	if err := e2.Resume(ctx, crashed.RunID); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestResumedRunContinuesTheTrace(t *testing.T) {
 		t.Fatalf("the resumed run %s: %s", res.Status, res.Error)
 	}
 	p2.shutdown(t)
-	all, _ := rec.got()
+	all, _ := rec.Got()
 	after := all[len(before):]
 	if len(before) == 0 || len(after) == 0 {
 		t.Fatalf("%d spans before the crash and %d after the resume, want some of both", len(before), len(after))
@@ -128,7 +129,7 @@ func TestResumedRunContinuesTheTrace(t *testing.T) {
 	// under one span: the helper's, which has the ID both processes
 	// derive, under the span of the researcher's call that started it.
 	helper := telemetry.AgentSpanID(res.RunID, "root/researcher.1/helper.1").String()
-	var resumedHelper *span
+	var resumedHelper *otlptest.Span
 	for i, s := range after {
 		if s.Attrs["gen_ai.operation.name"] == "invoke_agent" && s.Attrs["gen_ai.agent.id"] == "root/researcher.1/helper.1" {
 			resumedHelper = &after[i]

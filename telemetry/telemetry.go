@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -33,11 +34,12 @@ type Config struct {
 	// and tool results on the spans. They may hold anything an agent read,
 	// secrets included: leave it off unless the trace backend may see them.
 	CaptureContent bool
-	// Provider names the provider of a model, as the engine names the
-	// model ("openai:gpt-4o", or a name from the configuration), for
-	// gen_ai.provider.name: "openai", "anthropic", … Nil, or an empty
-	// answer, takes the part before the colon, or "cadre".
-	Provider func(model string) string
+	// Resolve names the provider and the model, as the provider knows it,
+	// of a model as the engine names it ("openai:gpt-4o", or a name from
+	// the configuration), for gen_ai.provider.name ("openai", "anthropic",
+	// …) and gen_ai.request.model. Nil, or empty answers, split the name
+	// at its colon; a name without one has the provider "cadre".
+	Resolve func(name string) (provider, model string)
 	// Prices put cadre.cost on the spans and the cadre.cost metric.
 	Prices cadre.Prices
 }
@@ -115,25 +117,22 @@ func (o *Observer) run(id string) *runState {
 	return r
 }
 
-func (o *Observer) provider(model string) string {
-	if f := o.cfg.Provider; f != nil {
-		if p := f(model); p != "" {
-			return p
-		}
+// resolve returns the provider and the provider's name of a model.
+func (o *Observer) resolve(name string) (provider, model string) {
+	if f := o.cfg.Resolve; f != nil {
+		provider, model = f(name)
 	}
-	if p, _, ok := strings.Cut(model, ":"); ok && p != "" {
-		return p
+	p, m, ok := strings.Cut(name, ":")
+	if !ok {
+		p, m = "", name
 	}
-	return "cadre"
-}
-
-// requestModel is the model's name as a provider knows it: without the
-// provider prefix.
-func requestModel(model string) string {
-	if _, m, ok := strings.Cut(model, ":"); ok {
-		return m
+	if provider == "" {
+		provider = cmp.Or(p, "cadre")
 	}
-	return model
+	if model == "" {
+		model = m
+	}
+	return provider, model
 }
 
 // parentContext returns ctx with the span context of the span with ID id
@@ -152,7 +151,8 @@ func parentContext(ctx context.Context, run string, live trace.Span, id trace.Sp
 // span had before the resume.
 func (o *Observer) StartAgent(ctx context.Context, run string, info cadre.AgentInfo, resumed bool) context.Context {
 	r := o.run(run)
-	a := &agentState{run: r, id: info.ID, model: info.Model, provider: o.provider(info.Model)}
+	provider, model := o.resolve(info.Model)
+	a := &agentState{run: r, id: info.ID, model: model, provider: provider}
 	start := time.Now()
 	if resumed && !info.Started.IsZero() {
 		start = info.Started
@@ -167,7 +167,7 @@ func (o *Observer) StartAgent(ctx context.Context, run string, info cadre.AgentI
 		attrAgentName.String(name),
 		attrAgentID.String(string(info.ID)),
 		attrConversation.String(run),
-		attrRequestModel.String(requestModel(info.Model)),
+		attrRequestModel.String(model),
 	}
 	if resumed {
 		attrs = append(attrs, attribute.Bool("cadre.resumed", true))

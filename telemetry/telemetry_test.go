@@ -17,6 +17,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/otlptest"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/telemetry"
@@ -177,8 +178,8 @@ func runTree(t *testing.T, e *local.Engine) *cadre.Result {
 
 // byOp returns the spans of an operation, by gen_ai.agent.id (invoke_agent,
 // chat) or gen_ai.tool.call.id (execute_tool).
-func byOp(spans []span, op string) map[string][]span {
-	out := map[string][]span{}
+func byOp(spans []otlptest.Span, op string) map[string][]otlptest.Span {
+	out := map[string][]otlptest.Span{}
 	for _, s := range spans {
 		if s.Attrs["gen_ai.operation.name"] != op {
 			continue
@@ -194,10 +195,10 @@ func byOp(spans []span, op string) map[string][]span {
 }
 
 // checkTree checks that spans are the trace of res, the tree run.
-func checkTree(t *testing.T, res *cadre.Result, spans []span) {
+func checkTree(t *testing.T, res *cadre.Result, spans []otlptest.Span) {
 	t.Helper()
 	trace := telemetry.TraceID(res.RunID).String()
-	ids := map[string]span{}
+	ids := map[string]otlptest.Span{}
 	for _, s := range spans {
 		if s.Trace != trace {
 			t.Errorf("span %s is in trace %s, not the run's %s", s.Name, s.Trace, trace)
@@ -302,7 +303,7 @@ func checkTree(t *testing.T, res *cadre.Result, spans []span) {
 	}
 }
 
-func contentAttrs(spans []span) []string {
+func contentAttrs(spans []otlptest.Span) []string {
 	var out []string
 	for _, s := range spans {
 		for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
@@ -315,15 +316,15 @@ func contentAttrs(spans []span) []string {
 }
 
 func TestTreeOverHTTP(t *testing.T) {
-	rec := newReceiver()
-	p := httpProviders(t, httpReceiver(t, rec))
-	o := telemetry.New(telemetry.Config{TracerProvider: p.tp, MeterProvider: p.mp, Prices: prices, Provider: provider})
+	rec := otlptest.NewReceiver()
+	p := httpProviders(t, otlptest.HTTP(t, rec))
+	o := telemetry.New(telemetry.Config{TracerProvider: p.tp, MeterProvider: p.mp, Prices: prices, Resolve: resolve})
 	res := runTree(t, engine(o, scriptedModel(t, treeScript), nil))
 	if res.Status != cadre.StatusDone {
 		t.Fatalf("run %s: %s", res.Status, res.Error)
 	}
 	p.shutdown(t)
-	spans, metrics := rec.got()
+	spans, metrics := rec.Got()
 	checkTree(t, res, spans)
 	if got := contentAttrs(spans); len(got) > 0 {
 		t.Errorf("content captured without being asked for: %v", got)
@@ -340,12 +341,12 @@ func TestTreeOverHTTP(t *testing.T) {
 }
 
 func TestTreeOverGRPCWithContent(t *testing.T) {
-	rec := newReceiver()
-	p := grpcProviders(t, grpcReceiver(t, rec))
-	o := telemetry.New(telemetry.Config{TracerProvider: p.tp, MeterProvider: p.mp, Prices: prices, Provider: provider, CaptureContent: true})
+	rec := otlptest.NewReceiver()
+	p := grpcProviders(t, otlptest.GRPC(t, rec))
+	o := telemetry.New(telemetry.Config{TracerProvider: p.tp, MeterProvider: p.mp, Prices: prices, Resolve: resolve, CaptureContent: true})
 	res := runTree(t, engine(o, scriptedModel(t, treeScript), nil))
 	p.shutdown(t)
-	spans, metrics := rec.got()
+	spans, metrics := rec.Got()
 	checkTree(t, res, spans)
 	if !metrics["gen_ai.client.token.usage"] {
 		t.Errorf("gen_ai.client.token.usage was not exported over gRPC: %v", metrics)
@@ -374,9 +375,9 @@ func TestTreeOverGRPCWithContent(t *testing.T) {
 	}
 }
 
-func provider(model string) string {
-	if model == "scripted" {
-		return "scripted"
+func resolve(name string) (string, string) {
+	if name == "scripted" {
+		return "scripted", "scripted"
 	}
-	return ""
+	return "", ""
 }

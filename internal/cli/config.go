@@ -55,6 +55,10 @@ type fileConfig struct {
 	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
+	// Telemetry sends traces and metrics over OTLP (see telemetry.go).
+	Telemetry telemetryConfig `yaml:"telemetry"`
+	// Prices are the models' prices per million tokens, by model name.
+	Prices cadre.Prices `yaml:"prices"`
 }
 
 // webFetchConfig is the webFetch section.
@@ -305,6 +309,9 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	if err := checkSandbox(file, data, &fc.Sandbox); err != nil {
 		return err
 	}
+	if err := checkTelemetry(file, data, fc); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
 		e := fc.MCPServers[name]
 		if err := checkMCPServer(file, data, name, e); err != nil {
@@ -542,6 +549,7 @@ func (c *config) merge(f fileConfig) {
 	c.AgentsDirs = append(c.AgentsDirs, f.AgentsDirs...)
 	c.WebFetch.Allow = append(c.WebFetch.Allow, f.WebFetch.Allow...)
 	c.Sandbox.merge(f.Sandbox)
+	c.mergeTelemetry(f)
 	setN := func(dst *int, v int) {
 		if v != 0 {
 			*dst = v

@@ -1,4 +1,7 @@
-package telemetry_test
+// Package otlptest receives OpenTelemetry data in tests: OTLP over HTTP
+// (protobuf) and over gRPC, decoded from the real wire format into spans
+// that are easy to check. It is for tests only.
+package otlptest
 
 import (
 	"compress/gzip"
@@ -19,8 +22,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// span is one span as a receiver decoded it from OTLP.
-type span struct {
+// Span is one span as a Receiver decoded it from OTLP: IDs in hex, the
+// parent empty for a root span.
+type Span struct {
 	Name     string
 	Trace    string
 	ID       string
@@ -31,31 +35,32 @@ type span struct {
 	Resource map[string]any
 }
 
-// receiver keeps what OTLP exporters send it: the spans, and the names of
+// Receiver keeps what OTLP exporters send it: the spans, and the names of
 // the metrics.
-type receiver struct {
+type Receiver struct {
 	mu      sync.Mutex
-	spans   []span
+	spans   []Span
 	metrics map[string]bool
 }
 
-func newReceiver() *receiver { return &receiver{metrics: map[string]bool{}} }
+// NewReceiver returns an empty Receiver.
+func NewReceiver() *Receiver { return &Receiver{metrics: map[string]bool{}} }
 
-func (r *receiver) addTraces(req *coltrace.ExportTraceServiceRequest) {
+func (r *Receiver) addTraces(req *coltrace.ExportTraceServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rs := range req.ResourceSpans {
 		res := attrMap(rs.GetResource().GetAttributes())
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
-				r.spans = append(r.spans, span{Name: s.Name, Trace: hex.EncodeToString(s.TraceId), ID: hex.EncodeToString(s.SpanId),
+				r.spans = append(r.spans, Span{Name: s.Name, Trace: hex.EncodeToString(s.TraceId), ID: hex.EncodeToString(s.SpanId),
 					Parent: hex.EncodeToString(s.ParentSpanId), Kind: s.Kind, Status: s.GetStatus().GetCode(), Attrs: attrMap(s.Attributes), Resource: res})
 			}
 		}
 	}
 }
 
-func (r *receiver) addMetrics(req *colmetrics.ExportMetricsServiceRequest) {
+func (r *Receiver) addMetrics(req *colmetrics.ExportMetricsServiceRequest) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, rm := range req.ResourceMetrics {
@@ -67,14 +72,16 @@ func (r *receiver) addMetrics(req *colmetrics.ExportMetricsServiceRequest) {
 	}
 }
 
-func (r *receiver) got() ([]span, map[string]bool) {
+// Got returns the spans received so far, in order, and the names of the
+// metrics.
+func (r *Receiver) Got() ([]Span, map[string]bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ms := make(map[string]bool, len(r.metrics))
 	for k, v := range r.metrics {
 		ms[k] = v
 	}
-	return append([]span(nil), r.spans...), ms
+	return append([]Span(nil), r.spans...), ms
 }
 
 func attrMap(kvs []*commonpb.KeyValue) map[string]any {
@@ -105,9 +112,9 @@ func anyValue(v *commonpb.AnyValue) any {
 	return nil
 }
 
-// httpReceiver serves OTLP over HTTP (protobuf) on /v1/traces and
+// HTTP serves OTLP over HTTP (protobuf) on /v1/traces and
 // /v1/metrics, and returns its base URL.
-func httpReceiver(t *testing.T, r *receiver) string {
+func HTTP(t *testing.T, r *Receiver) string {
 	t.Helper()
 	read := func(w http.ResponseWriter, req *http.Request, m proto.Message) bool {
 		if ct := req.Header.Get("Content-Type"); ct != "application/x-protobuf" {
@@ -160,7 +167,7 @@ func httpReceiver(t *testing.T, r *receiver) string {
 
 type grpcTraces struct {
 	coltrace.UnimplementedTraceServiceServer
-	r *receiver
+	r *Receiver
 }
 
 func (g grpcTraces) Export(_ context.Context, req *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
@@ -170,7 +177,7 @@ func (g grpcTraces) Export(_ context.Context, req *coltrace.ExportTraceServiceRe
 
 type grpcMetrics struct {
 	colmetrics.UnimplementedMetricsServiceServer
-	r *receiver
+	r *Receiver
 }
 
 func (g grpcMetrics) Export(_ context.Context, req *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
@@ -178,9 +185,9 @@ func (g grpcMetrics) Export(_ context.Context, req *colmetrics.ExportMetricsServ
 	return &colmetrics.ExportMetricsServiceResponse{}, nil
 }
 
-// grpcReceiver serves OTLP over gRPC on a loopback port and returns its
+// GRPC serves OTLP over gRPC on a loopback port and returns its
 // address (host:port).
-func grpcReceiver(t *testing.T, r *receiver) string {
+func GRPC(t *testing.T, r *Receiver) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
