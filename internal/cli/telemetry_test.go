@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/otlptest"
 )
 
@@ -215,5 +216,44 @@ func TestTelemetryConfigGRPCInterrupted(t *testing.T) {
 	}
 	if !content {
 		t.Error("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, but no span has the task in gen_ai.input.messages")
+	}
+}
+
+// With prices in the config, runs list and runs show say what a run and
+// each of its agents cost, from the stored events.
+func TestRunsCost(t *testing.T) {
+	dir, script := telemetryProject(t, telemetryScript, "")
+	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"),
+		"models:\n  fast:\n    model: "+strconvQuote(script)+"\nprices:\n  fast: {input: 2, cachedInput: 1, output: 10}\n")
+	res := runBinary(t, dir, nil, "run", "--json", "--approve", "all", "-m", "fast", "When is the release?")
+	if res.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
+	}
+	evs := res.events(t)
+	run, _ := evs[0]["run"].(string)
+	// The root: 500 at 2, 500 cached at 1, 100 at 10, 100 at 2, 10 at 10.
+	// The researcher: 100 at 2, 10 at 10, 10 at 2, 1 at 10.
+	rootCost, childCost := costText((500*2+500*1+100*10+100*2+10*10)/1e6), costText((100*2+10*10+10*2+1*10)/1e6)
+	total := costText((500*2 + 500*1 + 100*10 + 100*2 + 10*10 + 100*2 + 10*10 + 10*2 + 1*10) / 1e6)
+
+	list := runBinary(t, dir, nil, "runs", "list")
+	if list.code != 0 || !strings.Contains(list.stdout, "COST") || !strings.Contains(lineContaining(t, list.stdout, run), total) {
+		t.Errorf("runs list: exit %d, want a COST column with %s:\n%s%s", list.code, total, list.stdout, list.stderr)
+	}
+	show := runBinary(t, dir, nil, "runs", "show", run)
+	if show.code != 0 || !strings.Contains(show.stdout, "Cost") || !strings.Contains(show.stdout, total) ||
+		!strings.Contains(lineContaining(t, show.stdout, "researcher"), childCost) || !strings.Contains(lineContaining(t, show.stdout, "root  "), rootCost) {
+		t.Errorf("runs show: exit %d, want the cost %s, the root's %s and the researcher's %s:\n%s%s", show.code, total, rootCost, childCost, show.stdout, show.stderr)
+	}
+}
+
+func TestTreeShowsCost(t *testing.T) {
+	f := treeFrame{Used: 1234, Cost: 0.0123}
+	if got := f.budgetLine(); !strings.Contains(got, "cost 0.012") {
+		t.Errorf("budget line %q does not show the cost", got)
+	}
+	a := cadre.AgentInfo{ID: "root", Definition: "root", Status: cadre.StatusDone, Cost: 0.5, Started: time.Now()}
+	if got := f.agentStats(a, 10, false); !strings.Contains(got, "0.500") {
+		t.Errorf("agent line %q does not show the agent's cost", got)
 	}
 }
