@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -52,8 +53,7 @@ type Observer struct {
 	tracer trace.Tracer
 	m      instruments
 
-	mu   sync.Mutex
-	runs map[string]*runState
+	runs sync.Map // run ID → *runState, while the run goes on
 }
 
 // New returns an Observer configured by cfg.
@@ -70,7 +70,6 @@ func New(cfg Config) *Observer {
 		cfg:    cfg,
 		tracer: tp.Tracer(ScopeName, trace.WithSchemaURL(schema)),
 		m:      newInstruments(mp.Meter(ScopeName, metric.WithSchemaURL(schema))),
-		runs:   map[string]*runState{},
 	}
 }
 
@@ -94,8 +93,10 @@ type agentState struct {
 	model    string
 	provider string
 	span     trace.Span
-	queued   bool
-	usage    cadre.Usage
+	queued   atomic.Bool // waiting for its first concurrency slot
+
+	mu    sync.Mutex
+	usage cadre.Usage // of its model calls so far
 }
 
 type agentKey struct{}
@@ -107,14 +108,11 @@ func agentOf(ctx context.Context) *agentState {
 }
 
 func (o *Observer) run(id string) *runState {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	r := o.runs[id]
-	if r == nil {
-		r = &runState{id: id, agents: map[cadre.AgentID]*agentState{}, spawns: map[cadre.AgentID]trace.Span{}, tools: map[string]string{}}
-		o.runs[id] = r
+	if r, ok := o.runs.Load(id); ok {
+		return r.(*runState)
 	}
-	return r
+	r, _ := o.runs.LoadOrStore(id, &runState{id: id, agents: map[cadre.AgentID]*agentState{}, spawns: map[cadre.AgentID]trace.Span{}, tools: map[string]string{}})
+	return r.(*runState)
 }
 
 // resolve returns the provider and the provider's name of a model.
@@ -259,17 +257,14 @@ func (o *Observer) Event(ev cadre.Event) {
 	case cadre.AgentSpawned:
 		o.startSpawn(o.run(ev.Run), ev.Parent, ev.Agent, d.CallID, d.Mode, ev.Time)
 	case cadre.AgentQueued:
-		if a := o.agent(ev.Run, ev.Agent); a != nil {
-			a.run.mu.Lock()
-			a.queued = true
-			a.run.mu.Unlock()
+		if a := o.agent(ev.Run, ev.Agent); a != nil && !a.queued.Swap(true) {
 			o.m.queued.Add(context.Background(), 1)
 		}
 	case cadre.ModelResponse:
 		if a := o.agent(ev.Run, ev.Agent); a != nil {
-			a.run.mu.Lock()
+			a.mu.Lock()
 			a.usage = a.usage.Add(d.Usage)
-			a.run.mu.Unlock()
+			a.mu.Unlock()
 		}
 	case cadre.AgentCompleted:
 		o.endAgent(ev, cadre.StatusDone, "", d.Cost)
@@ -297,12 +292,11 @@ func (o *Observer) limit(kind string) {
 }
 
 func (o *Observer) agent(run string, id cadre.AgentID) *agentState {
-	o.mu.Lock()
-	r := o.runs[run]
-	o.mu.Unlock()
-	if r == nil {
+	v, ok := o.runs.Load(run)
+	if !ok {
 		return nil
 	}
+	r := v.(*runState)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.agents[id]
@@ -310,11 +304,7 @@ func (o *Observer) agent(run string, id cadre.AgentID) *agentState {
 
 // dequeue notes that a queued agent got its concurrency slot.
 func (o *Observer) dequeue(a *agentState) {
-	a.run.mu.Lock()
-	was := a.queued
-	a.queued = false
-	a.run.mu.Unlock()
-	if was {
+	if a.queued.Swap(false) {
 		o.m.queued.Add(context.Background(), -1)
 	}
 }
@@ -331,8 +321,10 @@ func (o *Observer) endAgent(ev cadre.Event, st cadre.Status, reason string, cost
 	delete(r.agents, a.id)
 	spawn := r.spawns[a.id]
 	delete(r.spawns, a.id)
-	usage := a.usage
 	r.mu.Unlock()
+	a.mu.Lock()
+	usage := a.usage
+	a.mu.Unlock()
 	o.dequeue(a)
 	o.m.active.Add(context.Background(), -1)
 	a.span.SetAttributes(usageAttrs(usage)...)
@@ -359,13 +351,11 @@ func (o *Observer) endAgent(ev cadre.Event, st cadre.Status, reason string, cost
 
 // endRun ends what is left of the run's spans and forgets the run.
 func (o *Observer) endRun(ev cadre.Event) {
-	o.mu.Lock()
-	r := o.runs[ev.Run]
-	delete(o.runs, ev.Run)
-	o.mu.Unlock()
-	if r == nil {
+	v, ok := o.runs.LoadAndDelete(ev.Run)
+	if !ok {
 		return
 	}
+	r := v.(*runState)
 	r.mu.Lock()
 	agents, spawns := r.agents, r.spawns
 	r.agents, r.spawns = map[cadre.AgentID]*agentState{}, map[cadre.AgentID]trace.Span{}
