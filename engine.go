@@ -115,6 +115,9 @@ type Result struct {
 	Completed       []AgentID   `json:"completed,omitempty"`
 	Incomplete      []AgentID   `json:"incomplete,omitempty"`
 	Agents          []AgentInfo `json:"agents"`
+	// Cost is what the tree's model calls cost at the configured prices;
+	// zero when no agent's model has a price.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // AgentInfo is a snapshot of one agent.
@@ -135,6 +138,9 @@ type AgentInfo struct {
 	Error      string    `json:"error,omitempty"`
 	// Stopped marks an agent the token budget stopped before it finished.
 	Stopped bool `json:"stopped,omitempty"`
+	// Cost is what the agent's own model calls cost at the configured
+	// prices; zero when its model has no price.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // A Tree is a snapshot of a run's agents.
@@ -142,6 +148,9 @@ type Tree struct {
 	Run string `json:"run"`
 	// Usage is the tokens the whole tree has used.
 	Usage Usage `json:"usage"`
+	// Cost is what the tree's model calls have cost at the configured
+	// prices.
+	Cost float64 `json:"cost,omitempty"`
 	// Agents are in creation order: every agent after its parent.
 	Agents []AgentInfo `json:"agents"`
 }

@@ -44,8 +44,14 @@ type ToolSpec struct {
 
 // Usage counts the tokens of one model call, or of many added together.
 type Usage struct {
+	// InputTokens counts every token of the prompt, those read from the
+	// provider's cache included.
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens is the part of InputTokens the provider read from
+	// its prompt cache, when it says (OpenAI's cached tokens, Anthropic's
+	// cache reads); zero when it does not.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
 }
 
 // Total is the number of input and output tokens.
@@ -53,5 +59,6 @@ func (u Usage) Total() int64 { return u.InputTokens + u.OutputTokens }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens}
 }

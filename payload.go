@@ -46,6 +46,9 @@ type RunCompleted struct {
 	Incomplete []AgentID `json:"incomplete,omitempty"`
 	// Findings are the findings children reported, in order.
 	Findings []Finding `json:"findings,omitempty"`
+	// Cost is what the whole tree's model calls cost at the configured
+	// prices (see Price), when the run has prices.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // RunFailed is the payload of EventRunFailed: the run ended without
@@ -57,6 +60,9 @@ type RunFailed struct {
 	Error string `json:"error"`
 	// Usage is the tokens the whole tree used, when it used any.
 	Usage Usage `json:"usage,omitzero"`
+	// Cost is what the tree's model calls cost at the configured prices,
+	// when the run has prices.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // AgentStarted is the payload of EventAgentStarted: an agent's goroutine
@@ -92,6 +98,9 @@ type AgentSpawned struct {
 	Total int `json:"total,omitempty"`
 	// Name is the name the parent gave a background child.
 	Name string `json:"name,omitempty"`
+	// CallID is the parent's tool call that asked for the child, or
+	// "spawn.N" for the N-th task of a <spawn_agents> block.
+	CallID string `json:"call_id,omitempty"`
 }
 
 // AgentQueued is the payload of EventAgentQueued: a new agent waits for a
@@ -110,6 +119,9 @@ type AgentCompleted struct {
 	// BudgetExhausted is set when the token budget stopped the agent before
 	// it finished.
 	BudgetExhausted bool `json:"budget_exhausted,omitempty"`
+	// Cost is what the agent's own model calls cost at the configured
+	// prices, when its model has one.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // AgentFailed is the payload of EventAgentFailed: an agent ended in
@@ -117,6 +129,9 @@ type AgentCompleted struct {
 type AgentFailed struct {
 	// Error says why.
 	Error string `json:"error"`
+	// Cost is what the agent's own model calls cost at the configured
+	// prices, when its model has one.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // AgentCancelled is the payload of EventAgentCancelled: an agent was
@@ -124,6 +139,9 @@ type AgentFailed struct {
 type AgentCancelled struct {
 	// Reason says by whom or why.
 	Reason string `json:"reason"`
+	// Cost is what the agent's own model calls cost at the configured
+	// prices, when its model has one.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // AgentReported is the payload of EventAgentReported: a parent received a
@@ -170,6 +188,9 @@ type ModelResponse struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	// Final is set on the last call an agent may make, offered no tools.
 	Final bool `json:"final,omitempty"`
+	// Cost is what the call cost at the configured prices, when its model
+	// has one.
+	Cost float64 `json:"cost,omitempty"`
 }
 
 // ToolCalled is the payload of EventToolCalled: a tool call starts.

@@ -100,6 +100,7 @@ func (a *agent) main(pending []loop.Action) {
 	defer a.run.wg.Done()
 	a.touch()
 	var fin *loop.Finish
+	a.observeStart(a.first == nil)
 	if a.first != nil {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName})
 		// The Start is already in the journal (see Run.create).
@@ -347,7 +348,7 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	}
 	a.run.charge(a, resp.Usage)
 	a.emit(cadre.ModelResponse{Turn: req.Turn, Usage: resp.Usage, Text: resp.Message.Content, ToolCalls: len(resp.Message.ToolCalls),
-		StopReason: resp.StopReason, Final: act.Final})
+		StopReason: resp.StopReason, Final: act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
 	return loop.ModelResult{Response: resp}
 }
 

@@ -79,7 +79,14 @@ type Config struct {
 	// its watchers (Engine.Events); a watcher further behind is told what
 	// it missed. Zero means DefaultEventBuffer.
 	EventBuffer int
-	Logger      *slog.Logger
+	// Prices are the models' prices, by model name: model_response and
+	// agent and run end events, the tree and the result then say what the
+	// calls cost. Nil knows no prices, and every cost is zero.
+	Prices cadre.Prices
+	// Observer, when set, watches every agent and event (see Observer).
+	// Nil costs nothing.
+	Observer Observer
+	Logger   *slog.Logger
 
 	// stepped, when set, is called from an agent's goroutine with every
 	// input the agent steps and the actions the step returned; the tests

@@ -204,7 +204,8 @@ func (e *Engine) storedResult(ctx context.Context, id string) (*cadre.Result, er
 	if err != nil {
 		return nil, err
 	}
-	res := &cadre.Result{RunID: id, Status: rec.Status, Answer: rec.Answer, Error: rec.Error, Usage: rec.Usage, Agents: tree.Agents}
+	res := &cadre.Result{RunID: id, Status: rec.Status, Answer: rec.Answer, Error: rec.Error, Usage: rec.Usage, Agents: tree.Agents,
+		Cost: tree.Cost}
 	evs, err := s.Events(ctx, id, 0)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: read its events: %w", id, err)
@@ -274,8 +275,10 @@ func (e *Engine) storedTree(ctx context.Context, id string) (*cadre.Tree, error)
 	for _, a := range recs {
 		t.Usage = t.Usage.Add(a.Usage)
 		t.Agents = append(t.Agents, cadre.AgentInfo{ID: a.ID, Parent: a.Parent, Depth: a.Depth, Definition: a.Definition, Model: a.Model,
-			Task: a.Task, Status: a.Status, Turns: a.Turns, Usage: a.Usage, Started: a.Started, Ended: a.Ended, Result: a.Result, Error: a.Error})
+			Task: a.Task, Status: a.Status, Turns: a.Turns, Usage: a.Usage, Started: a.Started, Ended: a.Ended, Result: a.Result, Error: a.Error,
+			Cost: e.cost(a.Model, a.Usage)})
 	}
+	t.Cost = treeCost(t.Agents)
 	return t, nil
 }
 

@@ -227,6 +227,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 		r.mu.Lock()
 		in := r.infos[a.id]
 		in.Started, in.Turns, in.Usage = x.rec.Started, st.Turns(), st.Usage()
+		in.Cost = r.e.cost(in.Model, in.Usage)
 		if fin, ok := st.Finished(); ok {
 			in.Ended = x.rec.Ended
 			if in.Ended.IsZero() {

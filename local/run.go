@@ -221,12 +221,13 @@ func (r *run) tree() *cadre.Tree {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if res := r.result; res != nil {
-		return &cadre.Tree{Run: r.id, Usage: res.Usage, Agents: slices.Clone(res.Agents)}
+		return &cadre.Tree{Run: r.id, Usage: res.Usage, Cost: res.Cost, Agents: slices.Clone(res.Agents)}
 	}
 	t := &cadre.Tree{Run: r.id, Usage: r.usage, Agents: make([]cadre.AgentInfo, 0, len(r.order))}
 	for _, id := range r.order {
 		t.Agents = append(t.Agents, *r.infos[id])
 	}
+	t.Cost = treeCost(t.Agents)
 	return t
 }
 
@@ -257,6 +258,9 @@ func (r *run) emit(ev cadre.Event) {
 	ev.Run = r.id
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
+	}
+	if o := r.e.cfg.Observer; o != nil {
+		o.Event(ev)
 	}
 	r.events.publish(ev)
 }
@@ -476,16 +480,16 @@ func (r *run) ended(a *agent, fin loop.Finish) {
 		}
 	}
 	in.Stopped = fin.BudgetExhausted
-	status := in.Status
+	status, cost := in.Status, in.Cost
 	r.mu.Unlock()
 	r.putAgent(a)
 	switch status {
 	case cadre.StatusCancelled:
-		a.emit(cadre.AgentCancelled{Reason: fin.Result})
+		a.emit(cadre.AgentCancelled{Reason: fin.Result, Cost: cost})
 	case cadre.StatusFailed:
-		a.emit(cadre.AgentFailed{Error: fin.Result})
+		a.emit(cadre.AgentFailed{Error: fin.Result, Cost: cost})
 	default:
-		a.emit(cadre.AgentCompleted{Result: fin.Result, BudgetExhausted: fin.BudgetExhausted})
+		a.emit(cadre.AgentCompleted{Result: fin.Result, BudgetExhausted: fin.BudgetExhausted, Cost: cost})
 	}
 	if a.parent != nil {
 		ce := loop.ChildEnded{Child: a.id, Status: status}
@@ -515,6 +519,7 @@ func (r *run) finish(fin loop.Finish) {
 			}
 		}
 	}
+	res.Cost = treeCost(res.Agents)
 	cancelled, failure := r.cancelled, r.failure
 	r.mu.Unlock()
 	switch {
@@ -535,13 +540,13 @@ func (r *run) finish(fin loop.Finish) {
 	r.result = res
 	r.mu.Unlock()
 	if res.Status == cadre.StatusDone {
-		data := cadre.RunCompleted{Answer: res.Answer, Usage: res.Usage, Agents: len(res.Agents), Findings: res.Findings}
+		data := cadre.RunCompleted{Answer: res.Answer, Usage: res.Usage, Agents: len(res.Agents), Findings: res.Findings, Cost: res.Cost}
 		if res.BudgetExhausted {
 			data.BudgetExhausted, data.Completed, data.Incomplete = true, res.Completed, res.Incomplete
 		}
 		r.emit(cadre.NewEvent(data))
 	} else {
-		r.emit(cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage}))
+		r.emit(cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage, Cost: res.Cost}))
 	}
 	r.events.close()
 	if s := r.store; s != nil {
@@ -614,6 +619,7 @@ func (r *run) charge(a *agent, u cadre.Usage) {
 	r.usage = r.usage.Add(u)
 	in := r.infos[a.id]
 	in.Usage = in.Usage.Add(u)
+	in.Cost = r.e.cost(in.Model, in.Usage)
 	in.Turns++
 	used := r.usage.Total()
 	warn := budget > 0 && !r.warned && used*5 >= budget*4

@@ -142,7 +142,8 @@ func (r *run) born(a *agent, spec loop.ChildSpec) {
 	r.mu.Lock()
 	r.infos[a.id].Mode = spec.Mode
 	r.mu.Unlock()
-	data := cadre.AgentSpawned{Child: spec.ID, Definition: a.definition, Mode: spec.Mode, Task: spec.Task, Model: a.modelName, Name: spec.Name}
+	data := cadre.AgentSpawned{Child: spec.ID, Definition: a.definition, Mode: spec.Mode, Task: spec.Task, Model: a.modelName, Name: spec.Name,
+		CallID: spec.Ref}
 	if spec.Total > 0 {
 		data.Index, data.Total = spec.Index, spec.Total
 	}

@@ -214,6 +214,9 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 				c.Logger.WarnContext(ctx, "model call failed, retrying",
 					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "err", c.Redactor.Error(err))
 			}
+			if rt := ContextRetryTrace(ctx); rt != nil && rt.Retry != nil {
+				rt.Retry(c.Provider, attempt, d, c.Redactor.Error(err))
+			}
 			if serr := pol.Sleep(ctx, d); serr != nil {
 				yield(nil, c.fail(fmt.Errorf("call abandoned while waiting to retry after %d attempts (last error: %v): %w", attempt, err, serr), Status(err)))
 				return

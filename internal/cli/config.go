@@ -58,6 +58,10 @@ type fileConfig struct {
 	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
+	// Telemetry sends traces and metrics over OTLP (see telemetry.go).
+	Telemetry telemetryConfig `yaml:"telemetry"`
+	// Prices are the models' prices per million tokens, by model name.
+	Prices cadre.Prices `yaml:"prices"`
 	// WebSearch is the search service of the web_search tool.
 	WebSearch webSearchConfig `yaml:"webSearch"`
 }
@@ -329,6 +333,9 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	if err := checkSandbox(file, data, &fc.Sandbox); err != nil {
 		return err
 	}
+	if err := checkTelemetry(file, data, fc); err != nil {
+		return err
+	}
 	for _, name := range slices.Sorted(maps.Keys(fc.MCPServers)) {
 		e := fc.MCPServers[name]
 		if err := checkMCPServer(file, data, name, e); err != nil {
@@ -570,6 +577,7 @@ func (c *config) merge(f fileConfig) {
 		c.WebSearch = f.WebSearch
 	}
 	c.Sandbox.merge(f.Sandbox)
+	c.mergeTelemetry(f)
 	setN := func(dst *int, v int) {
 		if v != 0 {
 			*dst = v

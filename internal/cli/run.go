@@ -320,6 +320,9 @@ func printSummary(w io.Writer, res *cadre.Result) {
 	for _, f := range res.Findings {
 		fmt.Fprintf(w, "finding %s (%s): %s\n", f.Title, f.Agent, oneLine(f.Content))
 	}
+	if res.Cost != 0 {
+		fmt.Fprintf(w, "cost %s at the configured prices\n", costText(res.Cost))
+	}
 }
 
 func joinIDs(ids []cadre.AgentID) string {

@@ -211,7 +211,9 @@ type runSummary struct {
 	Duration float64 `json:"duration_seconds"`
 	// Owner is the process carrying on a run that did not end.
 	Owner *cadre.Lease `json:"owner,omitempty"`
-	own   ownership
+	// Cost is what the run's model calls cost at the prices it had.
+	Cost float64 `json:"cost,omitempty"`
+	own  ownership
 }
 
 func summarize(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now time.Time) (runSummary, error) {

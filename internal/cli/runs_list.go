@@ -50,6 +50,9 @@ func (a *app) newRunsListCmd(f *runsFlags) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if sum.Cost, err = storedCost(ctx, s, r.ID); err != nil {
+					return err
+				}
 				sums = append(sums, sum)
 			}
 			if asJSON {
@@ -60,6 +63,10 @@ func (a *app) newRunsListCmd(f *runsFlags) *cobra.Command {
 				return nil
 			}
 			rows := make([][]string, len(sums))
+			priced := false
+			for _, r := range sums {
+				priced = priced || r.Cost != 0
+			}
 			for i, r := range sums {
 				dur := durationText(time.Duration(r.Duration * float64(time.Second)))
 				if r.Started.IsZero() {
@@ -67,8 +74,15 @@ func (a *app) newRunsListCmd(f *runsFlags) *cobra.Command {
 				}
 				rows[i] = []string{r.ID, startedText(r.Started), statusMark(r.Status) + " " + string(r.Status), clipText(r.Task, 48),
 					fmt.Sprint(r.Agents), tokensText(r.Usage.Total()), dur}
+				if priced {
+					rows[i] = append(rows[i], costText(r.Cost))
+				}
 			}
-			writeTable(a.io.Stdout, "", []string{"ID", "STARTED", "STATUS", "TASK", "AGENTS", "TOKENS", "DURATION"}, rows, []bool{4: true, 5: true, 6: true})
+			head := []string{"ID", "STARTED", "STATUS", "TASK", "AGENTS", "TOKENS", "DURATION"}
+			if priced {
+				head = append(head, "COST")
+			}
+			writeTable(a.io.Stdout, "", head, rows, []bool{4: true, 5: true, 6: true, 7: true})
 			printInterrupted(a.io.Stdout, sums)
 			if len(runs) < total {
 				fmt.Fprintf(a.io.Stdout, "\nthe %d newest of %d runs; --limit 0 lists them all\n", len(runs), total)

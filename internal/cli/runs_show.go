@@ -89,6 +89,9 @@ type runView struct {
 	Run      runSummary           `json:"run"`
 	Agents   []*cadre.AgentRecord `json:"agents"`
 	Findings []cadre.Finding      `json:"findings"`
+	// Costs are what each agent's model calls cost, when the run had
+	// prices.
+	Costs map[cadre.AgentID]float64 `json:"costs,omitempty"`
 	// Todos are each agent's task list as it last wrote it, in the order
 	// of the agents' first lists.
 	Todos []agentTodos `json:"todos,omitempty"`
@@ -117,6 +120,7 @@ func loadRunView(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now tim
 		markInterrupted(agents)
 	}
 	v := &runView{Run: sum, Agents: agents, Findings: []cadre.Finding{}}
+	v.Costs, v.Run.Cost = runCosts(evs)
 	for _, e := range evs {
 		switch d := e.Data.(type) {
 		case cadre.FindingReported:
@@ -175,6 +179,9 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 		tokens += fmt.Sprintf(" (%s in, %s out)", tokensText(r.Usage.InputTokens), tokensText(r.Usage.OutputTokens))
 	}
 	field("Tokens", tokens)
+	if r.Cost != 0 {
+		field("Cost", costText(r.Cost))
+	}
 
 	fmt.Fprintln(w)
 	if len(v.Agents) == 0 {
@@ -194,8 +201,16 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 				strings.Repeat("  ", n.depth) + statusMark(ag.Status) + " " + agentName(ag.ID),
 				string(ag.Status), ag.Model, fmt.Sprint(ag.Turns), tokensText(ag.Usage.Total()), dur, clipText(ag.Task, 50),
 			})
+			if v.Costs != nil {
+				row := rows[len(rows)-1]
+				rows[len(rows)-1] = append(row[:5:5], costText(v.Costs[ag.ID]), row[5], row[6])
+			}
 		}
-		writeTable(w, "", []string{"AGENT", "STATUS", "MODEL", "TURNS", "TOKENS", "TIME", "TASK"}, rows, []bool{3: true, 4: true, 5: true})
+		head, right := []string{"AGENT", "STATUS", "MODEL", "TURNS", "TOKENS", "TIME", "TASK"}, []bool{3: true, 4: true, 5: true}
+		if v.Costs != nil {
+			head, right = []string{"AGENT", "STATUS", "MODEL", "TURNS", "TOKENS", "COST", "TIME", "TASK"}, []bool{3: true, 4: true, 5: true, 6: true}
+		}
+		writeTable(w, "", head, rows, right)
 		for _, ag := range v.Agents {
 			// The root's error is the run's, shown below.
 			if ag.Error != "" && ag.Status != cadre.StatusDone && ag.Error != r.Error {

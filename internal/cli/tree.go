@@ -157,7 +157,7 @@ func (v *treeView) snapshot(final bool) treeFrame {
 	w, h := v.size()
 	f := treeFrame{Now: v.now(), Budget: v.budget, Width: w, Height: h}
 	if t, err := v.src.Tree(context.Background(), v.run); err == nil {
-		f.Agents, f.Used = t.Agents, t.Usage.Total()
+		f.Agents, f.Used, f.Cost = t.Agents, t.Usage.Total(), t.Cost
 	}
 	v.mu.Lock()
 	if !final {
@@ -202,8 +202,9 @@ func (v *treeView) draw(lines []string, f treeFrame) {
 type treeFrame struct {
 	Agents []cadre.AgentInfo // in creation order, as Engine.Tree gives them
 	Now    time.Time
-	Used   int64 // tokens used by the whole tree
-	Budget int64 // the token budget; 0 or less means none
+	Used   int64   // tokens used by the whole tree
+	Cost   float64 // what the tree's model calls cost, at the configured prices
+	Budget int64   // the token budget; 0 or less means none
 	Text   string
 	Notes  []string
 	Width  int // terminal cells
@@ -315,15 +316,23 @@ func (f treeFrame) agentStats(a cadre.AgentInfo, nameCol int, compact bool) stri
 	if compact {
 		return fmt.Sprintf("%s%s  %-9s  %5s  ", label, pad, a.Status, elapsedText(end.Sub(a.Started)))
 	}
-	return fmt.Sprintf("%s%s  %-9s  turns %-2d %5s tok  %5s  ",
-		label, pad, a.Status, a.Turns, humanTokens(a.Usage.Total()), elapsedText(end.Sub(a.Started)))
+	cost := ""
+	if a.Cost != 0 {
+		cost = " " + costText(a.Cost)
+	}
+	return fmt.Sprintf("%s%s  %-9s  turns %-2d %5s tok%s  %5s  ",
+		label, pad, a.Status, a.Turns, humanTokens(a.Usage.Total()), cost, elapsedText(end.Sub(a.Started)))
 }
 
 func (f treeFrame) budgetLine() string {
+	line := fmt.Sprintf("tokens %s (no budget)", humanTokens(f.Used))
 	if f.Budget > 0 {
-		return fmt.Sprintf("tokens %s of %s budget (%d%%)", humanTokens(f.Used), humanTokens(f.Budget), f.Used*100/f.Budget)
+		line = fmt.Sprintf("tokens %s of %s budget (%d%%)", humanTokens(f.Used), humanTokens(f.Budget), f.Used*100/f.Budget)
 	}
-	return fmt.Sprintf("tokens %s (no budget)", humanTokens(f.Used))
+	if f.Cost != 0 {
+		line += ", cost " + costText(f.Cost)
+	}
+	return line
 }
 
 // hiddenLine says how many agents a frame leaves out, by status.

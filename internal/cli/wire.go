@@ -36,6 +36,8 @@ type wiring struct {
 	redact *redact.Redactor
 	// approver is the approval policy of the run's writes and commands.
 	approver *tool.Approver
+	// telemetry, when on, is flushed by close.
+	telemetry *telemetrySetup
 }
 
 // redacted returns one handler of the run's events that passes them to
@@ -49,6 +51,7 @@ func (w *wiring) redacted(hs ...func(cadre.Event)) func(cadre.Event) {
 }
 
 func (w *wiring) close() {
+	w.telemetry.shutdown()
 	closeMCP(w.mcpClient)
 	if w.store != nil {
 		w.store.Close()
@@ -232,6 +235,18 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		w.store = &redactStore{Store: s, r: w.redact}
 	}
 	w.engine.Store = w.store
+	w.engine.Prices = w.models.prices(cfg.Prices)
+	if w.telemetry, err = a.setupTelemetry(ctx, cfg, w.models); err != nil {
+		if w.store != nil {
+			w.store.Close()
+		}
+		return nil, err
+	}
+	if o := w.telemetry; o != nil {
+		w.engine.Observer = o.obs
+		w.engine.Models = o.obs.Models(w.engine.Models)
+		w.engine.Runner = o.obs.Runner(w.engine.Runner)
+	}
 	// MCP servers' tools join the built-in ones last, when nothing can
 	// fail any more, so no server is left running by an error above.
 	w.engine.Tools = append(w.engine.Tools, a.mcpTools(ctx, cfg, w)...)

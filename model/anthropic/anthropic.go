@@ -181,6 +181,7 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthr
 			started = true
 			u := ev.Message.Usage
 			usage.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+			usage.CachedInputTokens = u.CacheReadInputTokens
 			usage.OutputTokens = u.OutputTokens
 		case "content_block_start":
 			cb := ev.ContentBlock
@@ -211,6 +212,7 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthr
 			u := ev.Usage
 			if in := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens; in > 0 {
 				usage.InputTokens = in
+				usage.CachedInputTokens = u.CacheReadInputTokens
 			}
 			if u.OutputTokens > 0 {
 				usage.OutputTokens = u.OutputTokens

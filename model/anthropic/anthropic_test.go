@@ -290,7 +290,7 @@ data: {"type":"message_stop"}
 `,
 			want: &cadre.Response{
 				Message:    cadre.Message{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "toolu_9", Name: "now", Arguments: `{"tz":"UTC"}`}}},
-				Usage:      cadre.Usage{InputTokens: 115, OutputTokens: 7},
+				Usage:      cadre.Usage{InputTokens: 115, OutputTokens: 7, CachedInputTokens: 100},
 				StopReason: "tool_use",
 			},
 		},
@@ -344,7 +344,7 @@ data: {"type":"message_stop"}
 					{ID: "toolu_1", Name: "read_file", Arguments: `{"path": "a.md"}`},
 					{ID: "toolu_2", Name: "list_files", Arguments: `{}`},
 				}},
-				Usage:      cadre.Usage{InputTokens: 330, OutputTokens: 45},
+				Usage:      cadre.Usage{InputTokens: 330, OutputTokens: 45, CachedInputTokens: 9},
 				StopReason: "tool_use",
 			},
 		},

@@ -172,7 +172,8 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params opena
 	for stream.Next() {
 		ch := stream.Current()
 		if ch.JSON.Usage.Valid() {
-			usage = cadre.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens}
+			usage = cadre.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens,
+				CachedInputTokens: ch.Usage.PromptTokensDetails.CachedTokens}
 		}
 		for _, c := range ch.Choices {
 			if c.Index != 0 {

@@ -428,6 +428,15 @@ data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"promp
 			want: cadre.Usage{InputTokens: 12, OutputTokens: 6},
 		},
 		{
+			name: "cached prompt tokens are counted apart",
+			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1200,"completion_tokens":4,"total_tokens":1204,"prompt_tokens_details":{"cached_tokens":1024}}}
+
+data: [DONE]
+
+`,
+			want: cadre.Usage{InputTokens: 1200, OutputTokens: 4, CachedInputTokens: 1024},
+		},
+		{
 			name: "never sent: estimated",
 			end: `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
 

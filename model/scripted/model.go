@@ -300,7 +300,7 @@ func (m *Model) play(ctx context.Context, req *cadre.Request, turn int, r *Reply
 		}
 	}
 	if r.Usage != nil {
-		resp.Usage = cadre.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output}
+		resp.Usage = cadre.Usage{InputTokens: r.Usage.Input, OutputTokens: r.Usage.Output, CachedInputTokens: r.Usage.Cached}
 	} else {
 		resp.Usage = model.EstimateUsage(req, &msg)
 	}

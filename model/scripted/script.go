@@ -116,6 +116,8 @@ func jsonable(v any) any {
 type Usage struct {
 	Input  int64 `yaml:"input" json:"input"`
 	Output int64 `yaml:"output" json:"output"`
+	// Cached is the part of Input read from a prompt cache.
+	Cached int64 `yaml:"cached,omitempty" json:"cached,omitempty"`
 }
 
 // A ParseError reports a script that cannot be used, and where.
