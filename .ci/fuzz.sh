@@ -10,6 +10,8 @@ FUZZTIME=${FUZZTIME:-10s}
 targets=(
   "./loop/ FuzzJournal"
   "./agentdef/ FuzzParse"
+  "./agentdef/ FuzzParseSkill"
+  "./mcp/ FuzzForwardLines"
   "./tagproto/ FuzzSpawn"
   "./tagproto/ FuzzTag"
   "./tagproto/ FuzzParseSpawn"
