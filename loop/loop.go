@@ -78,6 +78,9 @@ type State struct {
 	slots  []slot
 	slotOf map[string]int // call ID -> index in slots
 	open   int
+	// toParent counts the calls of the current reply that sent a message
+	// to the parent (the report or a follow-up).
+	toParent int
 	queue  []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
 	interrupting bool
@@ -393,6 +396,7 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	s.slots = make([]slot, len(calls))
 	s.slotOf = make(map[string]int, len(calls))
 	s.open = len(calls)
+	s.toParent = 0
 	s.phase = phaseTools
 	var (
 		acts     []Action
@@ -435,10 +439,30 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	if len(spawn.Children) > 0 {
 		acts = append(acts, spawn)
 	}
+	if s.open == 0 && s.saidAll(len(calls)) {
+		return append(acts, s.endOnReport())
+	}
 	if s.open == 0 {
 		acts = append(acts, s.afterTools()...)
 	}
 	return acts
+}
+
+// saidAll reports whether a child with EndOnReport is done after a reply
+// of n calls: every one of them sent a message to its parent, its report
+// has been delivered, and nothing is left for it to read or wait for.
+func (s *State) saidAll(n int) bool {
+	return s.cfg.EndOnReport && s.cfg.isChild() && !s.cfg.onboarding() && !s.cfg.textProtocol() &&
+		s.cfg.Report != cadre.ReportTag && s.reported && n > 0 && s.toParent == n &&
+		len(s.queue) == 0 && s.live() == 0
+}
+
+// endOnReport finishes a child that has said all it will (see saidAll):
+// the calls' results close its conversation and it ends with its report.
+func (s *State) endOnReport() Action {
+	s.appendResults()
+	s.phase = phaseDone
+	return Finish{Result: s.report.Text}
 }
 
 func (s *State) fill(i int, content string, isError bool) {
@@ -492,6 +516,18 @@ func (s *State) toolResults(in ToolResults) []Action {
 // afterTools appends the results in call order, then any inbox messages,
 // and asks the model again.
 func (s *State) afterTools() []Action {
+	s.appendResults()
+	s.flushQueue()
+	if s.turns >= s.cfg.maxTurns() && !s.final {
+		s.final = true
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.FinalAnswerRequest})
+	}
+	return []Action{s.modelCall()}
+}
+
+// appendResults adds the results of the current reply's calls to the
+// conversation, in call order.
+func (s *State) appendResults() {
 	for _, sl := range s.slots {
 		s.messages = append(s.messages, cadre.Message{
 			Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
@@ -499,12 +535,6 @@ func (s *State) afterTools() []Action {
 		})
 	}
 	s.slots, s.slotOf = nil, nil
-	s.flushQueue()
-	if s.turns >= s.cfg.maxTurns() && !s.final {
-		s.final = true
-		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.FinalAnswerRequest})
-	}
-	return []Action{s.modelCall()}
 }
 
 func (s *State) flushQueue() {

@@ -24,6 +24,7 @@ func TestReplayRebuildsState(t *testing.T) {
 				cfg = childConfig(cadre.ReportTool)
 				cfg.Delegate = true
 				cfg.Catalog = []CatalogEntry{{Name: "researcher"}}
+				cfg.EndOnReport = rng.IntN(2) == 0
 			}
 			live := New()
 			var journal []struct {

@@ -336,9 +336,11 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 				acts = append(acts, schemaDelivered(err))
 			}
 			s.fill(i, "Your results were delivered to your parent agent.", false)
+			s.toParent++
 			return append(acts, s.deliverReport(checked, cadre.StatusDone, false)...)
 		}
 		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once).", false)
+		s.toParent++
 		return []Action{event, Deliver{To: to, Text: text, FollowUp: true, Steering: steering}}
 	}
 	s.fill(i, fmt.Sprintf("Message sent to %s.", to), false)
