@@ -78,12 +78,12 @@ type State struct {
 	slots  []slot
 	slotOf map[string]int // call ID -> index in slots
 	open   int
-	// toParent counts the calls of the current reply that sent a message
-	// to the parent (the report or a follow-up).
-	toParent int
 	queue  []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
 	interrupting bool
+	// toParent counts the calls of the current reply that sent a message
+	// to the parent (the report or a follow-up).
+	toParent int
 
 	children map[cadre.AgentID]*child
 	order    []cadre.AgentID
