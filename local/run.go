@@ -339,10 +339,9 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 // from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
-	r.putAgent(a)
 	if r.e.cfg.Store != nil {
 		ins := []loop.Input{start}
-		if err := a.journal(ins); err != nil {
+		if err := a.journalWith(r.record(a), ins); err != nil {
 			r.mu.Lock()
 			delete(r.agents, a.id)
 			r.mu.Unlock()
@@ -368,15 +367,7 @@ func (r *run) putAgent(a *agent) {
 	if s == nil {
 		return
 	}
-	r.mu.Lock()
-	in := *r.infos[a.id]
-	r.mu.Unlock()
-	rec := &cadre.AgentRecord{Run: r.id, ID: in.ID, Parent: in.Parent, Depth: in.Depth, Definition: in.Definition, Model: in.Model,
-		Task: in.Task, Status: in.Status, Turns: in.Turns, Usage: in.Usage, Started: in.Started.UTC(), Result: in.Result, Error: in.Error}
-	if !in.Ended.IsZero() {
-		rec.Ended = in.Ended.UTC()
-	}
-	if err := s.PutAgent(context.Background(), rec); err != nil {
+	if err := s.PutAgent(context.Background(), r.record(a)); err != nil {
 		r.e.cfg.Logger.Warn("store agent record", "run", r.id, "agent", a.id, "err", err)
 	}
 }
@@ -469,7 +460,6 @@ func (r *run) ended(a *agent, fin loop.Finish) {
 	in.Stopped = fin.BudgetExhausted
 	status := in.Status
 	r.mu.Unlock()
-	r.putAgent(a)
 	switch status {
 	case cadre.StatusCancelled:
 		a.emit(cadre.AgentCancelled{Reason: fin.Result})
@@ -484,8 +474,13 @@ func (r *run) ended(a *agent, fin loop.Finish) {
 			ce.Error = fin.Result
 		}
 		a.parent.box.put(ce)
+		// The record follows, off the parent's way: the journal, not the
+		// record, is what a resumed run goes by, and the run's end waits
+		// for this goroutine.
+		r.putAgent(a)
 		return
 	}
+	r.putAgent(a)
 	// The root has ended: the run is over once every goroutine has exited.
 	go r.finish(fin)
 }
