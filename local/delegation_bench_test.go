@@ -13,12 +13,14 @@ package local_test
 //	calls/run      model calls of one run, the root's included
 //	tokens/run     tokens of those calls (each answers with 10 in, 10 out)
 //
-// `make bench BENCH=Delegation` runs it; BenchmarkDelegationScale goes up
-// to 100,000 children.
+// `make bench BENCH=Delegation` runs it. BenchmarkScale and
+// BenchmarkIdleAgents go up to 100,000 children when CADRE_BENCH_SCALE is
+// set, as `make bench-scale` does.
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
@@ -73,17 +75,26 @@ func BenchmarkDelegation(b *testing.B) {
 	}
 }
 
-// BenchmarkDelegationScale runs the delegation workload with an instant
-// model at 1,000, 10,000 and 100,000 children, sync and background, so
-// that the cost per child can be seen not to grow with N.
-func BenchmarkDelegationScale(b *testing.B) {
+// scaleSizes are the numbers of children of the scale benchmarks: 100,000
+// only when CADRE_BENCH_SCALE is set (it takes minutes and gigabytes).
+func scaleSizes() []int {
+	if os.Getenv("CADRE_BENCH_SCALE") != "" {
+		return []int{1_000, 10_000, 100_000}
+	}
+	return []int{1_000, 10_000}
+}
+
+// BenchmarkScale runs the delegation workload with an instant
+// model at 1,000, 10,000 and (see scaleSizes) 100,000 children, sync and
+// background, so that the cost per child can be seen not to grow with N.
+func BenchmarkScale(b *testing.B) {
 	for _, mode := range []string{"sync", "background"} {
 		tool := loop.ToolSpawnAgent
 		if mode == "background" {
 			tool = loop.ToolStartBackground
 		}
 		for _, st := range benchStores {
-			for _, n := range []int{1_000, 10_000, 100_000} {
+			for _, n := range scaleSizes() {
 				b.Run(fmt.Sprintf("%s/store=%s/children=%d", mode, st.name, n), func(b *testing.B) {
 					delegate(b, st.open, tool, n, 0)
 				})
