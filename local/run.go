@@ -489,7 +489,8 @@ func (r *run) finish(fin loop.Finish) {
 	close(r.stop)
 	r.wg.Wait()
 	r.mu.Lock()
-	res := &cadre.Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted}
+	res := &cadre.Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted,
+		Agents: make([]cadre.AgentInfo, 0, len(r.order))}
 	for _, id := range r.order {
 		in := r.infos[id]
 		res.Agents = append(res.Agents, *in)

@@ -98,20 +98,18 @@ type State struct {
 
 	finished *Finish
 
-	// specs and offered are the tools offered to the model, computed once
-	// and again when the catalogue changes.
+	// specs and offered (the names of the subagent tools among them) are
+	// the tools offered to the model, computed once and again when the
+	// catalogue changes; offered is not nil once they are.
 	specs   []cadre.ToolSpec
-	offered map[string]bool
+	offered []string
 }
 
 // New returns a State ready for its Start input.
 func New() *State {
-	return &State{
-		children: map[cadre.AgentID]*child{},
-		counters: map[string]int{},
-		handles:  map[string]*handle{},
-		creating: map[string]cadre.Definition{},
-	}
+	// The maps are made when first written: most agents never start a
+	// child, a handle or an agent definition.
+	return &State{}
 }
 
 // ID is the agent's id once started.
@@ -299,16 +297,20 @@ func (s *State) modelCall() CallModel {
 // not be modified.
 func (s *State) toolSpecs() []cadre.ToolSpec {
 	if s.offered == nil {
+		names := s.cfg.subagentTools()
 		var specs []cadre.ToolSpec
 		if !s.cfg.onboarding() {
+			specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+len(names))
 			specs = append(specs, s.cfg.Tools...)
 		}
-		s.offered = map[string]bool{}
-		for _, name := range s.cfg.subagentTools() {
+		for _, name := range names {
 			specs = append(specs, subagentSpecs[name])
-			s.offered[name] = true
 		}
 		s.specs = specs[:len(specs):len(specs)]
+		if names == nil {
+			names = []string{}
+		}
+		s.offered = names
 	}
 	return s.specs
 }
@@ -330,7 +332,7 @@ func (s *State) hasTool(name string) bool {
 
 func (s *State) offers(name string) bool {
 	s.toolSpecs()
-	return s.offered[name]
+	return slices.Contains(s.offered, name)
 }
 
 func (s *State) toolNames() []string {

@@ -194,6 +194,9 @@ func (s *State) addChild(spec ChildSpec, waiter string) *child {
 	if idName == "" {
 		idName = "sub"
 	}
+	if s.counters == nil {
+		s.counters, s.children = map[string]int{}, map[cadre.AgentID]*child{}
+	}
 	s.counters[idName]++
 	spec.ID = s.cfg.ID.Child(idName, s.counters[idName])
 	s.spawns++
