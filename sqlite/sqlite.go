@@ -545,7 +545,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("sqlite: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
 		}
 		ev.Seq = 0
-		b, err := json.Marshal(ev)
+		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
 		if err != nil {
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}
