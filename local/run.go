@@ -37,6 +37,7 @@ type run struct {
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
 	defsGen   int                          // changes when defs does
+	catalogs  map[int][]loop.CatalogEntry  // catalog(), by defsGen: shared, never changed
 	prompts   map[promptKey]string
 	created   int
 	tasks     map[string]int
@@ -305,6 +306,9 @@ func (e *Engine) maxQuestions(def *cadre.Definition) int {
 func (r *run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if c, ok := r.catalogs[r.defsGen]; ok {
+		return c
+	}
 	out := make([]loop.CatalogEntry, 0, len(r.defs))
 	for _, d := range r.defs {
 		out = append(out, loop.CatalogEntry{
@@ -314,6 +318,9 @@ func (r *run) catalog() []loop.CatalogEntry {
 		})
 	}
 	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })
+	// One generation is kept: children made after a definition was
+	// created get the new catalogue.
+	r.catalogs = map[int][]loop.CatalogEntry{r.defsGen: out}
 	return out
 }
 
@@ -555,7 +562,7 @@ func (r *run) finish(fin loop.Finish) {
 	// a store, the run's events are there for watchers that come later;
 	// those already watching keep the feed they read.
 	r.mu.Lock()
-	r.defs, r.prompts, r.tasks, r.infos, r.order = nil, nil, nil, nil, nil
+	r.defs, r.prompts, r.tasks, r.infos, r.order, r.catalogs = nil, nil, nil, nil, nil, nil
 	r.mu.Unlock()
 	if r.e.cfg.Store != nil {
 		r.dropFeed()
