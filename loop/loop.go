@@ -89,6 +89,8 @@ type State struct {
 	order    []cadre.AgentID
 	counters map[string]int
 	spawns   int
+	// endedKids counts the children that have ended.
+	endedKids int
 
 	handles  map[string]*handle
 	hOrder   []string
@@ -670,15 +672,8 @@ func (s *State) deliverReport(text string, status cadre.Status, incomplete bool)
 	return []Action{d}
 }
 
-func (s *State) live() int {
-	n := 0
-	for _, c := range s.children {
-		if !c.ended {
-			n++
-		}
-	}
-	return n
-}
+// live is the number of children that have not ended.
+func (s *State) live() int { return len(s.children) - s.endedKids }
 
 func (s *State) fail(reason string) []Action {
 	s.phase = phaseDone

@@ -301,6 +301,7 @@ func (s *State) childEnded(in ChildEnded) []Action {
 			Failed: in.Status != cadre.StatusDone, Cancelled: in.Status == cadre.StatusCancelled})
 	}
 	c.ended = true
+	s.endedKids++
 	c.status = in.Status
 	c.question = ""
 	if s.phase == phaseWaiting && s.live() == 0 && len(s.queue) == 0 {
