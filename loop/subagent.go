@@ -222,6 +222,9 @@ func (s *State) spawned(in Spawned) []Action {
 	}
 	c.acked = true
 	if in.Err != "" {
+		if !c.ended {
+			s.endedKids++
+		}
 		c.ended, c.reported, c.status = true, true, cadre.StatusFailed
 		if c.handle != "" {
 			if h := s.handles[c.handle]; h != nil {
