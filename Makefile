@@ -1,7 +1,7 @@
 # cadre's developer commands. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: build test bench demo fuzz
+.PHONY: build test bench bench-scale demo fuzz
 
 build:
 	$(GO) build -o bin/cadre ./cmd/cadre
@@ -12,11 +12,16 @@ test:
 # Benchmarks print figures and check none. BENCH selects some of them
 # (make bench BENCH=FanOut/sync), BENCHTIME runs each longer (BENCHTIME=5x
 # or 3s); see local/bench_test.go for what the engine's figures mean.
+# make bench BENCH=Delegation prints the CPU per delegated child (see
+# local/delegation_bench_test.go); bench-scale adds 100,000 children.
 BENCH ?= .
 BENCHTIME ?= 1x
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 30m ./local/ ./sqlite/
+
+bench-scale:
+	CADRE_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'Scale|IdleAgents' -benchmem -benchtime 1x -timeout 60m ./local/
 
 demo: build
 	./bin/cadre demo

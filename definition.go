@@ -108,6 +108,11 @@ type Definition struct {
 	// Background agents always run in the background: spawn_agent starts
 	// them as start_background_agent does, and their caller goes on at once.
 	Background bool `json:"background,omitempty"`
+	// TurnAfterReport gives the agent one more model call after a reply
+	// that only sends its report (and other messages) to its parent, to end
+	// its turn in its own words; by default it ends there, its report
+	// delivered.
+	TurnAfterReport bool `json:"turn_after_report,omitempty"`
 
 	// Extra keeps frontmatter fields cadre reads but does not act on
 	// (color, permissionMode, skills, …), as parsed.

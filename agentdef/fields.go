@@ -19,7 +19,7 @@ func knownKeys() []string {
 		"name", "description", "tools", "disallowedTools", "model", "modelRole", "timeoutSeconds",
 		"visibility", "emitStructuredFindings", "maxTurns", "steps", "maxSteps", "maxDepth",
 		"temperature", "report", "protocol", "onboarding", "maxQuestions", "askCaller", "say",
-		"outputSchema", "mode", "disable", "hidden", "background",
+		"outputSchema", "mode", "disable", "hidden", "background", "turnAfterReport",
 	}, extraKeys()...)
 }
 

@@ -431,6 +431,10 @@ func (b *builder) apply(fields []field) {
 			if v, ok := b.boolean(f); ok {
 				def.Background = v
 			}
+		case "turnAfterReport":
+			if v, ok := b.boolean(f); ok {
+				def.TurnAfterReport = v
+			}
 		case "hidden":
 			if v, ok := b.boolean(f); ok {
 				b.keep(f.key, v)

@@ -234,6 +234,12 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 // read it. Without a store nothing is journaled and nothing can be
 // replayed: the inputs are left as they are.
 func (a *agent) journal(ins []loop.Input) error {
+	return a.journalWith(nil, ins)
+}
+
+// journalWith is journal that also writes rec, the agent's record, in the
+// same transaction when the store can (see agentAppender).
+func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	if a.run.store == nil {
 		return nil
 	}
@@ -249,7 +255,14 @@ func (a *agent) journal(ins []loop.Input) error {
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
 		ins[i] = back
 	}
-	if err := a.run.store.Append(context.WithoutCancel(a.ctx), entries); err != nil {
+	ctx := context.WithoutCancel(a.ctx)
+	var err error
+	if rec != nil {
+		err = a.run.store.(ownedStore).AppendAgent(ctx, rec, entries)
+	} else {
+		err = a.run.store.Append(ctx, entries)
+	}
+	if err != nil {
 		return err
 	}
 	a.seq = seq

@@ -293,7 +293,7 @@ func BenchmarkStore(b *testing.B) {
 // too. When the workers are released the run ends, and every goroutine it
 // started must have exited.
 func BenchmarkIdleAgents(b *testing.B) {
-	for _, n := range []int{1_000, 10_000} {
+	for _, n := range scaleSizes() {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) {
 			first := fanOutReply(n, loop.ToolStartBackground)
 			goroutines := runtime.NumGoroutine()

@@ -45,6 +45,12 @@ type Config struct {
 	Protocol cadre.Protocol
 	// Report is the report mode of children whose definition sets none.
 	Report cadre.ReportMode
+	// TurnAfterReport gives every child one more model call after a reply
+	// that only sends messages to its parent, its report among them, as
+	// cadre.Definition.TurnAfterReport does for the agents of one
+	// definition. By default such a child ends there: its report says all
+	// it will.
+	TurnAfterReport bool
 	// Say shows only the <say> blocks of the root's replies.
 	Say bool
 	// Soul and Identity are the personality files given to every agent;

@@ -37,6 +37,7 @@ type run struct {
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
 	defsGen   int                          // changes when defs does
+	catalogs  map[int][]loop.CatalogEntry  // catalog(), by defsGen: shared, never changed
 	prompts   map[promptKey]string
 	created   int
 	tasks     map[string]int
@@ -313,6 +314,9 @@ func (e *Engine) maxQuestions(def *cadre.Definition) int {
 func (r *run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if c, ok := r.catalogs[r.defsGen]; ok {
+		return c
+	}
 	out := make([]loop.CatalogEntry, 0, len(r.defs))
 	for _, d := range r.defs {
 		out = append(out, loop.CatalogEntry{
@@ -322,6 +326,9 @@ func (r *run) catalog() []loop.CatalogEntry {
 		})
 	}
 	slices.SortFunc(out, func(a, b loop.CatalogEntry) int { return strings.Compare(a.Name, b.Name) })
+	// One generation is kept: children made after a definition was
+	// created get the new catalogue.
+	r.catalogs = map[int][]loop.CatalogEntry{r.defsGen: out}
 	return out
 }
 
@@ -347,10 +354,9 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 // from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
-	r.putAgent(a)
 	if r.e.cfg.Store != nil {
 		ins := []loop.Input{start}
-		if err := a.journal(ins); err != nil {
+		if err := a.journalWith(r.record(a), ins); err != nil {
 			r.mu.Lock()
 			delete(r.agents, a.id)
 			r.mu.Unlock()
@@ -376,15 +382,7 @@ func (r *run) putAgent(a *agent) {
 	if s == nil {
 		return
 	}
-	r.mu.Lock()
-	in := *r.infos[a.id]
-	r.mu.Unlock()
-	rec := &cadre.AgentRecord{Run: r.id, ID: in.ID, Parent: in.Parent, Depth: in.Depth, Definition: in.Definition, Model: in.Model,
-		Task: in.Task, Status: in.Status, Turns: in.Turns, Usage: in.Usage, Started: in.Started.UTC(), Result: in.Result, Error: in.Error}
-	if !in.Ended.IsZero() {
-		rec.Ended = in.Ended.UTC()
-	}
-	if err := s.PutAgent(context.Background(), rec); err != nil {
+	if err := s.PutAgent(context.Background(), r.record(a)); err != nil {
 		r.e.cfg.Logger.Warn("store agent record", "run", r.id, "agent", a.id, "err", err)
 	}
 }
@@ -482,7 +480,6 @@ func (r *run) ended(a *agent, fin loop.Finish) {
 	in.Stopped = fin.BudgetExhausted
 	status, cost := in.Status, in.Cost
 	r.mu.Unlock()
-	r.putAgent(a)
 	switch status {
 	case cadre.StatusCancelled:
 		a.emit(cadre.AgentCancelled{Reason: fin.Result, Cost: cost})
@@ -497,8 +494,13 @@ func (r *run) ended(a *agent, fin loop.Finish) {
 			ce.Error = fin.Result
 		}
 		a.parent.box.put(ce)
+		// The record follows, off the parent's way: the journal, not the
+		// record, is what a resumed run goes by, and the run's end waits
+		// for this goroutine.
+		r.putAgent(a)
 		return
 	}
+	r.putAgent(a)
 	// The root has ended: the run is over once every goroutine has exited.
 	go r.finish(fin)
 }
@@ -507,7 +509,8 @@ func (r *run) finish(fin loop.Finish) {
 	close(r.stop)
 	r.wg.Wait()
 	r.mu.Lock()
-	res := &cadre.Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted}
+	res := &cadre.Result{RunID: r.id, Answer: fin.Result, Usage: r.usage, Findings: r.findings, BudgetExhausted: r.exhausted,
+		Agents: make([]cadre.AgentInfo, 0, len(r.order))}
 	for _, id := range r.order {
 		in := r.infos[id]
 		res.Agents = append(res.Agents, *in)
@@ -573,7 +576,7 @@ func (r *run) finish(fin loop.Finish) {
 	// a store, the run's events are there for watchers that come later;
 	// those already watching keep the feed they read.
 	r.mu.Lock()
-	r.defs, r.prompts, r.tasks, r.infos, r.order = nil, nil, nil, nil, nil
+	r.defs, r.prompts, r.tasks, r.infos, r.order, r.catalogs = nil, nil, nil, nil, nil, nil
 	r.slept = nil
 	r.mu.Unlock()
 	if r.e.cfg.Store != nil {
@@ -658,6 +661,9 @@ func roundTrip(in loop.Input) (json.RawMessage, loop.Input, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be journaled: %w", in.Kind(), err)
+	}
+	if sameAfterJSON(in) {
+		return b, in, nil
 	}
 	back, err := loop.Decode(in.Kind(), b)
 	if err != nil {

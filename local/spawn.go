@@ -212,6 +212,7 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		ID: spec.ID, Parent: parent.id, Depth: depth, MaxDepth: maxDepth, Definition: definition, Model: name,
 		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Report: report, Protocol: protocol,
 		MaxTurns: lim.MaxTurns, Withheld: withheld(e.cfg.Tools, tools),
+		EndOnReport: !e.cfg.TurnAfterReport && (def == nil || !def.TurnAfterReport),
 	}
 	var first string
 	switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -238,7 +239,9 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 		return text("done"), nil
 	})
 	var live steps
-	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher"), stepped: live.record}))
+	// The child takes a turn after each report (its script counts turns),
+	// so that it is woken while it has more to say.
+	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher"), stepped: live.record, TurnAfterReport: true}))
 	id := start(t, e, "task")
 	ev := watch(t, e, id, nil)
 	res, err := waitRun(t, e, id)
@@ -378,4 +381,52 @@ func TestContinueWakesAChild(t *testing.T) {
 	}
 	checkReplayEnds(t, s, id)
 	checkReplay(t, s, id, &live)
+}
+
+// A child that ends on its report (the default) is woken the same way:
+// each wake is one model call, and each report reaches the root once.
+func TestWakeChildThatEndsOnReport(t *testing.T) {
+	checkNoLeaks(t)
+	s := memstore.New()
+	child := "root/researcher.1"
+	var mu sync.Mutex
+	rounds := 0
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent == cadre.RootID {
+			switch req.Turn {
+			case 1:
+				return calls(tc("bg", loop.ToolStartBackground, map[string]string{"agent": "researcher", "prompt": "look"})), nil
+			case 2, 4, 6:
+				return calls(tc("w"+string(rune('0'+req.Turn)), loop.ToolWaitAgent, map[string]string{"agentId": child})), nil
+			case 3, 5:
+				return calls(tc("m"+string(rune('0'+req.Turn)), loop.ToolSendAgentMessage, map[string]string{"agentId": child, "text": "look again"})), nil
+			}
+			return text("final"), nil
+		}
+		mu.Lock()
+		rounds++
+		n := rounds
+		mu.Unlock()
+		return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "report " + string(rune('A'+n-1))})), nil
+	})
+	e := New(testConfig(Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Store: s, Definitions: defs("researcher")}))
+	id := start(t, e, "task")
+	res, err := waitRun(t, e, id)
+	if err != nil || res.Answer != "final" {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	reqs := m.RequestsOf(cadre.RootID)
+	var conv strings.Builder
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		conv.WriteString(msg.Content + "\n")
+	}
+	for _, r := range []string{"report A", "report B", "report C"} {
+		if n := strings.Count(conv.String(), r); n != 1 {
+			t.Errorf("%s reached the root %d times; conversation:\n%s", r, n, conv.String())
+		}
+	}
+	if n := len(m.RequestsOf(cadre.AgentID(child))); n != 3 {
+		t.Errorf("the child made %d model calls, want one per round", n)
+	}
+	checkReplayEnds(t, s, id)
 }

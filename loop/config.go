@@ -76,6 +76,12 @@ type Config struct {
 	// OutputSchema is a JSON Schema the agent's report must match; a
 	// mismatch is sent back to the agent once.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// EndOnReport ends a child (ReportTool, tool calls) as soon as a reply
+	// of its does nothing but send messages to its parent, its report among
+	// them: it has said all it will, so its model is not called once more
+	// to end the turn. Without it the child gets the calls' results and one
+	// more model call, as journals written before the field existed expect.
+	EndOnReport bool `json:"end_on_report,omitempty"`
 }
 
 // A RuleSet is the tool rules of one definition, by name.

@@ -88,11 +88,16 @@ type State struct {
 	queue  []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
 	interrupting bool
+	// toParent counts the calls of the current reply that sent a message
+	// to the parent (the report or a follow-up).
+	toParent int
 
 	children map[cadre.AgentID]*child
 	order    []cadre.AgentID
 	counters map[string]int
 	spawns   int
+	// endedKids counts the children that have ended.
+	endedKids int
 
 	handles  map[string]*handle
 	hOrder   []string
@@ -112,20 +117,18 @@ type State struct {
 
 	finished *Finish
 
-	// specs and offered are the tools offered to the model, computed once
-	// and again when the catalogue changes.
+	// specs and offered (the names of the subagent tools among them) are
+	// the tools offered to the model, computed once and again when the
+	// catalogue changes; offered is not nil once they are.
 	specs   []cadre.ToolSpec
-	offered map[string]bool
+	offered []string
 }
 
 // New returns a State ready for its Start input.
 func New() *State {
-	return &State{
-		children: map[cadre.AgentID]*child{},
-		counters: map[string]int{},
-		handles:  map[string]*handle{},
-		creating: map[string]cadre.Definition{},
-	}
+	// The maps are made when first written: most agents never start a
+	// child, a handle or an agent definition.
+	return &State{}
 }
 
 // ID is the agent's id once started.
@@ -319,16 +322,20 @@ func (s *State) modelCall() CallModel {
 // not be modified.
 func (s *State) toolSpecs() []cadre.ToolSpec {
 	if s.offered == nil {
+		names := s.cfg.subagentTools()
 		var specs []cadre.ToolSpec
 		if !s.cfg.onboarding() {
+			specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+len(names))
 			specs = append(specs, s.cfg.Tools...)
 		}
-		s.offered = map[string]bool{}
-		for _, name := range s.cfg.subagentTools() {
+		for _, name := range names {
 			specs = append(specs, subagentSpecs[name])
-			s.offered[name] = true
 		}
 		s.specs = specs[:len(specs):len(specs)]
+		if names == nil {
+			names = []string{}
+		}
+		s.offered = names
 	}
 	return s.specs
 }
@@ -350,7 +357,7 @@ func (s *State) hasTool(name string) bool {
 
 func (s *State) offers(name string) bool {
 	s.toolSpecs()
-	return s.offered[name]
+	return slices.Contains(s.offered, name)
 }
 
 func (s *State) toolNames() []string {
@@ -419,6 +426,7 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	s.slots = make([]slot, len(calls))
 	s.slotOf = make(map[string]int, len(calls))
 	s.open = len(calls)
+	s.toParent = 0
 	s.phase = phaseTools
 	var (
 		acts     []Action
@@ -470,10 +478,30 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	if len(spawn.Children) > 0 {
 		acts = append(acts, spawn)
 	}
+	if s.open == 0 && s.saidAll(len(calls)) {
+		return append(acts, s.endOnReport())
+	}
 	if s.open == 0 {
 		acts = append(acts, s.afterTools()...)
 	}
 	return acts
+}
+
+// saidAll reports whether a child with EndOnReport is done after a reply
+// of n calls: every one of them sent a message to its parent, its report
+// has been delivered, and nothing is left for it to read or wait for.
+func (s *State) saidAll(n int) bool {
+	return s.cfg.EndOnReport && s.cfg.isChild() && !s.cfg.onboarding() && !s.cfg.textProtocol() &&
+		s.cfg.Report != cadre.ReportTag && s.reported && n > 0 && s.toParent == n &&
+		len(s.queue) == 0 && s.live() == 0
+}
+
+// endOnReport finishes a child that has said all it will (see saidAll):
+// the calls' results close its conversation and it ends with its report.
+func (s *State) endOnReport() Action {
+	s.appendResults()
+	s.phase = phaseDone
+	return Finish{Result: s.report.Text}
 }
 
 func (s *State) fill(i int, content string, isError bool) {
@@ -527,13 +555,7 @@ func (s *State) toolResults(in ToolResults) []Action {
 // afterTools appends the results in call order, then any inbox messages,
 // and asks the model again.
 func (s *State) afterTools() []Action {
-	for _, sl := range s.slots {
-		s.messages = append(s.messages, cadre.Message{
-			Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
-			Content: sl.result.Content, IsError: sl.result.IsError,
-		})
-	}
-	s.slots, s.slotOf = nil, nil
+	s.appendResults()
 	s.flushQueue()
 	if s.turns-s.turnBase >= s.cfg.maxTurns() && !s.final {
 		s.final = true
@@ -541,6 +563,18 @@ func (s *State) afterTools() []Action {
 		return []Action{Emit{Event: cadre.TurnLimit{MaxTurns: s.cfg.maxTurns()}}, s.modelCall()}
 	}
 	return []Action{s.modelCall()}
+}
+
+// appendResults adds the results of the current reply's calls to the
+// conversation, in call order.
+func (s *State) appendResults() {
+	for _, sl := range s.slots {
+		s.messages = append(s.messages, cadre.Message{
+			Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
+			Content: sl.result.Content, IsError: sl.result.IsError,
+		})
+	}
+	s.slots, s.slotOf = nil, nil
 }
 
 func (s *State) flushQueue() {
@@ -674,15 +708,8 @@ func (s *State) deliverReport(text string, status cadre.Status, incomplete bool)
 	return []Action{d}
 }
 
-func (s *State) live() int {
-	n := 0
-	for _, c := range s.children {
-		if !c.ended {
-			n++
-		}
-	}
-	return n
-}
+// live is the number of children that have not ended.
+func (s *State) live() int { return len(s.children) - s.endedKids }
 
 func (s *State) fail(reason string) []Action {
 	s.phase = phaseDone

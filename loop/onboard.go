@@ -30,6 +30,12 @@ type handle struct {
 }
 
 func (s *State) newHandle(agent, context string) *handle {
+	if s.counters == nil {
+		s.counters, s.children = map[string]int{}, map[cadre.AgentID]*child{}
+	}
+	if s.handles == nil {
+		s.handles = map[string]*handle{}
+	}
 	s.counters["#handle"]++
 	h := &handle{id: fmt.Sprintf("onboard-%d", s.counters["#handle"]), agent: agent, context: context}
 	s.handles[h.id] = h
@@ -268,6 +274,9 @@ func (s *State) createAgent(i int, call string, args subagentArgs) []Action {
 	def := cadre.Definition{
 		Name: name, Description: strings.TrimSpace(args.Description), Prompt: strings.TrimSpace(args.Instructions) + "\n",
 		Tools: tools, Model: strings.TrimSpace(args.Model), Visibility: cadre.VisibilityUserFacing, Scope: "generated",
+	}
+	if s.creating == nil {
+		s.creating = map[string]cadre.Definition{}
 	}
 	s.creating[call] = def
 	return []Action{CreateAgent{Ref: call, Definition: def}}

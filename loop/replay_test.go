@@ -24,6 +24,7 @@ func TestReplayRebuildsState(t *testing.T) {
 				cfg = childConfig(cadre.ReportTool)
 				cfg.Delegate = true
 				cfg.Catalog = []CatalogEntry{{Name: "researcher"}}
+				cfg.EndOnReport = rng.IntN(2) == 0
 			}
 			live := New()
 			var journal []struct {
@@ -39,7 +40,17 @@ func TestReplayRebuildsState(t *testing.T) {
 					kind string
 					data []byte
 				}{in.Kind(), b})
-				return live.Step(in)
+				acts := live.Step(in)
+				n := 0
+				for _, c := range live.children {
+					if !c.ended {
+						n++
+					}
+				}
+				if live.live() != n {
+					t.Fatalf("after %s: live() = %d, but %d children have not ended", in.Kind(), live.live(), n)
+				}
+				return acts
 			}
 			acts := feed(Start{Config: cfg, Task: "t", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "t"}}})
 			var children []cadre.AgentID
@@ -56,9 +67,13 @@ func TestReplayRebuildsState(t *testing.T) {
 						}
 						next = ToolResults{Results: res}
 					case Spawn:
-						for _, c := range a.Children {
+						for i, c := range a.Children {
 							children = append(children, c.ID)
-							feed(Spawned{Ref: c.Ref, Child: c.ID})
+							sp := Spawned{Ref: c.Ref, Child: c.ID}
+							if (i+step)%3 == 0 {
+								sp.Err = "refused"
+							}
+							feed(sp)
 						}
 					}
 				}

@@ -198,6 +198,9 @@ func (s *State) addChild(spec ChildSpec, waiter string) *child {
 	if idName == "" {
 		idName = "sub"
 	}
+	if s.counters == nil {
+		s.counters, s.children = map[string]int{}, map[cadre.AgentID]*child{}
+	}
 	s.counters[idName]++
 	spec.ID = s.cfg.ID.Child(idName, s.counters[idName])
 	s.spawns++
@@ -223,6 +226,9 @@ func (s *State) spawned(in Spawned) []Action {
 	}
 	c.acked = true
 	if in.Err != "" {
+		if !c.ended {
+			s.endedKids++
+		}
 		c.ended, c.reported, c.status = true, true, cadre.StatusFailed
 		if c.handle != "" {
 			if h := s.handles[c.handle]; h != nil {
@@ -309,6 +315,7 @@ func (s *State) childEnded(in ChildEnded) []Action {
 			Failed: in.Status != cadre.StatusDone, Cancelled: in.Status == cadre.StatusCancelled})
 	}
 	c.ended = true
+	s.endedKids++
 	c.status = in.Status
 	c.question = ""
 	if s.phase == phaseWaiting && s.live() == 0 && len(s.queue) == 0 {
@@ -350,9 +357,11 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 				acts = append(acts, schemaDelivered(err))
 			}
 			s.fill(i, "Your results were delivered to your parent agent.", false)
+			s.toParent++
 			return append(acts, s.deliverReport(checked, cadre.StatusDone, false)...)
 		}
 		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once).", false)
+		s.toParent++
 		return []Action{event, Deliver{To: to, Text: text, FollowUp: true, Steering: steering}}
 	}
 	s.fill(i, fmt.Sprintf("Message sent to %s.", to), false)

@@ -324,7 +324,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 		seq++
 		next[ev.Run] = seq
 		ev.Seq = seq
-		b, err := json.Marshal(ev)
+		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
 		if err != nil {
 			return fmt.Errorf("memstore: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}

@@ -65,8 +65,8 @@ type Store struct {
 	r    *sql.DB    // read-only connections
 	c    *committer // group-commits writes
 	// Statements of the busiest writes, prepared once on w.
-	insJournal, insEvent *sql.Stmt
-	selLease             *sql.Stmt // the fence of Append
+	insJournal, insEvent, upAgent *sql.Stmt
+	selLease                      *sql.Stmt // the fence of Append
 
 	closeOnce sync.Once
 	closeErr  error
@@ -148,7 +148,9 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	s.r = r
 	if s.insJournal, err = w.PrepareContext(ctx, insertJournal); err == nil {
 		if s.insEvent, err = w.PrepareContext(ctx, insertEvent); err == nil {
-			s.selLease, err = w.PrepareContext(ctx, selectLeaseToken)
+			if s.upAgent, err = w.PrepareContext(ctx, upsertAgent); err == nil {
+				s.selLease, err = w.PrepareContext(ctx, selectLeaseToken)
+			}
 		}
 	}
 	if err != nil {
@@ -163,6 +165,14 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 const (
 	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`
 	insertEvent   = `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`
+	upsertAgent   = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+			tokens_in, tokens_out, started, ended, result, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
+			definition = excluded.definition, model = excluded.model, task = excluded.task,
+			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
+			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
+			result = excluded.result, error = excluded.error`
 )
 
 // dsn is a file: URI for the driver, so that any path works.
@@ -176,7 +186,7 @@ func dsn(abs string, q url.Values) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.c.close()
-		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.selLease.Close(), s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.upAgent.Close(), s.selLease.Close(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
@@ -312,32 +322,60 @@ func scanRun(row scanner) (*cadre.RunRecord, error) {
 
 // PutAgent creates or replaces an agent's record. The run must exist.
 func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
+	args, err := agentArgs(a)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run), func(ctx context.Context, tx *sql.Tx) error {
+		return s.putAgent(ctx, tx, a, args)
+	})
+}
+
+// AppendAgent writes an agent's record and appends journal entries in one
+// transaction: both or neither, and one sync to disk for the two. The
+// engine uses it to make a new agent's record and its first entry durable
+// together.
+func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
+	args, err := agentArgs(a)
+	if err != nil {
+		return err
+	}
+	when, err := checkEntries(entries)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run)+" and append to its journal", func(ctx context.Context, tx *sql.Tx) error {
+		if err := s.putAgent(ctx, tx, a, args); err != nil {
+			return err
+		}
+		return s.appendTx(ctx, tx, entries, when)
+	})
+}
+
+// agentArgs checks an agent's record and returns the arguments of its
+// upsert.
+func agentArgs(a *cadre.AgentRecord) ([]any, error) {
 	if a == nil || a.Run == "" || a.ID == "" {
-		return errors.New("sqlite: put agent: the record needs a Run and an ID")
+		return nil, errors.New("sqlite: put agent: the record needs a Run and an ID")
 	}
 	started, ended, err := times(a.Started, a.Ended)
 	if err != nil {
+		return nil, fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
+	}
+	return []any{a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
+		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error}, nil
+}
+
+// putAgent creates or replaces an agent's record in tx.
+func (s *Store) putAgent(ctx context.Context, tx *sql.Tx, a *cadre.AgentRecord, args []any) error {
+	_, err := tx.StmtContext(ctx, s.upAgent).ExecContext(ctx, args...)
+	if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
+		return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
+	}
+	if err != nil {
 		return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
 	}
-	args := []any{a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
-		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error}
-	return s.write(ctx, fmt.Sprintf("put agent %s of run %q", a.ID, a.Run), func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
-			tokens_in, tokens_out, started, ended, result, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
-			definition = excluded.definition, model = excluded.model, task = excluded.task,
-			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
-			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
-			result = excluded.result, error = excluded.error`, args...)
-		if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
-			return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
-		}
-		return nil
-	})
+	return nil
 }
 
 // ListAgents returns a run's agents ordered by Started, then by ID.
@@ -396,38 +434,56 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	if len(entries) == 0 {
 		return nil
 	}
+	when, err := checkEntries(entries)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
+		return s.appendTx(ctx, tx, entries, when)
+	})
+}
+
+// checkEntries checks journal entries before they are written and returns
+// their times as stored.
+func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 	when := make([]string, len(entries))
 	for i := range entries {
 		e := &entries[i]
 		if err := checkEntry(e, i, len(entries)); err != nil {
-			return err
+			return nil, err
 		}
 		var err error
 		if when[i], err = formatTime(e.Time); err != nil {
+			return nil, fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
+		}
+	}
+	return when, nil
+}
+
+// appendTx appends checked journal entries in tx, after the lease fence.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.JournalEntry, when []string) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := s.fence(ctx, tx, entries); err != nil {
+		return err
+	}
+	stmt := tx.StmtContext(ctx, s.insJournal)
+	defer stmt.Close()
+	for i := range entries {
+		e := &entries[i]
+		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
+		switch code(err) {
+		case 0:
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("sqlite: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("sqlite: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
+		default:
 			return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
 		}
 	}
-	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.fence(ctx, tx, entries); err != nil {
-			return err
-		}
-		stmt := tx.StmtContext(ctx, s.insJournal)
-		defer stmt.Close()
-		for i := range entries {
-			e := &entries[i]
-			_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
-			switch code(err) {
-			case 0:
-			case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-				return fmt.Errorf("sqlite: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
-			case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
-				return fmt.Errorf("sqlite: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
-			default:
-				return fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
-			}
-		}
-		return nil
-	})
+	return nil
 }
 
 func checkEntry(e *cadre.JournalEntry, i, n int) error {
@@ -492,7 +548,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("sqlite: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
 		}
 		ev.Seq = 0
-		b, err := json.Marshal(ev)
+		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
 		if err != nil {
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}

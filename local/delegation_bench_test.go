@@ -1,0 +1,169 @@
+package local_test
+
+// BenchmarkDelegation is the engine's cost per delegated child, the figure
+// to compare with other agent runtimes: a root fans out to N workers through
+// one delegation tool called N times in one reply (spawn_agent, so the root
+// waits for every report as the calls' results), and each worker's model
+// answers after L. It runs without a store, with the in-memory store and
+// with the SQLite journal, and prints
+//
+//	cpu-µs/child   CPU of the whole process (user + system) / N
+//	ms/run         wall time of one run
+//	allocs/agent   heap allocations per agent of the run
+//	calls/run      model calls of one run, the root's included
+//	tokens/run     tokens of those calls (each answers with 10 in, 10 out)
+//
+// `make bench BENCH=Delegation` runs it. BenchmarkScale and
+// BenchmarkIdleAgents go up to 100,000 children when CADRE_BENCH_SCALE is
+// set, as `make bench-scale` does.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/local"
+	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/memstore"
+	"github.com/cadre-ai/cadre/model/scripted"
+	"github.com/cadre-ai/cadre/sqlite"
+)
+
+// delegationCases are the (N, L) pairs of BenchmarkDelegation.
+var delegationCases = []struct {
+	children int
+	latency  time.Duration
+}{
+	{1_000, 0},
+	{1_000, 200 * time.Millisecond},
+	{10_000, 0},
+}
+
+// benchStores are the stores the delegation benchmarks run with; open
+// returns nil for none and a function that closes the store.
+var benchStores = []struct {
+	name string
+	open func(b *testing.B) (cadre.Store, func())
+}{
+	{"none", func(*testing.B) (cadre.Store, func()) { return nil, func() {} }},
+	{"memstore", func(*testing.B) (cadre.Store, func()) {
+		s := memstore.New()
+		return s, func() { s.Close() }
+	}},
+	{"sqlite", func(b *testing.B) (cadre.Store, func()) {
+		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cadre.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s, func() { s.Close() }
+	}},
+}
+
+func BenchmarkDelegation(b *testing.B) {
+	for _, st := range benchStores {
+		for _, c := range delegationCases {
+			b.Run(fmt.Sprintf("store=%s/children=%d/latency=%s", st.name, c.children, c.latency), func(b *testing.B) {
+				delegate(b, st.open, loop.ToolSpawnAgent, c.children, c.latency)
+			})
+		}
+	}
+}
+
+// scaleSizes are the numbers of children of the scale benchmarks: 100,000
+// only when CADRE_BENCH_SCALE is set (it takes minutes and gigabytes).
+func scaleSizes() []int {
+	if os.Getenv("CADRE_BENCH_SCALE") != "" {
+		return []int{1_000, 10_000, 100_000}
+	}
+	return []int{1_000, 10_000}
+}
+
+// BenchmarkScale runs the delegation workload with an instant
+// model at 1,000, 10,000 and (see scaleSizes) 100,000 children, sync and
+// background, so that the cost per child can be seen not to grow with N.
+func BenchmarkScale(b *testing.B) {
+	for _, mode := range []string{"sync", "background"} {
+		tool := loop.ToolSpawnAgent
+		if mode == "background" {
+			tool = loop.ToolStartBackground
+		}
+		for _, st := range benchStores {
+			for _, n := range scaleSizes() {
+				b.Run(fmt.Sprintf("%s/store=%s/children=%d", mode, st.name, n), func(b *testing.B) {
+					delegate(b, st.open, tool, n, 0)
+				})
+			}
+		}
+	}
+}
+
+// countingModel counts a benchmark's model calls and their tokens.
+type countingModel struct {
+	w      *workload
+	calls  atomic.Int64
+	tokens atomic.Int64
+}
+
+func (c *countingModel) reply(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	resp, err := c.w.reply(ctx, req)
+	if err == nil {
+		c.calls.Add(1)
+		c.tokens.Add(int64(resp.Usage.Total()))
+	}
+	return resp, err
+}
+
+// delegate runs the delegation workload b.N times on a fresh store each
+// time and reports its figures.
+func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool string, n int, latency time.Duration) {
+	first := fanOutReply(n, tool)
+	w := &workload{latency: latency, rootFirst: first}
+	cm := &countingModel{w: w}
+	m := scripted.Func(cm.reply)
+	m.SetRecordLimit(0)
+	b.ReportAllocs()
+	var (
+		cpu         time.Duration
+		wall        time.Duration
+		allocs      uint64
+		before, aft runtime.MemStats
+	)
+	for b.Loop() {
+		b.StopTimer()
+		store, closeStore := open(b)
+		e := local.New(local.Config{
+			Models:      local.OneModel{Name: "scripted", Model: m},
+			RootModel:   "scripted",
+			Definitions: benchDefs,
+			Store:       store,
+			Limits:      benchLimits,
+		})
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		cpu0, t0 := cpuTime(), time.Now()
+		b.StartTimer()
+		runOnce(b, e, n+1)
+		b.StopTimer()
+		cpu1, t1 := cpuTime(), time.Now()
+		runtime.ReadMemStats(&aft)
+		cpu += cpu1 - cpu0
+		wall += t1.Sub(t0)
+		allocs += aft.Mallocs - before.Mallocs
+		closeStore()
+		b.StartTimer()
+	}
+	runs := float64(b.N)
+	if cpuTime() >= 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/runs/float64(n), "cpu-µs/child")
+	}
+	b.ReportMetric(float64(wall.Microseconds())/1000/runs, "ms/run")
+	b.ReportMetric(float64(allocs)/runs/float64(n+1), "allocs/agent")
+	b.ReportMetric(float64(cm.calls.Load())/runs, "calls/run")
+	b.ReportMetric(float64(cm.tokens.Load())/runs, "tokens/run")
+}
