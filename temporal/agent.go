@@ -84,7 +84,7 @@ type runReply struct {
 }
 
 type refusal struct {
-	Limit     int `json:"limit,omitempty"`     // the agent limit was reached
+	Limit     int `json:"limit,omitempty"`      // the agent limit was reached
 	CycleSeen int `json:"cycle_seen,omitempty"` // the task was delegated that many times already
 }
 

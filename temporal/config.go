@@ -126,4 +126,6 @@ func RunWorkflowID(run string) string { return "cadre/" + run }
 
 // AgentWorkflowID is the workflow ID of an agent of a run: derived from
 // both, so a retried start never makes a second agent.
-func AgentWorkflowID(run string, agent cadre.AgentID) string { return "cadre/" + run + "/" + string(agent) }
+func AgentWorkflowID(run string, agent cadre.AgentID) string {
+	return "cadre/" + run + "/" + string(agent)
+}
