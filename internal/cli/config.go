@@ -55,6 +55,9 @@ type fileConfig struct {
 	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
+	// Engine is where agents run: local (default) or temporal.
+	Engine   string         `yaml:"engine"`
+	Temporal temporalConfig `yaml:"temporal"`
 }
 
 // webFetchConfig is the webFetch section.
@@ -530,6 +533,8 @@ func (c *config) merge(f fileConfig) {
 	set(&c.LeaseTTL, f.LeaseTTL)
 	set(&c.Workspace, f.Workspace)
 	set(&c.Agent, f.Agent)
+	set(&c.Engine, f.Engine)
+	c.Temporal.merge(f.Temporal)
 	if f.Strict != nil {
 		c.Strict = f.Strict
 	}

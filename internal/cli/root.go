@@ -112,6 +112,7 @@ inside limits you set, with every step recorded.`,
 		a.newAgentsCmd(), a.newInitCmd(),
 		a.newRunsCmd(),
 		a.newMCPCmd(),
+		a.newWorkerCmd(),
 		// Commands are listed here, one constructor per file.
 	)
 	return root

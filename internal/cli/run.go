@@ -41,6 +41,7 @@ type runFlags struct {
 	timeout    time.Duration
 	agent      string
 	resume     bool
+	temporal   temporalFlags
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -64,6 +65,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.timeout, "timeout", 0, "time limit of the whole run, such as 10m (default none)")
 	fl.StringVar(&f.agent, "agent", "", "run this agent definition as the root agent (its prompt, tools and askCaller)")
 	fl.BoolVar(&f.resume, "resume", false, "carry on the newest unfinished run of the same task, if the store has one, instead of starting anew")
+	f.temporal.register(fl, cmd.Name() != "worker")
 }
 
 // apply puts the flags over the config, as one more config file would be.
@@ -220,7 +222,11 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 		})
 	}
 
-	var eng cadre.Engine = local.New(w.engine)
+	eng, closeEngine, err := a.engineFor(ctx, cfg, &f.temporal, w)
+	if err != nil {
+		return err
+	}
+	defer closeEngine()
 	id, err := begin(ctx, eng)
 	if err != nil {
 		return err
