@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/local"
 )
 
 // runFlags are the flags of cadre run (and cadre demo).
