@@ -154,7 +154,10 @@ func (w *Worker) agentWorkflow(ctx workflow.Context, in agentInput) (loop.Finish
 		ins = append(ins, x)
 	}
 	if !in.Continued {
-		start := ins[0].(loop.Start)
+		start, ok := ins[0].(loop.Start)
+		if !ok {
+			return loop.Finish{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("agent %s of run %s: its first input is %s, not start", in.Agent, in.Run, ins[0].Kind()), "cadre", nil)
+		}
 		a.status = cadre.StatusRunning
 		a.emit(cadre.AgentStarted{Definition: start.Config.Definition, Model: start.Config.Model})
 		a.record()
@@ -245,7 +248,9 @@ func (a *agentRun) wait() {
 	for _, t := range a.tools {
 		sel.AddFuture(t.future, func(f workflow.Future) { a.toolDone(t, f) })
 	}
-	sel.Select(a.ctx)
+	if len(a.unread) == 0 {
+		sel.Select(a.ctx)
+	}
 	// Replies the agent waits for.
 	for len(a.unread) > 0 {
 		r := a.unread[0]

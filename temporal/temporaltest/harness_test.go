@@ -67,7 +67,7 @@ func newEngine(t testing.TB, s setup) (*temporal.Engine, temporal.Config) {
 	}
 	cfg := temporal.Config{
 		Client: testClient(t), TaskQueue: s.Queue, Store: s.Store, HistoryLimit: s.HistoryLimit,
-		HeartbeatTimeout: 2 * time.Second,
+		HeartbeatTimeout: 5 * time.Second,
 		Local:            local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits, Protocol: s.Protocol},
 	}
 	for range max(s.Workers, 1) {
