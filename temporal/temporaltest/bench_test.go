@@ -36,6 +36,12 @@ func fanOut(n int) cadre.Model {
 // BenchmarkChildren measures a run of N children that do nothing but
 // report, on the local engine and on Temporal (embedded server, one
 // worker): the time per child is the engine's overhead per agent.
+//
+// On Temporal most of it is round trips through the server that the run's
+// workflow makes one after another: each model call of each agent asks it
+// for a concurrency slot and tells it the usage, by signal, and it answers
+// each request by a signal it waits to be acknowledged before taking the
+// next.
 func BenchmarkChildren(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		lim := cadre.Limits{MaxAgents: n + 1, MaxConcurrent: 64, BudgetTokens: -1}
