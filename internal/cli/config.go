@@ -58,6 +58,9 @@ type fileConfig struct {
 	Sandbox sandboxConfig `yaml:"sandbox"`
 	// WebFetch configures the web_fetch tool.
 	WebFetch webFetchConfig `yaml:"webFetch"`
+	// Engine is where agents run: local (default) or temporal.
+	Engine   string         `yaml:"engine"`
+	Temporal temporalConfig `yaml:"temporal"`
 	// Telemetry sends traces and metrics over OTLP (see telemetry.go).
 	Telemetry telemetryConfig `yaml:"telemetry"`
 	// Prices are the models' prices per million tokens, by model name.
@@ -561,6 +564,8 @@ func (c *config) merge(f fileConfig) {
 	set(&c.LeaseTTL, f.LeaseTTL)
 	set(&c.Workspace, f.Workspace)
 	set(&c.Agent, f.Agent)
+	set(&c.Engine, f.Engine)
+	c.Temporal.merge(f.Temporal)
 	if f.Strict != nil {
 		c.Strict = f.Strict
 	}

@@ -76,6 +76,9 @@ func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadr
 	if rec.Status.Terminal() {
 		return fmt.Errorf("run %s has already ended (%s); there is nothing to resume", rec.ID, rec.Status)
 	}
+	if isTemporalRun(rec) {
+		return errTemporalResume(rec.ID)
+	}
 	if len(rec.Config) > 0 {
 		var rs runSettings
 		if err := json.Unmarshal(rec.Config, &rs); err != nil {

@@ -129,6 +129,7 @@ inside limits you set, with every step recorded.`,
 		a.newRunsCmd(),
 		a.newMCPCmd(),
 		a.newServeCmd(),
+		a.newWorkerCmd(),
 		// Commands are listed here, one constructor per file.
 	)
 	return root

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/local"
 )
 
 // runFlags are the flags of cadre run (and cadre demo).
@@ -44,7 +43,8 @@ type runFlags struct {
 	resume     bool
 	serve      string // address of the run's page (--serve)
 	// set tells the flags given on the command line.
-	set interface{ Changed(name string) bool }
+	set      interface{ Changed(name string) bool }
+	temporal temporalFlags
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -71,6 +71,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.agent, "agent", "", "run this agent definition as the root agent (its prompt, tools and askCaller)")
 	fl.BoolVar(&f.resume, "resume", false, "carry on the newest unfinished run of the same task, if the store has one, instead of starting anew")
 	f.registerServe(cmd)
+	f.temporal.register(fl, cmd.Name() != "worker")
 }
 
 // apply puts the flags over the config, as one more config file would be.
@@ -248,7 +249,11 @@ func (a *app) execute(ctx context.Context, cfg *config, f *runFlags, begin func(
 		return err
 	}
 	defer page.close()
-	var eng cadre.Engine = local.New(w.engine)
+	eng, closeEngine, err := a.engineFor(ctx, cfg, &f.temporal, w)
+	if err != nil {
+		return err
+	}
+	defer closeEngine()
 	id, err := begin(ctx, eng)
 	if err != nil {
 		return err

@@ -1,0 +1,256 @@
+package temporal
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/local"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// activities are what a worker does outside workflow code: calls to
+// models and tools, building agents, and writing to the store.
+type activities struct {
+	store   cadre.Store
+	planner *local.Planner
+}
+
+// publication is a batch of an agent's events and records for the store.
+type publication struct {
+	Events  []cadre.Event       `json:"events,omitempty"`
+	Records []cadre.AgentRecord `json:"records,omitempty"`
+}
+
+// Publish writes events and agent records to the store.
+func (x *activities) Publish(ctx context.Context, p publication) error {
+	if len(p.Events) > 0 {
+		if err := x.store.AppendEvents(ctx, p.Events); err != nil {
+			return fmt.Errorf("append %d events: %w", len(p.Events), err)
+		}
+	}
+	for i := range p.Records {
+		if err := x.store.PutAgent(ctx, &p.Records[i]); err != nil {
+			return fmt.Errorf("record agent %s: %w", p.Records[i].ID, err)
+		}
+	}
+	return nil
+}
+
+// PlanRoot builds the root agent's Start for a run of task.
+func (x *activities) PlanRoot(ctx context.Context, task string) (loop.Start, error) {
+	return x.planner.Root(task)
+}
+
+type planArgs struct {
+	Run    string           `json:"run"`
+	Parent loop.Config      `json:"parent"`
+	Specs  []loop.ChildSpec `json:"specs"`
+}
+
+// childPlan is a child built for its parent, or why it may not start.
+type childPlan struct {
+	Start   loop.Start    `json:"start"`
+	Refused string        `json:"refused,omitempty"`
+	Events  []cadre.Event `json:"events,omitempty"`
+}
+
+// PlanChildren builds the children a parent asked for.
+func (x *activities) PlanChildren(ctx context.Context, a planArgs) ([]childPlan, error) {
+	out := make([]childPlan, len(a.Specs))
+	for i, s := range a.Specs {
+		start, refused, evs := x.planner.Child(ctx, a.Parent, s)
+		for j := range evs {
+			evs[j].Run = a.Run
+		}
+		out[i] = childPlan{Start: start, Refused: refused, Events: evs}
+	}
+	return out, nil
+}
+
+type modelArgs struct {
+	Run       string        `json:"run"`
+	Agent     cadre.AgentID `json:"agent"`
+	Model     string        `json:"model"`
+	Request   cadre.Request `json:"request"`
+	Heartbeat time.Duration `json:"heartbeat"`
+}
+
+// modelOutcome is a model call's reply, or why it failed for good (the
+// provider's own retries are done).
+type modelOutcome struct {
+	Response *cadre.Response `json:"response,omitempty"`
+	Err      string          `json:"err,omitempty"`
+}
+
+// heartbeat records a heartbeat every interval until stop is called, so
+// that Temporal can tell this worker is alive, and learn of a
+// cancellation.
+func heartbeat(ctx context.Context, every time.Duration) (stop func()) {
+	if every <= 0 {
+		every = time.Second
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-t.C:
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// CallModel makes one model call, heartbeating while it is open.
+func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, error) {
+	stop := heartbeat(ctx, a.Heartbeat)
+	defer stop()
+	m, err := x.planner.Model(a.Model)
+	if err != nil {
+		return modelOutcome{Err: fmt.Sprintf("cannot open model %q: %v", a.Model, err)}, nil
+	}
+	req := a.Request
+	resp, err := cadre.Collect(m.Stream(ctx, &req), func(string) {})
+	if err != nil {
+		if ctx.Err() != nil {
+			// Cancelled by the workflow, or this worker is stopping: the
+			// workflow decides what it means.
+			return modelOutcome{}, ctx.Err()
+		}
+		return modelOutcome{Err: err.Error()}, nil
+	}
+	return modelOutcome{Response: resp}, nil
+}
+
+type toolArgs struct {
+	Run       string         `json:"run"`
+	Config    loop.Config    `json:"config"`
+	Call      cadre.ToolCall `json:"call"`
+	Resumed   bool           `json:"resumed,omitempty"`
+	Heartbeat time.Duration  `json:"heartbeat"`
+}
+
+// CallTool runs one tool call of an agent. A call that changes something
+// and is given to this worker again after another's stopped is not
+// repeated blindly: the model is told to check its effect.
+func (x *activities) CallTool(ctx context.Context, a toolArgs) (loop.ToolResult, error) {
+	stop := heartbeat(ctx, a.Heartbeat)
+	defer stop()
+	resumed := a.Resumed || activity.GetInfo(ctx).Attempt > 1
+	out, isErr := x.planner.RunTool(ctx, a.Config, a.Call, resumed)
+	return loop.ToolResult{CallID: a.Call.ID, Content: out, IsError: isErr}, nil
+}
+
+type finishArgs struct {
+	Run       string      `json:"run"`
+	Task      string      `json:"task"`
+	Model     string      `json:"model,omitempty"`
+	Finish    loop.Finish `json:"finish"`
+	Cancelled string      `json:"cancelled,omitempty"`
+	Exhausted bool        `json:"exhausted,omitempty"`
+	Usage     cadre.Usage `json:"usage"`
+	Started   time.Time   `json:"started"`
+}
+
+// FinishRun writes the run's last event and its record, and returns its
+// result.
+func (x *activities) FinishRun(ctx context.Context, a finishArgs) (*cadre.Result, error) {
+	tree, err := storedTree(ctx, x.store, a.Run)
+	if err != nil {
+		return nil, err
+	}
+	fin := a.Finish
+	res := &cadre.Result{RunID: a.Run, Answer: fin.Result, Usage: tree.Usage, BudgetExhausted: a.Exhausted, Agents: tree.Agents}
+	for _, in := range tree.Agents {
+		if a.Exhausted {
+			if in.Status == cadre.StatusDone && !in.Stopped {
+				res.Completed = append(res.Completed, in.ID)
+			} else {
+				res.Incomplete = append(res.Incomplete, in.ID)
+			}
+		}
+	}
+	evs, err := x.store.Events(ctx, a.Run, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the events of run %s: %w", a.Run, err)
+	}
+	for _, ev := range evs {
+		if f, ok := ev.Data.(cadre.FindingReported); ok {
+			res.Findings = append(res.Findings, cadre.Finding{Agent: ev.Agent, Title: f.Title, Content: f.Content})
+		}
+	}
+	switch {
+	case fin.Cancelled:
+		res.Status, res.Error, res.Answer = cadre.StatusCancelled, cmp.Or(a.Cancelled, fin.Result), ""
+	case fin.Failed:
+		res.Status, res.Error, res.Answer = cadre.StatusFailed, fin.Result, ""
+	default:
+		res.Status = cadre.StatusDone
+	}
+	// The run's last event is written once, even when this is retried.
+	last := slices.IndexFunc(evs, func(e cadre.Event) bool {
+		return e.Type == cadre.EventRunCompleted || e.Type == cadre.EventRunFailed
+	})
+	if last < 0 {
+		var ev cadre.Event
+		if res.Status == cadre.StatusDone {
+			data := cadre.RunCompleted{Answer: res.Answer, Usage: res.Usage, Agents: len(res.Agents), Findings: res.Findings}
+			if res.BudgetExhausted {
+				data.BudgetExhausted, data.Completed, data.Incomplete = true, res.Completed, res.Incomplete
+			}
+			ev = cadre.NewEvent(data)
+		} else {
+			ev = cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage})
+		}
+		ev.Run, ev.Time = a.Run, time.Now().UTC()
+		if err := x.store.AppendEvents(ctx, []cadre.Event{ev}); err != nil {
+			return nil, fmt.Errorf("write the end of run %s: %w", a.Run, err)
+		}
+	}
+	rec := &cadre.RunRecord{ID: a.Run, Task: a.Task, Status: res.Status, Model: a.Model, Usage: res.Usage, Answer: res.Answer, Error: res.Error,
+		Agents: len(res.Agents), Started: a.Started, Ended: time.Now().UTC()}
+	if old, err := x.store.GetRun(ctx, a.Run); err == nil {
+		rec.Started, rec.Config = old.Started, old.Config
+	}
+	if err := x.store.UpdateRun(ctx, rec); err != nil {
+		return nil, fmt.Errorf("record the end of run %s: %w", a.Run, err)
+	}
+	return res, nil
+}
+
+// storedTree reads a run's agents from the store: parents before
+// children, each level in the order the agents started.
+func storedTree(ctx context.Context, s cadre.Store, run string) (*cadre.Tree, error) {
+	recs, err := s.ListAgents(ctx, run)
+	if err != nil {
+		if errors.Is(err, cadre.ErrNotFound) {
+			return nil, fmt.Errorf("temporal: there is no run %s in the store: %w", run, cadre.ErrNotFound)
+		}
+		return nil, fmt.Errorf("run %s: list its agents: %w", run, err)
+	}
+	t := &cadre.Tree{Run: run, Agents: make([]cadre.AgentInfo, 0, len(recs))}
+	slices.SortStableFunc(recs, func(a, b *cadre.AgentRecord) int {
+		return cmp.Or(cmp.Compare(a.Depth, b.Depth), a.Started.Compare(b.Started), cmp.Compare(a.ID, b.ID))
+	})
+	for _, a := range recs {
+		t.Usage = t.Usage.Add(a.Usage)
+		t.Agents = append(t.Agents, cadre.AgentInfo{ID: a.ID, Parent: a.Parent, Depth: a.Depth, Definition: a.Definition, Model: a.Model,
+			Task: a.Task, Status: a.Status, Turns: a.Turns, Usage: a.Usage, Started: a.Started, Ended: a.Ended, Result: a.Result, Error: a.Error})
+	}
+	return t, nil
+}

@@ -1,0 +1,24 @@
+// Package temporal is the engine that runs agents on Temporal, so that a
+// run spreads over many machines and survives the loss of any of them.
+//
+// Each agent is a workflow (AgentWorkflow) whose code steps the same
+// deterministic loop as the local engine: model calls and tool calls are
+// activities, a child agent is a child workflow, and reports, messages,
+// answers and cancellations reach a running agent as signals, in the order
+// they were sent. A run is a workflow too (RunWorkflow): it builds and
+// starts the root, and is the one authority on the run-wide limits (the
+// number of agents, repeated tasks, the token budget and the number of
+// model calls at once), which agents ask for by signal whatever worker
+// runs them. Workflow IDs derive from the run and agent IDs, so a start
+// that is retried never makes a second agent. An agent whose history
+// reaches Config.HistoryLimit events continues as new with its journal of
+// inputs, from which the loop's state is rebuilt.
+//
+// Workers write the agents' events and records to the shared cadre.Store
+// (PostgreSQL when workers run on several machines); Engine reads them
+// from there. When a worker dies, Temporal gives its work to another
+// within 30 seconds with the default timeouts (see
+// DefaultHeartbeatTimeout); a model call whose result is in the history is
+// never made again. Events written by a worker that died just after
+// writing them may be written once more by the worker that takes over.
+package temporal

@@ -1,0 +1,202 @@
+package temporal
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// runInput starts a run's workflow.
+type runInput struct {
+	Run      string    `json:"run"`
+	Task     string    `json:"task"`
+	Model    string    `json:"model,omitempty"`
+	Settings settings  `json:"settings"`
+	Started  time.Time `json:"started"`
+}
+
+// runState is what the run's workflow holds for the whole run: it is the
+// authority on the run-wide limits, which every agent asks, whatever
+// worker runs it. Agents ask by signal and are answered by signal.
+type runState struct {
+	in        runInput
+	created   int
+	tasks     map[string]int
+	usage     cadre.Usage
+	warned    bool
+	exhausted bool
+	held      map[string]bool // concurrency slots held, by call key
+	waiting   []runRequest    // acquires waiting for a slot, oldest first
+	cancelled string
+}
+
+// runWorkflow is a run: it builds and starts the root agent, holds the
+// run-wide limits for every agent, applies the run's time limit, and
+// writes the run's end.
+func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, error) {
+	r := &runState{in: in, tasks: map[string]int{}, held: map[string]bool{}}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
+	})
+	var start loop.Start
+	if err := workflow.ExecuteActivity(actx, w.acts.PlanRoot, in.Task).Get(ctx, &start); err != nil {
+		return w.finishRun(actx, r, loop.Finish{Failed: true, Result: "the root agent could not be built: " + err.Error()})
+	}
+	e, err := wrap(start)
+	if err != nil {
+		return w.finishRun(actx, r, loop.Finish{Failed: true, Result: err.Error()})
+	}
+	r.created = 1
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:            AgentWorkflowID(in.Run, cadre.RootID),
+		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+	})
+	now := workflow.Now(ctx).UTC()
+	root := workflow.ExecuteChildWorkflow(cctx, AgentWorkflow, agentInput{Run: in.Run, Agent: cadre.RootID, Settings: in.Settings, Started: now, Journal: []envelope{e}})
+	requests := workflow.GetSignalChannel(ctx, runSignal)
+	var timeout workflow.Future
+	if t := in.Settings.Timeout; t > 0 {
+		timeout = workflow.NewTimer(ctx, t)
+	}
+	var (
+		fin  loop.Finish
+		done bool
+	)
+	for !done {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) {
+			var req runRequest
+			c.Receive(ctx, &req)
+			w.handle(ctx, r, req)
+		})
+		sel.AddFuture(root, func(f workflow.Future) {
+			done = true
+			if err := f.Get(ctx, &fin); err != nil {
+				fin = loop.Finish{Failed: true, Result: "the root agent's workflow failed: " + err.Error()}
+			}
+		})
+		if timeout != nil {
+			sel.AddFuture(timeout, func(workflow.Future) {
+				timeout = nil
+				w.handle(ctx, r, runRequest{Kind: "cancel", Reason: fmt.Sprintf("the run's time limit of %s passed", in.Settings.Timeout)})
+			})
+		}
+		sel.Select(ctx)
+	}
+	return w.finishRun(actx, r, fin)
+}
+
+// handle carries out one request to the run.
+func (w *Worker) handle(ctx workflow.Context, r *runState, req runRequest) {
+	s := r.in.Settings
+	switch req.Kind {
+	case "reserve":
+		reply := runReply{Kind: "reserved", Seq: req.Seq, Refused: make([]refusal, len(req.Items))}
+		for i, it := range req.Items {
+			norm := strings.ToLower(strings.TrimSpace(it.Task))
+			switch {
+			case r.created >= s.MaxAgents:
+				reply.Refused[i].Limit = s.MaxAgents
+			case !it.Onboarding && r.tasks[norm] >= cadre.DefaultCycleRepeats:
+				reply.Refused[i].CycleSeen = r.tasks[norm]
+			default:
+				if !it.Onboarding {
+					r.tasks[norm]++
+				}
+				r.created++
+			}
+		}
+		w.reply(ctx, req.From, reply)
+	case "unreserve":
+		r.created--
+	case "acquire":
+		if r.held[req.Key] {
+			w.reply(ctx, req.From, runReply{Kind: "granted", Key: req.Key})
+			return
+		}
+		r.waiting = append(r.waiting, req)
+		w.grant(ctx, r)
+	case "release":
+		delete(r.held, req.Key)
+		for i, q := range r.waiting {
+			if q.Key == req.Key {
+				r.waiting = append(r.waiting[:i], r.waiting[i+1:]...)
+				break
+			}
+		}
+		if req.Usage.Total() > 0 {
+			r.usage = r.usage.Add(req.Usage)
+			if b := s.BudgetTokens; b > 0 && !r.warned && r.usage.Total()*5 >= b*4 {
+				r.warned = true
+				used := r.usage.Total()
+				w.publishRun(ctx, r, req.Agent, cadre.BudgetWarning{Used: used, Budget: b, Percent: used * 100 / b})
+			}
+		}
+		w.grant(ctx, r)
+	case "cancel":
+		if r.cancelled == "" {
+			r.cancelled = req.Reason
+		}
+		if e, err := wrap(loop.Cancel{Reason: req.Reason}); err == nil {
+			_ = workflow.SignalExternalWorkflow(ctx, AgentWorkflowID(r.in.Run, cadre.RootID), "", inputSignal, e).Get(ctx, nil)
+		}
+	}
+}
+
+// grant gives free concurrency slots to the oldest waiting calls, and
+// refuses every call once the token budget is spent.
+func (w *Worker) grant(ctx workflow.Context, r *runState) {
+	s := r.in.Settings
+	for len(r.waiting) > 0 {
+		q := r.waiting[0]
+		if b := s.BudgetTokens; b > 0 && r.usage.Total() >= b {
+			r.waiting = r.waiting[1:]
+			if !r.exhausted {
+				r.exhausted = true
+				w.publishRun(ctx, r, q.Agent, cadre.BudgetExhausted{Used: r.usage.Total(), Budget: b})
+			}
+			w.reply(ctx, q.From, runReply{Kind: "granted", Key: q.Key, Exhausted: true})
+			continue
+		}
+		if len(r.held) >= s.MaxConcurrent {
+			return
+		}
+		r.waiting = r.waiting[1:]
+		r.held[q.Key] = true
+		w.reply(ctx, q.From, runReply{Kind: "granted", Key: q.Key})
+	}
+}
+
+func (w *Worker) reply(ctx workflow.Context, to string, rep runReply) {
+	// An agent that has ended no longer needs the answer.
+	_ = workflow.SignalExternalWorkflow(ctx, to, "", replySignal, rep).Get(ctx, nil)
+}
+
+// publishRun writes an event the run tells about an agent.
+func (w *Worker) publishRun(ctx workflow.Context, r *runState, agent cadre.AgentID, p cadre.Payload) {
+	ev := cadre.Event{Type: p.EventType(), Run: r.in.Run, Agent: agent, Data: p, Time: workflow.Now(ctx).UTC()}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 5},
+	})
+	_ = workflow.ExecuteLocalActivity(lctx, w.acts.Publish, publication{Events: []cadre.Event{ev}}).Get(ctx, nil)
+}
+
+// finishRun writes the run's end and returns its result.
+func (w *Worker) finishRun(ctx workflow.Context, r *runState, fin loop.Finish) (*cadre.Result, error) {
+	var res cadre.Result
+	args := finishArgs{Run: r.in.Run, Task: r.in.Task, Model: r.in.Model, Finish: fin, Cancelled: r.cancelled, Exhausted: r.exhausted, Usage: r.usage, Started: r.in.Started}
+	if err := workflow.ExecuteActivity(ctx, w.acts.FinishRun, args).Get(ctx, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

@@ -1,0 +1,308 @@
+package temporaltest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/enginetest"
+	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/model/scripted"
+	"github.com/cadre-ai/cadre/temporal"
+)
+
+func defs(names ...string) []*cadre.Definition {
+	var out []*cadre.Definition
+	for _, n := range names {
+		out = append(out, &cadre.Definition{Name: n, Description: "The " + n + " agent.", Prompt: "You are " + n + ".", Visibility: cadre.VisibilityUserFacing})
+	}
+	return out
+}
+
+func text(s string) *cadre.Response {
+	return &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: s}, Usage: cadre.Usage{InputTokens: 10, OutputTokens: 5}}
+}
+
+func tc(id, tool string, args map[string]string) cadre.ToolCall {
+	b, _ := json.Marshal(args)
+	return cadre.ToolCall{ID: id, Name: tool, Arguments: string(b)}
+}
+
+func calls(cs ...cadre.ToolCall) *cadre.Response {
+	return &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, ToolCalls: cs}, Usage: cadre.Usage{InputTokens: 10, OutputTokens: 5}}
+}
+
+// allText is every message of a request, joined.
+func allText(req *cadre.Request) string {
+	var b strings.Builder
+	for _, m := range req.Messages {
+		b.WriteString(m.Content)
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// runToEnd starts a run and waits for it, with the suite's failsafe, and
+// returns its result and its stored events.
+func runToEnd(t *testing.T, e *temporal.Engine, task string) (*cadre.Result, []cadre.Event) {
+	t.Helper()
+	id, err := e.Start(t.Context(), task, cadre.StartOptions{})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	res, err := e.Wait(ctx, id)
+	if ctx.Err() != nil {
+		t.Fatalf("run %s did not end within %s", id, enginetest.Timeout)
+	}
+	if err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	var evs []cadre.Event
+	for ev, err := range e.Events(ctx, id) {
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		evs = append(evs, ev)
+	}
+	return res, evs
+}
+
+// reportsOnce checks that each child's report reached its parent once.
+func reportsOnce(t *testing.T, res *cadre.Result, evs []cadre.Event) {
+	t.Helper()
+	n := map[cadre.AgentID]int{}
+	for _, ev := range evs {
+		if r, ok := ev.Data.(cadre.AgentReported); ok {
+			n[r.Child]++
+		}
+	}
+	for _, a := range res.Agents {
+		if a.ID != cadre.RootID && n[a.ID] != 1 {
+			t.Errorf("the report of %s reached its parent %d times, want once", a.ID, n[a.ID])
+		}
+	}
+}
+
+// history returns the history of the latest run of a workflow.
+func history(t *testing.T, c client.Client, wid string) *historypb.History {
+	t.Helper()
+	it := c.GetWorkflowHistory(t.Context(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", wid, err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	return h
+}
+
+// recordEnv, when set, makes the scenario tests write the histories of
+// their workflows as the replay test's fixtures:
+//
+//	CADRE_RECORD_HISTORIES=1 go test -run TestScenario ./...
+const recordEnv = "CADRE_RECORD_HISTORIES"
+
+// replayAll replays the histories of the run's workflows against the
+// workflow code, and records them as fixtures when asked to.
+func replayAll(t *testing.T, c client.Client, name string, res *cadre.Result) {
+	t.Helper()
+	r, err := temporal.NewReplayer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wids := []string{temporal.RunWorkflowID(res.RunID)}
+	for _, a := range res.Agents {
+		wids = append(wids, temporal.AgentWorkflowID(res.RunID, a.ID))
+	}
+	for i, wid := range wids {
+		h := history(t, c, wid)
+		if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+			t.Errorf("replay of %s: %v", wid, err)
+		}
+		if os.Getenv(recordEnv) != "" {
+			b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join("testdata", "histories", fmt.Sprintf("%s-%d.json", name, i))
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Background agents report to an idle root, which wakes for each report
+// and answers with both.
+func TestScenarioBackground(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			all := allText(req)
+			switch {
+			case req.Turn == 1:
+				return calls(tc("a", loop.ToolStartBackground, map[string]string{"agent": "worker", "prompt": "find the apples"}),
+					tc("b", loop.ToolStartBackground, map[string]string{"agent": "worker", "prompt": "find the pears"})), nil
+			case strings.Contains(all, "found apples") && strings.Contains(all, "found pears"):
+				return text("both found"), nil
+			}
+			return text("waiting for the other"), nil
+		case "worker":
+			if req.Turn == 1 {
+				what := "pears"
+				if strings.Contains(allText(req), "apples") {
+					what = "apples"
+				}
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "found " + what})), nil
+			}
+			return text("reported"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("worker")})
+	res, evs := runToEnd(t, e, "find the fruit")
+	if res.Answer != "both found" || len(res.Agents) != 3 {
+		t.Errorf("answer %q, %d agents", res.Answer, len(res.Agents))
+	}
+	reportsOnce(t, res, evs)
+	replayAll(t, cfg.Client, "background", res)
+}
+
+// On the text protocol the root starts three generic subagents with a
+// <spawn_agents> block and gets their three results.
+func TestScenarioTextProtocol(t *testing.T) {
+	var mu sync.Mutex
+	var second string
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if len(req.Tools) > 0 {
+			return nil, fmt.Errorf("%s was offered tools on the text protocol", req.Agent)
+		}
+		if req.Agent == cadre.RootID {
+			if req.Turn == 1 {
+				return text("Three parts.\n<spawn_agents mode=\"parallel\">\n  <agent task=\"part one\" />\n  <agent task=\"part two\" />\n  <agent task=\"part three\" />\n</spawn_agents>"), nil
+			}
+			mu.Lock()
+			second = allText(req)
+			mu.Unlock()
+			return text("all parts done"), nil
+		}
+		all := allText(req)
+		for _, p := range []string{"one", "two", "three"} {
+			if strings.Contains(all, "part "+p) {
+				return text("<response>" + p + " is done</response>"), nil
+			}
+		}
+		return nil, fmt.Errorf("no part for %s", req.Agent)
+	})
+	e, cfg := newEngine(t, setup{Model: m, Protocol: cadre.ProtocolText})
+	res, evs := runToEnd(t, e, "do the three parts")
+	if res.Answer != "all parts done" || len(res.Agents) != 4 {
+		t.Errorf("answer %q, %d agents", res.Answer, len(res.Agents))
+	}
+	for _, p := range []string{"one is done", "two is done", "three is done"} {
+		if !strings.Contains(second, p) {
+			t.Errorf("the root's second call lacks %q:\n%s", p, second)
+		}
+	}
+	reportsOnce(t, res, evs)
+	replayAll(t, cfg.Client, "textproto", res)
+}
+
+// The agent limit holds for the run: with room for one child, the second
+// of two asked for in one reply is refused in words the model reads.
+func TestScenarioAgentLimit(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				return calls(tc("a", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "first"}),
+					tc("b", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "second"})), nil
+			}
+			if strings.Contains(allText(req), "agent limit reached") {
+				return text("one refused"), nil
+			}
+			return text("no refusal"), nil
+		case "worker":
+			if req.Turn == 1 {
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "done"})), nil
+			}
+			return text("ok"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, _ := newEngine(t, setup{Model: m, Definitions: defs("worker"), Limits: cadre.Limits{MaxAgents: 2}})
+	res, evs := runToEnd(t, e, "two workers")
+	if res.Answer != "one refused" || len(res.Agents) != 2 {
+		t.Errorf("answer %q, %d agents", res.Answer, len(res.Agents))
+	}
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == cadre.EventAgentLimit {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d agent_limit events, want 1", n)
+	}
+}
+
+// An agent whose history passes the limit continues as new with its state:
+// the root delegates eight times in turn, and its last call sees every
+// report.
+func TestScenarioContinueAsNew(t *testing.T) {
+	const steps = 8
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn <= steps {
+				return calls(tc(fmt.Sprint("s", req.Turn), loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": fmt.Sprint("step ", req.Turn)})), nil
+			}
+			all := allText(req)
+			for i := 1; i <= steps; i++ {
+				if !strings.Contains(all, fmt.Sprintf("did step %d", i)) {
+					return text(fmt.Sprintf("lost step %d", i)), nil
+				}
+			}
+			return text("all steps seen"), nil
+		case "worker":
+			if req.Turn == 1 {
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "did " + req.Messages[len(req.Messages)-1].Content})), nil
+			}
+			return text("ok"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("worker"), HistoryLimit: 40})
+	res, evs := runToEnd(t, e, "step by step")
+	if res.Answer != "all steps seen" || len(res.Agents) != steps+1 {
+		t.Errorf("answer %q, %d agents", res.Answer, len(res.Agents))
+	}
+	reportsOnce(t, res, evs)
+	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.AgentWorkflowID(res.RunID, cadre.RootID), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if info.GetFirstRunId() == info.GetExecution().GetRunId() {
+		t.Errorf("the root's workflow never continued as new (history limit 40)")
+	}
+	replayAll(t, cfg.Client, "continue", res)
+}
