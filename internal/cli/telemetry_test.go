@@ -32,8 +32,6 @@ researcher:
   - tool_calls:
       - {id: r1, name: send_agent_message, arguments: {text: "3 March"}}
     usage: {input: 100, output: 10}
-  - text: "Reported."
-    usage: {input: 10, output: 1}
 `
 
 func telemetryProject(t *testing.T, script, config string) (dir, model string) {
@@ -88,8 +86,9 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 	evs := res.events(t)
 	last := evs[len(evs)-1]
 	// 500 input at 2, 500 cached at 1, 100 output at 10; then 100 at 2 and
-	// 10 at 10; the researcher 100 at 2, 10 at 10, 10 at 2, 1 at 10.
-	want := (500*2 + 500*1 + 100*10 + 100*2 + 10*10 + 100*2 + 10*10 + 10*2 + 1*10) / 1e6
+	// 10 at 10; the researcher, which ends with its report, 100 at 2 and
+	// 10 at 10.
+	want := (500*2 + 500*1 + 100*10 + 100*2 + 10*10 + 100*2 + 10*10) / 1e6
 	if last["type"] != "run_completed" || last["cost"] != want {
 		t.Errorf("the last event is %v; want run_completed with cost %v", last, want)
 	}
@@ -232,9 +231,9 @@ func TestRunsCost(t *testing.T) {
 	evs := res.events(t)
 	run, _ := evs[0]["run"].(string)
 	// The root: 500 at 2, 500 cached at 1, 100 at 10, 100 at 2, 10 at 10.
-	// The researcher: 100 at 2, 10 at 10, 10 at 2, 1 at 10.
-	rootCost, childCost := costText((500*2+500*1+100*10+100*2+10*10)/1e6), costText((100*2+10*10+10*2+1*10)/1e6)
-	total := costText((500*2 + 500*1 + 100*10 + 100*2 + 10*10 + 100*2 + 10*10 + 10*2 + 1*10) / 1e6)
+	// The researcher, which ends with its report: 100 at 2, 10 at 10.
+	rootCost, childCost := costText((500*2+500*1+100*10+100*2+10*10)/1e6), costText((100*2+10*10)/1e6)
+	total := costText((500*2 + 500*1 + 100*10 + 100*2 + 10*10 + 100*2 + 10*10) / 1e6)
 
 	list := runBinary(t, dir, nil, "runs", "list")
 	if list.code != 0 || !strings.Contains(list.stdout, "COST") || !strings.Contains(lineContaining(t, list.stdout, run), total) {
