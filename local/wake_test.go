@@ -268,11 +268,15 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 	}
 	// The child's later calls carried its history.
 	kreqs := m.RequestsOf(cadre.AgentID(child))
-	if len(kreqs) != 6 || len(kreqs[4].Messages) <= len(kreqs[2].Messages) || len(kreqs[2].Messages) <= len(kreqs[0].Messages) {
+	// (Its sixth call, the turn after its last report, may not be made: the
+	// root can end first.)
+	if len(kreqs) < 5 || len(kreqs) > 6 || len(kreqs[4].Messages) <= len(kreqs[2].Messages) || len(kreqs[2].Messages) <= len(kreqs[0].Messages) {
 		t.Errorf("the child's requests did not grow with its history: %d requests", len(kreqs))
 	}
 	for _, a := range res.Agents {
-		if a.ID == cadre.AgentID(child) && (a.Status != cadre.StatusDone || !strings.HasPrefix(a.Result, "report C")) {
+		// Its last report is its result; it may be cancelled when the
+		// root ends during the turn it takes after that report.
+		if a.ID == cadre.AgentID(child) && (a.Status != cadre.StatusDone && a.Status != cadre.StatusCancelled || !strings.HasPrefix(a.Result, "report C")) {
 			t.Errorf("the child's record: %+v", a)
 		}
 	}
