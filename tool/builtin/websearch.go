@@ -106,6 +106,20 @@ func NewWebSearch(b SearchBackend) *WebSearch {
 	if b.Client == nil {
 		b.Client = &http.Client{Timeout: b.Timeout}
 	}
+	// The service is reached as configured and nowhere else: a redirect
+	// to another host would carry the key (Go keeps custom headers such
+	// as Brave's X-Subscription-Token across hosts).
+	c := *b.Client
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Host != via[0].URL.Host {
+			return fmt.Errorf("the search service redirected to %s, another host than the one configured; not followed", req.URL.Host)
+		}
+		if len(via) >= 5 {
+			return errors.New("the search service redirected more than 5 times")
+		}
+		return nil
+	}
+	b.Client = &c
 	return &WebSearch{b: b}
 }
 

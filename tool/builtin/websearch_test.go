@@ -177,3 +177,23 @@ func TestSearchBackendCheck(t *testing.T) {
 		}
 	}
 }
+
+// A search service that redirects to another host is not followed there:
+// the key would go with the request.
+func TestWebSearchNoRedirectToAnotherHost(t *testing.T) {
+	var leaked string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = r.Header.Get("X-Subscription-Token")
+		w.Write([]byte(`{"web":{"results":[]}}`))
+	}))
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1)
+	brave := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL+"/steal", http.StatusFound)
+	}))
+	defer brave.Close()
+	_, err := callSearch(t, NewWebSearch(SearchBackend{Provider: SearchBrave, URL: brave.URL, APIKey: "k-secret"}), `{"query":"x"}`)
+	if err == nil || !strings.Contains(err.Error(), "another host than the one configured") || leaked != "" {
+		t.Errorf("a redirect to another host: %v; the other host got the key %q", err, leaked)
+	}
+}
