@@ -15,7 +15,12 @@ type Catalog struct {
 	byName     map[string]*cadre.Definition // by lower-case name
 	sorted     []*cadre.Definition
 	overridden []*cadre.Definition
+	plugins    []Plugin // the plugins Load found, for LoadSkills
 }
+
+// Plugins returns the plugins whose agents Load read, for LoadSkills to
+// take their skills from without looking for them again.
+func (c *Catalog) Plugins() []Plugin { return c.plugins }
 
 // NewCatalog makes a catalog of defs. A later definition replaces an
 // earlier one of the same name (ignoring case); the replaced ones are listed

@@ -78,6 +78,7 @@ func Load(opts LoadOptions) (*Catalog, []Diagnostic) {
 	}
 	plugins, pdiags := FindPlugins(opts)
 	l.diags = append(l.diags, pdiags...)
+	l.cat.plugins = plugins
 	for _, p := range plugins {
 		var roots []root
 		for _, a := range p.Agents {

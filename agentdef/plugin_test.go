@@ -75,7 +75,7 @@ func TestPlugins(t *testing.T) {
 			t.Errorf("no error %q in\n%s", want, all)
 		}
 	}
-	skills, _ := LoadSkills(LoadOptions{Dir: proj, Home: home})
+	skills, _ := LoadSkills(LoadOptions{Dir: proj, Home: home}, cat.Plugins())
 	if len(skills) != 1 || skills[0].Name != "review-kit:triage" {
 		t.Errorf("skills %+v", skills)
 	}

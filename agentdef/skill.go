@@ -58,7 +58,10 @@ func skillRoots(dir string, home bool) []string {
 // holding SKILL.md. A project's skill replaces the user's of the same name.
 // A broken SKILL.md is an error diagnostic naming the file and line, and
 // the skill is left out; the others load.
-func LoadSkills(opts LoadOptions) ([]*Skill, []Diagnostic) {
+//
+// plugins are those whose skills (plugin:name) are loaded too: the
+// catalog's [Catalog.Plugins], found when its agents were loaded.
+func LoadSkills(opts LoadOptions, plugins []Plugin) ([]*Skill, []Diagnostic) {
 	var (
 		out   []*Skill
 		diags []Diagnostic
@@ -115,7 +118,6 @@ func LoadSkills(opts LoadOptions) ([]*Skill, []Diagnostic) {
 	if !opts.NoUser && home != "" {
 		add(skillRoots(home, true), ScopeUser, "")
 	}
-	plugins, _ := FindPlugins(opts) // a broken plugin is Load's to report
 	for _, p := range plugins {
 		add([]string{filepath.Join(p.Dir, "skills")}, ScopePlugin, p.Name)
 	}

@@ -35,7 +35,7 @@ func TestLoadSkills(t *testing.T) {
 	writeSkill(t, filepath.Join(proj, ".cadre", "skills"), "empty", "---\nname: empty\ndescription: Nothing below.\n---\n\n")
 	os.MkdirAll(filepath.Join(proj, ".claude", "skills", "not-a-skill"), 0o755)
 
-	skills, diags := LoadSkills(LoadOptions{Dir: proj, Home: home})
+	skills, diags := LoadSkills(LoadOptions{Dir: proj, Home: home}, nil)
 	var names []string
 	for _, s := range skills {
 		names = append(names, s.Name+":"+s.Scope)

@@ -16,8 +16,8 @@ import (
 // Definitions that name skills in their skills field get those skills'
 // instructions at the end of their prompt, as Claude Code preloads them;
 // a skill that is not found is a warning.
-func loadSkills(w io.Writer, opts agentdef.LoadOptions, defs []*cadre.Definition) *builtin.Skill {
-	skills, diags := agentdef.LoadSkills(opts)
+func loadSkills(w io.Writer, opts agentdef.LoadOptions, cat *agentdef.Catalog, defs []*cadre.Definition) *builtin.Skill {
+	skills, diags := agentdef.LoadSkills(opts, cat.Plugins())
 	for _, d := range diags {
 		if d.Severity == agentdef.SeverityError || d.Severity == agentdef.SeverityWarning {
 			fmt.Fprintf(w, "cadre: %s\n", d.String())

@@ -167,7 +167,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		}
 	}
 	w.engine.Definitions = cat.All()
-	if sk := loadSkills(a.io.Stderr, opts, w.engine.Definitions); sk != nil {
+	if sk := loadSkills(a.io.Stderr, opts, cat, w.engine.Definitions); sk != nil {
 		w.engine.Tools = append(w.engine.Tools, sk)
 	}
 	if cfg.Agent != "" {
