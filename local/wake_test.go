@@ -221,15 +221,7 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 	child := "root/researcher.1"
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
-			switch req.Turn {
-			case 1:
-				return calls(tc("bg", loop.ToolStartBackground, map[string]string{"agent": "researcher", "prompt": "look"})), nil
-			case 2, 4, 6:
-				return calls(tc("w"+string(rune('0'+req.Turn)), loop.ToolWaitAgent, map[string]string{"agentId": child})), nil
-			case 3, 5:
-				return calls(tc("m"+string(rune('0'+req.Turn)), loop.ToolSendAgentMessage, map[string]string{"agentId": child, "text": "look again"})), nil
-			}
-			return text("final"), nil
+			return wakeTwiceRoot(req, child), nil
 		}
 		switch req.Turn {
 		case 1, 3, 5:
@@ -249,16 +241,7 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 	if err != nil || res.Answer != "final" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	reqs := m.RequestsOf(cadre.RootID)
-	var conv strings.Builder
-	for _, msg := range reqs[len(reqs)-1].Messages {
-		conv.WriteString(msg.Content + "\n")
-	}
-	for _, r := range []string{"report A", "report B", "report C"} {
-		if n := strings.Count(conv.String(), r); n != 1 {
-			t.Errorf("%s reached the root %d times; conversation:\n%s", r, n, conv.String())
-		}
-	}
+	checkEachReportOnce(t, m, "report A", "report B", "report C")
 	if n := len(ev.of(cadre.EventAgentReported)); n != 3 {
 		t.Errorf("%d agent_reported events, want 3", n)
 	}
@@ -397,15 +380,7 @@ func TestWakeChildThatEndsOnReport(t *testing.T) {
 	rounds := 0
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
-			switch req.Turn {
-			case 1:
-				return calls(tc("bg", loop.ToolStartBackground, map[string]string{"agent": "researcher", "prompt": "look"})), nil
-			case 2, 4, 6:
-				return calls(tc("w"+string(rune('0'+req.Turn)), loop.ToolWaitAgent, map[string]string{"agentId": child})), nil
-			case 3, 5:
-				return calls(tc("m"+string(rune('0'+req.Turn)), loop.ToolSendAgentMessage, map[string]string{"agentId": child, "text": "look again"})), nil
-			}
-			return text("final"), nil
+			return wakeTwiceRoot(req, child), nil
 		}
 		mu.Lock()
 		rounds++
@@ -419,18 +394,39 @@ func TestWakeChildThatEndsOnReport(t *testing.T) {
 	if err != nil || res.Answer != "final" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
+	checkEachReportOnce(t, m, "report A", "report B", "report C")
+	if n := len(m.RequestsOf(cadre.AgentID(child))); n != 3 {
+		t.Errorf("the child made %d model calls, want one per round", n)
+	}
+	checkReplayEnds(t, s, id)
+}
+
+// wakeTwiceRoot is a root that starts child in the background, waits for
+// its report, wakes it with a message, and does that twice more.
+func wakeTwiceRoot(req *cadre.Request, child string) *cadre.Response {
+	switch req.Turn {
+	case 1:
+		return calls(tc("bg", loop.ToolStartBackground, map[string]string{"agent": "researcher", "prompt": "look"}))
+	case 2, 4, 6:
+		return calls(tc("w"+string(rune('0'+req.Turn)), loop.ToolWaitAgent, map[string]string{"agentId": child}))
+	case 3, 5:
+		return calls(tc("m"+string(rune('0'+req.Turn)), loop.ToolSendAgentMessage, map[string]string{"agentId": child, "text": "look again"}))
+	}
+	return text("final")
+}
+
+// checkEachReportOnce checks that each report is in the root's last
+// conversation exactly once.
+func checkEachReportOnce(t *testing.T, m *scripted.Model, reports ...string) {
+	t.Helper()
 	reqs := m.RequestsOf(cadre.RootID)
 	var conv strings.Builder
 	for _, msg := range reqs[len(reqs)-1].Messages {
 		conv.WriteString(msg.Content + "\n")
 	}
-	for _, r := range []string{"report A", "report B", "report C"} {
+	for _, r := range reports {
 		if n := strings.Count(conv.String(), r); n != 1 {
 			t.Errorf("%s reached the root %d times; conversation:\n%s", r, n, conv.String())
 		}
 	}
-	if n := len(m.RequestsOf(cadre.AgentID(child))); n != 3 {
-		t.Errorf("the child made %d model calls, want one per round", n)
-	}
-	checkReplayEnds(t, s, id)
 }
