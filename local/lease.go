@@ -154,8 +154,10 @@ func (l *lease) release() {
 // carrying it on, so nothing more of it is done or written here.
 func (r *run) lostLease(err error) {
 	r.e.cfg.Logger.Error("the run's lease is lost", "run", r.id, "err", err)
-	r.fail(err.Error())
+	// The run's context first, so that calls in flight end with the lost
+	// lease as their cause, not with the agents' own cancel.
 	r.cancel(err)
+	r.fail(err.Error())
 }
 
 // disown ends the run's hold on its lease, if it has one.
