@@ -210,3 +210,22 @@ func TestOneEventEncoding(t *testing.T) {
 		}
 	}
 }
+
+// What a model writes reaches the terminal without control characters:
+// an escape sequence in a task list, a say block or the streamed answer
+// cannot move the cursor, retitle the window or write the clipboard.
+func TestRendererDropsControlCharacters(t *testing.T) {
+	var out bytes.Buffer
+	r := newRenderer(&out, true)
+	evil := "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\rfine"
+	r.handle(cadre.Event{Type: cadre.EventTodos, Agent: "root/a.1", Data: cadre.Todos{Items: []cadre.Todo{{Content: evil, Status: "in_progress"}}}})
+	r.handle(cadre.Event{Type: cadre.EventSay, Agent: "root/a.1", Data: cadre.Say{Text: evil}})
+	r.handle(cadre.Event{Type: cadre.EventModelDelta, Agent: cadre.RootID, Data: cadre.ModelDelta{Text: "line one\n" + evil}})
+	got := out.String()
+	if strings.ContainsAny(got, "\x1b\x07\r") {
+		t.Errorf("control characters reached the terminal: %q", got)
+	}
+	if strings.Count(got, "fine") != 3 || !strings.Contains(got, "line one\n") {
+		t.Errorf("the text itself was lost: %q", got)
+	}
+}

@@ -398,7 +398,7 @@ func (r *renderer) plain(ev cadre.Event) {
 	switch d := ev.Data.(type) {
 	case cadre.ModelDelta:
 		if r.tty && ev.Agent == cadre.RootID && !r.rootSays {
-			fmt.Fprint(r.w, d.Text)
+			fmt.Fprint(r.w, sanitizeLines(d.Text))
 			r.inText = true
 		}
 		return
@@ -420,7 +420,7 @@ func (r *renderer) plain(ev cadre.Event) {
 		return
 	}
 	if line := describeEvent(ev).Progress; line != "" {
-		r.line("%s", line)
+		r.line("%s", sanitize(line))
 	}
 }
 

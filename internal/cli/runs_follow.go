@@ -50,7 +50,7 @@ func (a *app) followRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord, 
 				fmt.Fprintf(w, "%s\n", b)
 				continue
 			}
-			fmt.Fprintln(w, logLine(e))
+			fmt.Fprintln(w, sanitize(logLine(e)))
 		}
 		if !cur.Status.Terminal() {
 			own, err := runOwnership(ctx, s, cur)

@@ -503,6 +503,25 @@ func sanitize(s string) string {
 	}, s)
 }
 
+// sanitizeLines is sanitize for text of several lines: it keeps the line
+// ends.
+func sanitizeLines(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' }) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case unicode.IsControl(r):
+			return -1
+		}
+		return r
+	}, s)
+}
+
 // fitWidth cuts s to at most width terminal cells, ending it with … when
 // cut.
 func fitWidth(s string, width int) string {
