@@ -135,8 +135,22 @@ func (e *SchemaError) Error() string {
 // schema_version: another program's, to which cadre must not add its
 // tables. It reads the file through a connection of its own that cannot
 // write, before anything (the journal mode included) is set on it.
+//
+// A process that died while writing (kill -9, a power cut) leaves a
+// write-ahead log that the next connection must recover, which one that
+// cannot write may not do: then the tables are read through a connection
+// that may write but never creates the file. Recovery only replays what
+// the log holds; it adds nothing to the database.
 func checkOwnDatabase(ctx context.Context, abs, path string) error {
-	db, err := sql.Open("sqlite", dsn(abs, url.Values{"mode": {"ro"}}))
+	err := readOwnTables(ctx, abs, path, "ro")
+	if c := code(err); c&0xff == sqlite3.SQLITE_READONLY {
+		err = readOwnTables(ctx, abs, path, "rw")
+	}
+	return err
+}
+
+func readOwnTables(ctx context.Context, abs, path, mode string) error {
+	db, err := sql.Open("sqlite", dsn(abs, url.Values{"mode": {mode}}))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}

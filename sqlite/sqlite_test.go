@@ -1,11 +1,14 @@
 package sqlite_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -446,4 +449,91 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 		t.Fatalf("the store made from an empty file, opened again: %v", err)
 	}
 	s.Close()
+}
+
+// diedEnv makes the test binary the process of TestOpenAfterProcessDied
+// that writes a run to the store it names, says so, and waits to be
+// killed.
+const diedEnv = "CADRE_SQLITE_TEST_DIE_IN"
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(diedEnv); path != "" {
+		err := dieWriting(path)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println("written")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// dieWriting writes a run to a store, then begins to create a store the
+// way cadre's first transaction on a new file does, in a second file of
+// the same name with "-new" added: its changes spill to a rollback
+// journal before the process dies in the middle of the transaction.
+func dieWriting(path string) error {
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		return err
+	}
+	if err := s.CreateRun(context.Background(), &cadre.RunRecord{ID: "r1", Task: "the task", Status: cadre.StatusRunning, Started: time.Now().UTC()}); err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", path+"-new")
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{`PRAGMA cache_size = 1`, `BEGIN`, `CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		`CREATE TABLE filler (x BLOB)`, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200) INSERT INTO filler SELECT randomblob(4000) FROM n`} {
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// Stores whose process was killed while it wrote open again: one in
+// write-ahead-log mode, which keeps what was committed, and one killed
+// while its first transaction was under way, whose rollback journal the
+// next connection must play back before anything can read it.
+func TestOpenAfterProcessDied(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), diedEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Kill()
+	cmd.Wait()
+	if line != "written\n" {
+		t.Fatalf("the process that writes the stores said %q", line)
+	}
+	if _, err := os.Stat(path + "-new-journal"); err != nil {
+		t.Fatalf("the killed process left no rollback journal: %v", err)
+	}
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("a store whose process was killed: %v", err)
+	}
+	defer s.Close()
+	got, err := s.GetRun(t.Context(), "r1")
+	if err != nil || got.Task != "the task" {
+		t.Fatalf("the committed run: %+v, %v", got, err)
+	}
+	n, err := sqlite.Open(t.Context(), path+"-new")
+	if err != nil {
+		t.Fatalf("a store killed in its first transaction: %v", err)
+	}
+	defer n.Close()
+	if err := n.CreateRun(t.Context(), &cadre.RunRecord{ID: "r2", Task: "after the crash", Status: cadre.StatusRunning, Started: time.Now().UTC()}); err != nil {
+		t.Fatalf("a run in the store rolled back: %v", err)
+	}
 }
