@@ -264,6 +264,8 @@ func TestStream(t *testing.T) {
 			wantTexts: []string{"par"}, wantAttempts: 1, wantStatus: 401, wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"broke off", "bad key"}},
 		{name: "single attempt says nothing of attempts", pol: model.RetryPolicy{MaxAttempts: 1}, outs: []outcome{{err: s500}},
 			wantAttempts: 1, wantStatus: 500},
+		{name: "permanent error after text fails at once", outs: []outcome{{texts: []string{"par"}, err: errors.New("bad shape")}},
+			wantTexts: []string{"par"}, wantAttempts: 1, wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"broke off", "bad shape"}},
 		{name: "permanent error", outs: []outcome{{err: errors.New("bad shape")}}, wantAttempts: 1, wantErrHas: []string{"bad shape"}},
 	}
 	for _, tt := range tests {

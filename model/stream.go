@@ -203,13 +203,14 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 				yield(nil, c.fail(fmt.Errorf("call abandoned: %w", ctx.Err()), 0))
 				return
 			}
+			retryable := Retryable(err) // of the failure itself, not of the broken reply
 			if yielded {
 				if !errors.Is(err, cadre.ErrIncompleteStream) {
 					err = fmt.Errorf("%w: %w", cadre.ErrIncompleteStream, err)
 				}
 				err = fmt.Errorf("the reply broke off after it had started: %w", err)
 			}
-			if !Retryable(err) {
+			if !retryable {
 				yield(nil, c.fail(err, Status(err)))
 				return
 			}
