@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
@@ -28,6 +29,7 @@ type toy struct {
 	o   modeltest.Options
 	bug string
 	// kept is the text of the last try, for bug KeepsBrokenText.
+	mu   sync.Mutex
 	kept string
 }
 
@@ -102,7 +104,9 @@ func (p *toy) attempt(ctx context.Context, req *cadre.Request, t *model.Try) (*c
 	msg := cadre.Message{Role: cadre.RoleAssistant}
 	if p.bug == "KeepsBrokenText" {
 		// The text of a try that broke off stays in the reply.
+		p.mu.Lock()
 		msg.Content = p.kept
+		p.mu.Unlock()
 	}
 	var (
 		usage    cadre.Usage
@@ -130,7 +134,11 @@ func (p *toy) attempt(ctx context.Context, req *cadre.Request, t *model.Try) (*c
 			return nil, &model.ServerError{Message: ev.Error}
 		case ev.Text != "":
 			msg.Content += ev.Text
-			p.kept = msg.Content
+			if p.bug == "KeepsBrokenText" {
+				p.mu.Lock()
+				p.kept = msg.Content
+				p.mu.Unlock()
+			}
 			if !t.Emit(ev.Text) {
 				return nil, context.Canceled
 			}
