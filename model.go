@@ -29,14 +29,23 @@ type Response struct {
 	Usage   Usage   `json:"usage"`
 	// StopReason is the provider's reason for ending the reply, as it gave it.
 	StopReason string `json:"stop_reason,omitempty"`
+	// Model is the model that answered, as the server named it: often the
+	// name asked for with a version or date appended, or, behind a router
+	// or proxy, another model altogether. Empty when the server did not say.
+	Model string `json:"model,omitempty"`
 }
 
 // A Chunk is one piece of a streamed reply. Every stream that succeeds ends
 // with exactly one chunk whose Response is set; the chunks before it carry
-// text as it arrives.
+// text as it arrives, or say that the reply starts again.
 type Chunk struct {
 	Text     string
 	Response *Response
+	// Restart says that the text streamed so far is void: the reply broke
+	// off and is being asked for again, and the text that follows is the
+	// new reply from its beginning. A chunk with Restart carries nothing
+	// else. The final Response holds only the reply that completed.
+	Restart bool
 }
 
 // Model is a language model that can be asked for a reply.
@@ -44,7 +53,9 @@ type Chunk struct {
 // Stream returns the reply as it is generated. Implementations must be safe
 // for concurrent use: the engine calls one Model from many agents at once.
 // A stream that ends without a final Response is an error; providers report
-// a connection cut mid-reply as an error, never as a short reply.
+// a connection cut mid-reply as an error or, when they ask again, as a
+// chunk with Restart set before the new reply's text; never as a short
+// reply.
 type Model interface {
 	Stream(ctx context.Context, req *Request) iter.Seq2[*Chunk, error]
 }
@@ -53,8 +64,25 @@ type Model interface {
 var ErrIncompleteStream = errors.New("cadre: model stream ended before the reply was complete")
 
 // Collect reads a stream to its end and returns the final Response. onText,
-// when not nil, is called with each piece of text as it arrives.
+// when not nil, is called with each piece of text as it arrives, the text
+// of a reply that broke off and was asked for again included: a caller
+// that shows the text uses [CollectFunc] to learn of restarts.
 func Collect(seq iter.Seq2[*Chunk, error], onText func(string)) (*Response, error) {
+	if onText == nil {
+		return CollectFunc(seq, nil)
+	}
+	return CollectFunc(seq, func(c *Chunk) {
+		if c.Text != "" {
+			onText(c.Text)
+		}
+	})
+}
+
+// CollectFunc reads a stream to its end and returns the final Response.
+// each, when not nil, is called with every chunk that carries text, as it
+// arrives, and with every chunk with Restart set, after which the text
+// starts again.
+func CollectFunc(seq iter.Seq2[*Chunk, error], each func(*Chunk)) (*Response, error) {
 	var final *Response
 	for c, err := range seq {
 		if err != nil {
@@ -63,8 +91,8 @@ func Collect(seq iter.Seq2[*Chunk, error], onText func(string)) (*Response, erro
 		if c == nil {
 			continue
 		}
-		if c.Text != "" && onText != nil {
-			onText(c.Text)
+		if each != nil && (c.Text != "" || c.Restart) {
+			each(c)
 		}
 		if c.Response != nil {
 			final = c.Response

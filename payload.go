@@ -165,11 +165,16 @@ type AgentNudged struct {
 }
 
 // ModelDelta is the payload of EventModelDelta: a piece of a reply as the
-// model streams it. Stores do not keep these; the whole reply is in the
-// model_response that follows.
+// model streams it, or word that the reply broke off and starts again
+// (Restart). Stores do not keep these; the whole reply, as it completed, is
+// in the model_response that follows.
 type ModelDelta struct {
 	// Text is the piece of text.
 	Text string `json:"text"`
+	// Restart says that the text streamed so far for this reply is void:
+	// the reply broke off and the model is asked again. The deltas that
+	// follow are the new reply from its beginning. Text is empty.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // ModelResponse is the payload of EventModelResponse: a model call ended
@@ -186,6 +191,10 @@ type ModelResponse struct {
 	// StopReason is the provider's reason for ending the reply, as it gave
 	// it.
 	StopReason string `json:"stop_reason,omitempty"`
+	// Model is the model that answered, as the server named it, when it
+	// said: it may differ from the model asked for (a dated version, or
+	// another model behind a router).
+	Model string `json:"model,omitempty"`
 	// Final is set on the last call an agent may make, offered no tools.
 	Final bool `json:"final,omitempty"`
 	// Cost is what the call cost at the configured prices, when its model

@@ -349,9 +349,16 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	}
 	a.touch()
 	req := act.Request
-	resp, err := cadre.Collect(a.model.Stream(ctx, &req), func(text string) {
+	resp, err := cadre.CollectFunc(a.model.Stream(ctx, &req), func(c *cadre.Chunk) {
 		a.touch()
-		a.emit(cadre.ModelDelta{Text: text})
+		if c.Restart {
+			// The reply broke off and is asked for again: watchers drop
+			// the text they were shown.
+			a.emit(cadre.ModelDelta{Restart: true})
+		}
+		if c.Text != "" {
+			a.emit(cadre.ModelDelta{Text: c.Text})
+		}
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -361,7 +368,7 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	}
 	a.run.charge(a, resp.Usage)
 	a.emit(cadre.ModelResponse{Turn: req.Turn, Usage: resp.Usage, Text: resp.Message.Content, ToolCalls: len(resp.Message.ToolCalls),
-		StopReason: resp.StopReason, Final: act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
+		StopReason: resp.StopReason, Model: resp.Model, Final: act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
 	return loop.ModelResult{Response: resp}
 }
 

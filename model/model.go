@@ -11,10 +11,15 @@
 //
 // Retries: a call is retried, with exponential backoff and full jitter, when
 // the server answers 408, 409, 429 or 5xx, when the connection is reset,
-// refused or times out, when the server stalls, and when a stream breaks,
-// but only while nothing has been handed to the caller yet: once a piece of
-// text was yielded, a broken stream is an error wrapping
-// [cadre.ErrIncompleteStream], never a silent restart. A 429 waits as long
+// refused or times out, when the server stalls, when a stream breaks, and
+// when it sends an event that is not valid JSON ([ErrInvalidReply]). A
+// stream that breaks after some of its text was handed to the caller is
+// retried the same way, within the same attempts, never silently: the
+// caller first receives a chunk with [cadre.Chunk.Restart] set, which voids
+// the text so far, and the final response is the reply of the last try
+// alone. When the attempts run out, the error wraps
+// [cadre.ErrIncompleteStream] if the last try had started its reply, and
+// says how many attempts were made. A 429 waits as long
 // as its Retry-After header asks (seconds or an HTTP date), capped by
 // [RetryPolicy.MaxDelay]. Other statuses (400, 401, 403, 404…) fail at
 // once, and so do answers that are not event streams ([ErrNotStream]) and

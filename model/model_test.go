@@ -143,6 +143,7 @@ func TestRetryable(t *testing.T) {
 		{"unexpected EOF", io.ErrUnexpectedEOF, true},
 		{"timeout", &net.OpError{Op: "read", Err: timeoutErr{}}, true},
 		{"incomplete stream", cadre.ErrIncompleteStream, true},
+		{"invalid reply", fmt.Errorf("event: %w", model.ErrInvalidReply), true},
 		{"cancelled", context.Canceled, false},
 		{"caller deadline", context.DeadlineExceeded, true /* a net timeout too; Stream checks ctx first */},
 		{"other", errors.New("bad request shape"), false},
@@ -201,6 +202,12 @@ func run(t *testing.T, ctx context.Context, pol model.RetryPolicy, outs ...outco
 			err = e
 			continue
 		}
+		if c.Restart {
+			if c.Text != "" || c.Response != nil {
+				t.Errorf("restart chunk %+v carries more than the restart", c)
+			}
+			texts = append(texts, restart)
+		}
 		if c.Text != "" {
 			texts = append(texts, c.Text)
 		}
@@ -213,6 +220,9 @@ func run(t *testing.T, ctx context.Context, pol model.RetryPolicy, outs ...outco
 	}
 	return
 }
+
+// restart stands for a chunk with Restart set among the texts of a stream.
+const restart = "<restart>"
 
 var okResp = &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "ok"}}
 
@@ -241,10 +251,21 @@ func TestStream(t *testing.T) {
 		{name: "401 fails at once with the hint", outs: []outcome{{err: s401}}, wantAttempts: 1, wantStatus: 401,
 			wantErrHas: []string{"bad key", "check FAKE_API_KEY"}},
 		{name: "nil response counts as incomplete and is retried", outs: []outcome{{}, {resp: okResp}}, wantOK: true, wantAttempts: 2, wantWaits: []time.Duration{250 * time.Millisecond}},
-		{name: "break after text is not retried", outs: []outcome{{texts: []string{"par"}, err: io.ErrUnexpectedEOF}, {resp: okResp}},
-			wantTexts: []string{"par"}, wantAttempts: 1, wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"broke off", "unexpected EOF"}},
+		{name: "break after text is retried after a restart", outs: []outcome{{texts: []string{"par"}, err: io.ErrUnexpectedEOF}, {texts: []string{"o", "k"}, resp: okResp}},
+			wantTexts: []string{"par", restart, "o", "k"}, wantOK: true, wantAttempts: 2, wantWaits: []time.Duration{250 * time.Millisecond}},
+		{name: "break after text then before text restarts once", outs: []outcome{{texts: []string{"par"}, err: io.ErrUnexpectedEOF}, {err: s500}, {texts: []string{"ok"}, resp: okResp}},
+			wantTexts: []string{"par", restart, "ok"}, wantOK: true, wantAttempts: 3, wantWaits: []time.Duration{250 * time.Millisecond, 500 * time.Millisecond}},
+		{name: "429 after text waits Retry-After", pol: model.RetryPolicy{MaxDelay: time.Minute}, outs: []outcome{{texts: []string{"par"}, err: s429}, {resp: okResp}},
+			wantTexts: []string{"par", restart}, wantOK: true, wantAttempts: 2, wantWaits: []time.Duration{time.Minute}},
+		{name: "break after text every time gives up", pol: model.RetryPolicy{MaxAttempts: 2}, outs: []outcome{{texts: []string{"par"}, err: io.ErrUnexpectedEOF}},
+			wantTexts: []string{"par", restart, "par"}, wantAttempts: 2, wantWaits: []time.Duration{250 * time.Millisecond},
+			wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"gave up after 2 attempts", "broke off", "unexpected EOF"}},
+		{name: "failure after text that is not retryable fails at once", outs: []outcome{{texts: []string{"par"}, err: s401}},
+			wantTexts: []string{"par"}, wantAttempts: 1, wantStatus: 401, wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"broke off", "bad key"}},
 		{name: "single attempt says nothing of attempts", pol: model.RetryPolicy{MaxAttempts: 1}, outs: []outcome{{err: s500}},
 			wantAttempts: 1, wantStatus: 500},
+		{name: "permanent error after text fails at once", outs: []outcome{{texts: []string{"par"}, err: errors.New("bad shape")}},
+			wantTexts: []string{"par"}, wantAttempts: 1, wantIs: cadre.ErrIncompleteStream, wantErrHas: []string{"broke off", "bad shape"}},
 		{name: "permanent error", outs: []outcome{{err: errors.New("bad shape")}}, wantAttempts: 1, wantErrHas: []string{"bad shape"}},
 	}
 	for _, tt := range tests {
@@ -318,6 +339,34 @@ func TestStreamConsumerStops(t *testing.T) {
 		}
 	}
 	if diff := cmp.Diff([]string{"a", "b"}, got); diff != "" || attempts != 1 {
+		t.Errorf("chunks (-want +got):\n%s\nattempts = %d, want 1", diff, attempts)
+	}
+}
+
+// TestStreamConsumerStopsAtRestart checks that a caller that stops reading
+// at the restart is not asked to read another try.
+func TestStreamConsumerStopsAtRestart(t *testing.T) {
+	attempts := 0
+	call := model.Call{Provider: "fake", Attempt: func(ctx context.Context, try *model.Try) (*cadre.Response, error) {
+		attempts++
+		try.Emit("half")
+		return nil, io.ErrUnexpectedEOF
+	}, Policy: model.RetryPolicy{Sleep: func(ctx context.Context, d time.Duration) error {
+		t.Error("waited to retry for a caller that stopped reading")
+		return nil
+	}}}
+	var got []*cadre.Chunk
+	for c, err := range model.Stream(context.Background(), call) {
+		if err != nil {
+			t.Fatalf("error after the caller stopped: %v", err)
+		}
+		got = append(got, c)
+		if c.Restart {
+			break
+		}
+	}
+	want := []*cadre.Chunk{{Text: "half"}, {Restart: true}}
+	if diff := cmp.Diff(want, got); diff != "" || attempts != 1 {
 		t.Errorf("chunks (-want +got):\n%s\nattempts = %d, want 1", diff, attempts)
 	}
 }
@@ -398,12 +447,23 @@ func TestStall(t *testing.T) {
 			wantOK: true, wantAttempts: 2,
 		},
 		{
-			name: "silent after text is an incomplete stream",
+			name: "silent after text is retried after a restart",
+			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
+				try.Emit("half")
+				if n == 1 {
+					return nil, blockUntilDone(ctx)
+				}
+				return okResp, nil
+			},
+			wantOK: true, wantAttempts: 2, wantTexts: []string{"half", restart, "half"},
+		},
+		{
+			name: "silent after text every time is an incomplete stream",
 			attempt: func(ctx context.Context, try *model.Try, n int) (*cadre.Response, error) {
 				try.Emit("half")
 				return nil, blockUntilDone(ctx)
 			},
-			wantAttempts: 1, wantTexts: []string{"half"}, wantIs: []error{model.ErrStalled, cadre.ErrIncompleteStream},
+			wantAttempts: 2, wantTexts: []string{"half", restart, "half"}, wantIs: []error{model.ErrStalled, cadre.ErrIncompleteStream},
 		},
 		{
 			name: "silent every time gives up",
@@ -442,7 +502,14 @@ func TestStall(t *testing.T) {
 					},
 				}
 				var texts []string
-				resp, err := cadre.Collect(model.Stream(context.Background(), call), func(s string) { texts = append(texts, s) })
+				resp, err := cadre.CollectFunc(model.Stream(context.Background(), call), func(c *cadre.Chunk) {
+					if c.Restart {
+						texts = append(texts, restart)
+					}
+					if c.Text != "" {
+						texts = append(texts, c.Text)
+					}
+				})
 				if (err == nil) != tt.wantOK || (resp != nil) != tt.wantOK {
 					t.Fatalf("got %v, %v; want success %v", resp, err, tt.wantOK)
 				}

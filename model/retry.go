@@ -184,8 +184,8 @@ func (e *ServerError) Error() string {
 // Retryable reports whether a failed try may be made again: a status of
 // 408, 409, 429 or 5xx, an error event inside a stream (unless its status
 // says otherwise), a reset, refused or timed-out connection, a server that
-// stalled ([ErrStalled]), a stream that ended early. Context cancellation
-// is not retryable.
+// stalled ([ErrStalled]), a stream that ended early or sent an event that
+// is not valid ([ErrInvalidReply]). Context cancellation is not retryable.
 func Retryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !isTimeout(err) {
 		return false
@@ -202,6 +202,7 @@ func Retryable(err error) bool {
 	}
 	switch {
 	case errors.Is(err, ErrStalled),
+		errors.Is(err, ErrInvalidReply),
 		errors.Is(err, cadre.ErrIncompleteStream),
 		errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF),

@@ -13,7 +13,9 @@ type RetryTrace struct {
 	// Retry, when not nil, is called before each wait for another try:
 	// attempt is the number of the try that failed, wait how long Stream
 	// waits, and err why the try failed (with secrets hidden). It is
-	// called from the goroutine reading the stream.
+	// called from the goroutine reading the stream. When the failed try
+	// had streamed text, the stream has just yielded the chunk with
+	// Restart set that voids it, and err wraps cadre.ErrIncompleteStream.
 	Retry func(provider string, attempt int, wait time.Duration, err error)
 }
 

@@ -23,8 +23,7 @@ import (
 const DefaultStallTimeout = 5 * time.Minute
 
 // ErrStalled is wrapped by the error of a try whose server sent nothing for
-// the stall timeout. Such a try is retried like a timeout, as long as no
-// text was handed to the caller.
+// the stall timeout. Such a try is retried like a timeout.
 var ErrStalled = errors.New("model: the server stopped sending")
 
 // ErrMaxTokens is wrapped by the error of a reply that reached its token
@@ -32,6 +31,13 @@ var ErrStalled = errors.New("model: the server stopped sending")
 // the agent, and asking again would spend the same tokens the same way. It
 // is not retried.
 var ErrMaxTokens = errors.New("model: the reply reached its token limit before it said anything")
+
+// ErrInvalidReply is wrapped by the error of a try whose server sent an
+// event that is not valid JSON, or not of the shape the API defines: a
+// reply mangled on its way (a proxy, a cut line) more often than a server
+// that speaks another language. It is retried like a broken stream; when
+// every try fails so, the error says so.
+var ErrInvalidReply = errors.New("model: the server's reply was not valid")
 
 // ErrNotStream is wrapped by the error of a try whose server answered a
 // streaming request with a JSON document or a web page instead of an event
@@ -80,8 +86,9 @@ type Try struct {
 }
 
 // Emit hands a piece of text to the caller and reports whether the caller
-// still reads. Empty text is ignored. Text once emitted cannot be taken
-// back: a try that fails after it is not retried.
+// still reads. Empty text is ignored. When the try fails after it emitted
+// text and is retried, [Stream] tells the caller to drop that text before
+// the next try begins.
 func (t *Try) Emit(text string) bool {
 	t.Alive()
 	return t.emit(text)
@@ -150,10 +157,13 @@ func (b *liveBody) Read(p []byte) (int, error) {
 //
 // A try during which the server sent nothing for c.StallTimeout is
 // abandoned with an error wrapping [ErrStalled]. A failed try is made again
-// only when [Retryable] says so, tries remain, ctx is not done, and no chunk
-// was yielded yet. Errors are
-// *[cadre.ModelError]s; once text was yielded they also wrap
-// [cadre.ErrIncompleteStream]. When ctx is done the error wraps ctx.Err().
+// when [Retryable] says so, tries remain and ctx is not done, whether or
+// not it had yielded text: a try that had is followed by a chunk with
+// Restart set, before the wait, so that the caller drops the text it
+// received; the final response is the complete reply of the last try
+// alone. Errors are *[cadre.ModelError]s; when the last try had yielded
+// text they also wrap [cadre.ErrIncompleteStream]. When ctx is done the
+// error wraps ctx.Err().
 func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 	return func(yield func(*cadre.Chunk, error) bool) {
 		pol := c.Policy.WithDefaults()
@@ -161,6 +171,7 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 		if stall == 0 {
 			stall = DefaultStallTimeout
 		}
+		// yielded: this try handed text to the caller.
 		yielded, stopped := false, false
 		emit := func(text string) bool {
 			if stopped {
@@ -176,6 +187,7 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 			return !stopped
 		}
 		for attempt := 1; ; attempt++ {
+			yielded = false
 			resp, err := c.try(ctx, stall, emit)
 			if stopped {
 				return
@@ -191,14 +203,14 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 				yield(nil, c.fail(fmt.Errorf("call abandoned: %w", ctx.Err()), 0))
 				return
 			}
+			retryable := Retryable(err) // of the failure itself, not of the broken reply
 			if yielded {
 				if !errors.Is(err, cadre.ErrIncompleteStream) {
 					err = fmt.Errorf("%w: %w", cadre.ErrIncompleteStream, err)
 				}
-				yield(nil, c.fail(fmt.Errorf("the reply broke off after it had started: %w", err), Status(err)))
-				return
+				err = fmt.Errorf("the reply broke off after it had started: %w", err)
 			}
-			if !Retryable(err) {
+			if !retryable {
 				yield(nil, c.fail(err, Status(err)))
 				return
 			}
@@ -209,10 +221,13 @@ func Stream(ctx context.Context, c Call) iter.Seq2[*cadre.Chunk, error] {
 				yield(nil, c.fail(err, Status(err)))
 				return
 			}
+			if yielded && !yield(&cadre.Chunk{Restart: true}, nil) {
+				return
+			}
 			d := pol.wait(attempt, err)
 			if c.Logger != nil {
 				c.Logger.WarnContext(ctx, "model call failed, retrying",
-					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "err", c.Redactor.Error(err))
+					"provider", c.Provider, "attempt", attempt, "max_attempts", pol.MaxAttempts, "wait", d, "text_discarded", yielded, "err", c.Redactor.Error(err))
 			}
 			if rt := ContextRetryTrace(ctx); rt != nil && rt.Retry != nil {
 				rt.Retry(c.Provider, attempt, d, c.Redactor.Error(err))
@@ -265,6 +280,8 @@ func defaultHint(err error, status int) string {
 		return "the model spent its whole token limit before answering, as reasoning models may: raise the model's max tokens"
 	case errors.Is(err, ErrNotStream):
 		return "check the base URL: it must point at the model API itself (for OpenAI-compatible servers it usually ends in /v1), not a web page or a proxy that does not stream"
+	case errors.Is(err, ErrInvalidReply):
+		return "the model server sent a reply that is not valid JSON: check that the base URL points at a server speaking this provider's API, and that no proxy in between alters the stream"
 	case errors.Is(err, ErrStalled):
 		return "the model server stopped sending: if it is only slow, loading a large model or reading a long prompt, allow a longer stall timeout"
 	case status == http.StatusTooManyRequests:

@@ -20,7 +20,12 @@
 // gen_ai.tool.call.id spawn.N). Every span carries gen_ai.conversation.id,
 // the run's ID. Failed calls and agents have the status Error and
 // error.type; token counts and cadre.cost (at the configured prices) are
-// on the chat and invoke_agent spans.
+// on the chat and invoke_agent spans. A chat span's gen_ai.response.model
+// is the model the server said answered, which may differ from the one
+// asked for. Each time a call is tried again its chat span gets a retry
+// event (cadre.attempt, cadre.wait, exception.message), whose
+// cadre.text_discarded says the reply had started streaming and was
+// thrown away.
 //
 // # Resumed runs
 //

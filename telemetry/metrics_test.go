@@ -2,8 +2,10 @@ package telemetry_test
 
 import (
 	"context"
+	"io"
 	"iter"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/local"
@@ -141,5 +145,72 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := sum("cadre.cost", nil); v < res.Cost*0.999999 || v > res.Cost*1.000001 || v == 0 {
 		t.Errorf("cadre.cost is %v, the run cost %v", v, res.Cost)
+	}
+}
+
+// cutOnce is a model whose first try breaks after some text and whose
+// second answers, from a model with another name than the one asked for.
+type cutOnce struct{ tries atomic.Int64 }
+
+func (c *cutOnce) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
+	return model.Stream(ctx, model.Call{
+		Provider: "scripted",
+		Policy:   model.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }},
+		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
+			t.Emit("The answer ")
+			if c.tries.Add(1) == 1 {
+				return nil, io.ErrUnexpectedEOF
+			}
+			t.Emit("is 42.")
+			return &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "The answer is 42."},
+				Usage: cadre.Usage{InputTokens: 3, OutputTokens: 4}, Model: "scripted-2026-01-02"}, nil
+		},
+	})
+}
+
+// A reply that broke off after its first words and was asked for again
+// shows on its chat span as a retry that discarded text, and the span names
+// the model that answered.
+func TestRetryAfterTextOnSpan(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans), sdktrace.WithIDGenerator(telemetry.IDs()))
+	o := telemetry.New(telemetry.Config{TracerProvider: tp})
+	e := local.New(local.Config{Models: o.Models(local.OneModel{Name: "scripted", Model: &cutOnce{}}), RootModel: "scripted",
+		Observer: o, Runner: o.Runner(runner{})})
+	res := runTree(t, e)
+	if res.Answer != "The answer is 42." {
+		t.Fatalf("answer %q", res.Answer)
+	}
+	var chats []sdktrace.ReadOnlySpan
+	for _, s := range spans.GetSpans().Snapshots() {
+		if strings.HasPrefix(s.Name(), "chat ") {
+			chats = append(chats, s)
+		}
+	}
+	if len(chats) != 1 {
+		t.Fatalf("%d chat spans, want 1", len(chats))
+	}
+	var retries []map[string]string
+	for _, ev := range chats[0].Events() {
+		if ev.Name != "retry" {
+			continue
+		}
+		attrs := map[string]string{}
+		for _, kv := range ev.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		retries = append(retries, attrs)
+	}
+	if len(retries) != 1 || retries[0]["cadre.text_discarded"] != "true" || retries[0]["cadre.attempt"] != "1" {
+		t.Errorf("retry events %v, want one of attempt 1 that discarded text", retries)
+	}
+	answered := ""
+	for _, kv := range chats[0].Attributes() {
+		if kv.Key == "gen_ai.response.model" {
+			answered = kv.Value.AsString()
+		}
+	}
+	if answered != "scripted-2026-01-02" {
+		t.Errorf("gen_ai.response.model = %q, want the model that answered", answered)
 	}
 }

@@ -109,9 +109,14 @@ func (m *tracedModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[
 			}
 		}
 		ctx, span := o.tracer.Start(ctx, "chat "+reqModel, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+		// restarted: the stream said its text so far is void, ahead of the
+		// retry that follows (both on this goroutine, which reads the
+		// stream).
+		restarted := false
 		ctx = model.WithRetryTrace(ctx, &model.RetryTrace{Retry: func(provider string, attempt int, wait time.Duration, err error) {
 			span.AddEvent("retry", trace.WithAttributes(attribute.Int("cadre.attempt", attempt), attribute.Float64("cadre.wait", wait.Seconds()),
-				attribute.String("exception.message", err.Error())))
+				attribute.Bool("cadre.text_discarded", restarted), attribute.String("exception.message", err.Error())))
+			restarted = false
 			o.m.retries.Add(context.Background(), 1, metric.WithAttributes(attrProvider.String(m.provider)))
 		}})
 		began := time.Now()
@@ -135,7 +140,7 @@ func (m *tracedModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[
 				mattrs = append(mattrs, attrErrorType.String("cancelled"))
 			default:
 				m.finish(span, final, reqModel)
-				mattrs = append(mattrs, attrResponseMdl.String(reqModel))
+				mattrs = append(mattrs, attrResponseMdl.String(responseModel(final, reqModel)))
 				set := metric.WithAttributes(append(mattrs, attrTokenType.String("input"))...)
 				o.m.tokens.Record(context.Background(), final.Usage.InputTokens, set)
 				set = metric.WithAttributes(append(mattrs, attrTokenType.String("output"))...)
@@ -154,6 +159,9 @@ func (m *tracedModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[
 				yield(nil, err)
 				return
 			}
+			if c != nil && c.Restart {
+				restarted = true
+			}
 			if c != nil && c.Response != nil {
 				final = c.Response
 				if a != nil {
@@ -169,7 +177,7 @@ func (m *tracedModel) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[
 
 // finish puts a reply's attributes on its span.
 func (m *tracedModel) finish(span trace.Span, r *cadre.Response, reqModel string) {
-	span.SetAttributes(attrResponseMdl.String(reqModel))
+	span.SetAttributes(attrResponseMdl.String(responseModel(r, reqModel)))
 	span.SetAttributes(usageAttrs(r.Usage)...)
 	if r.StopReason != "" {
 		span.SetAttributes(attrFinish.StringSlice([]string{r.StopReason}))
@@ -177,6 +185,15 @@ func (m *tracedModel) finish(span trace.Span, r *cadre.Response, reqModel string
 	if m.o.cfg.CaptureContent {
 		span.SetAttributes(attrOutput.String(outputJSON(r.Message, r.StopReason)))
 	}
+}
+
+// responseModel is the model that answered r, as its server named it, or
+// the model asked for when the server did not say.
+func responseModel(r *cadre.Response, reqModel string) string {
+	if r.Model != "" {
+		return r.Model
+	}
+	return reqModel
 }
 
 // noteCalls remembers the tools of the calls a reply of agent asks for.

@@ -488,7 +488,7 @@ func (a *agentRun) modelDone(f workflow.Future) {
 	if res.Response != nil {
 		usage = res.Response.Usage
 		r := res.Response
-		a.emit(cadre.ModelResponse{Turn: m.act.Request.Turn, Usage: r.Usage, Text: r.Message.Content, ToolCalls: len(r.Message.ToolCalls), StopReason: r.StopReason, Final: m.act.Final})
+		a.emit(cadre.ModelResponse{Turn: m.act.Request.Turn, Usage: r.Usage, Text: r.Message.Content, ToolCalls: len(r.Message.ToolCalls), StopReason: r.StopReason, Model: r.Model, Final: m.act.Final})
 	}
 	a.requestRun(runRequest{Kind: "release", Key: m.key, Usage: usage})
 	a.step(res)

@@ -140,7 +140,7 @@ func (m redactModel) chunk(ch *cadre.Chunk) *cadre.Chunk {
 		if text == ch.Text {
 			return ch
 		}
-		return &cadre.Chunk{Text: text}
+		return &cadre.Chunk{Text: text, Restart: ch.Restart}
 	}
 	resp := *ch.Response
 	resp.Message.Content = m.r.Values(resp.Message.Content)

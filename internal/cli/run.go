@@ -343,6 +343,11 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// replyRestarted is printed where a streamed reply broke off and the model
+// is asked again: the text before it is void, the text after it the new
+// reply.
+const replyRestarted = "(the reply was cut off; asking again)"
+
 // renderer shows events: JSON lines, a live view on a terminal, or plain lines.
 type renderer struct {
 	mu     sync.Mutex
@@ -398,6 +403,12 @@ func (r *renderer) plain(ev cadre.Event) {
 	switch d := ev.Data.(type) {
 	case cadre.ModelDelta:
 		if r.tty && ev.Agent == cadre.RootID && !r.rootSays {
+			if d.Restart {
+				// The text so far is void: say so on a line of its own,
+				// and the new reply starts on the next.
+				r.line("%s", replyRestarted)
+				return
+			}
 			fmt.Fprint(r.w, sanitizeLines(d.Text))
 			r.inText = true
 		}

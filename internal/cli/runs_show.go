@@ -95,6 +95,10 @@ type runView struct {
 	// Todos are each agent's task list as it last wrote it, in the order
 	// of the agents' first lists.
 	Todos []agentTodos `json:"todos,omitempty"`
+	// AnsweredBy are, for each agent whose server named the model that
+	// answered, those models in the order they first answered: the name
+	// asked for with a version appended, or another model behind a router.
+	AnsweredBy map[cadre.AgentID][]string `json:"answered_by,omitempty"`
 }
 
 // agentTodos is an agent's latest task list.
@@ -125,6 +129,13 @@ func loadRunView(ctx context.Context, s cadre.Store, r *cadre.RunRecord, now tim
 		switch d := e.Data.(type) {
 		case cadre.FindingReported:
 			v.Findings = append(v.Findings, cadre.Finding{Agent: e.Agent, Title: d.Title, Content: d.Content})
+		case cadre.ModelResponse:
+			if d.Model != "" && !slices.Contains(v.AnsweredBy[e.Agent], d.Model) {
+				if v.AnsweredBy == nil {
+					v.AnsweredBy = map[cadre.AgentID][]string{}
+				}
+				v.AnsweredBy[e.Agent] = append(v.AnsweredBy[e.Agent], d.Model)
+			}
 		case cadre.Todos:
 			if i := slices.IndexFunc(v.Todos, func(t agentTodos) bool { return t.Agent == e.Agent }); i >= 0 {
 				v.Todos[i].Items = d.Items
@@ -199,7 +210,7 @@ func printRunView(w io.Writer, v *runView, now time.Time) {
 			}
 			rows = append(rows, []string{
 				strings.Repeat("  ", n.depth) + statusMark(ag.Status) + " " + agentName(ag.ID),
-				string(ag.Status), ag.Model, fmt.Sprint(ag.Turns), tokensText(ag.Usage.Total()), dur, clipText(ag.Task, 50),
+				string(ag.Status), modelText(ag.Model, v.AnsweredBy[ag.ID]), fmt.Sprint(ag.Turns), tokensText(ag.Usage.Total()), dur, clipText(ag.Task, 50),
 			})
 			if v.Costs != nil {
 				row := rows[len(rows)-1]
@@ -308,4 +319,23 @@ func agentTree(agents []*cadre.AgentRecord) []treeNode {
 func agentName(id cadre.AgentID) string {
 	s := string(id)
 	return s[strings.LastIndexByte(s, '/')+1:]
+}
+
+// modelText is an agent's model as the runs show table gives it: the model
+// asked for, then, when the server named others as answering, those.
+func modelText(asked string, answered []string) string {
+	name := asked
+	if _, m, ok := strings.Cut(asked, ":"); ok {
+		name = m
+	}
+	var other []string
+	for _, a := range answered {
+		if a != name {
+			other = append(other, a)
+		}
+	}
+	if len(other) == 0 {
+		return asked
+	}
+	return asked + " → " + strings.Join(other, ", ")
 }

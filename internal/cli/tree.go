@@ -84,9 +84,13 @@ func (v *treeView) handle(ev cadre.Event) {
 	switch d := ev.Data.(type) {
 	case cadre.ModelDelta:
 		if ev.Agent == cadre.RootID {
-			if v.replied {
+			if v.replied || d.Restart {
 				v.text.Reset()
 				v.replied = false
+			}
+			if d.Restart {
+				// The text so far is void; the new reply follows the note.
+				v.text.WriteString(replyRestarted + "\n")
 			}
 			v.text.WriteString(d.Text)
 		}

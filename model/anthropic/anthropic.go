@@ -173,12 +173,15 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthr
 		stop    string
 		started bool
 		done    bool
+		// answered is the model the server says answered.
+		answered string
 	)
 	for stream.Next() {
 		ev := stream.Current()
 		switch ev.Type {
 		case "message_start":
 			started = true
+			answered = string(ev.Message.Model)
 			u := ev.Message.Usage
 			usage.InputTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 			usage.CachedInputTokens = u.CacheReadInputTokens
@@ -261,7 +264,7 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthr
 		// budgets still see the call.
 		usage = model.EstimateUsage(req, &msg)
 	}
-	return &cadre.Response{Message: msg, Usage: usage, StopReason: stop}, nil
+	return &cadre.Response{Message: msg, Usage: usage, StopReason: stop, Model: answered}, nil
 }
 
 // params maps a cadre request to a Messages API request.
@@ -385,15 +388,16 @@ func inputSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
 }
 
 // convertError turns the SDK's errors into *model.ServerError, which the
-// retry policy reads, and an event that is not JSON into an incomplete
-// stream; other errors pass unchanged. It never calls the SDK error's Error
+// retry policy reads, and an event that is not JSON into an error wrapping
+// model.ErrInvalidReply; other errors pass unchanged. It never calls the SDK error's Error
 // method, which needs the request and response set.
 func convertError(err error) error {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
 		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			return fmt.Errorf("the server sent an event that is not JSON (%v): %w", err, cadre.ErrIncompleteStream)
+		var shape *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &shape) {
+			return fmt.Errorf("the server sent an event that is not valid JSON (%v): %w", err, model.ErrInvalidReply)
 		}
 		return err
 	}

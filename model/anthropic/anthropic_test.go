@@ -54,10 +54,22 @@ func (s *sse) event(typ string, data map[string]any) {
 	}
 }
 
+// invalid writes a content_block_delta event whose data is data, unless
+// data is empty.
+func (s *sse) invalid(data string) {
+	if data == "" {
+		return
+	}
+	fmt.Fprintf(s.w, "event: content_block_delta\ndata: %s\n\n", data)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 	s := newSSE(w)
 	msg := map[string]any{
-		"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "model": "claude-test",
+		"id": "msg_1", "type": "message", "role": "assistant", "content": []any{}, "model": r.AnsweringModel(),
 		"stop_reason": nil, "stop_sequence": nil,
 	}
 	if !r.NoUsage {
@@ -71,13 +83,18 @@ func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 		for _, t := range r.Text {
 			s.event("content_block_delta", map[string]any{"index": idx, "delta": map[string]any{"type": "text_delta", "text": t}})
 		}
-		if r.Cut {
+		if r.Cut || r.Invalid != "" {
+			s.invalid(r.Invalid)
 			return
 		}
 		if r.ErrorEvent == "" {
 			s.event("content_block_stop", map[string]any{"index": idx})
 			idx++
 		}
+	}
+	if r.Invalid != "" {
+		s.invalid(r.Invalid)
+		return
 	}
 	if r.ErrorEvent != "" {
 		s.event("error", map[string]any{"error": map[string]any{"type": "overloaded_error", "message": r.ErrorEvent}})
@@ -292,6 +309,7 @@ data: {"type":"message_stop"}
 				Message:    cadre.Message{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "toolu_9", Name: "now", Arguments: `{"tz":"UTC"}`}}},
 				Usage:      cadre.Usage{InputTokens: 115, OutputTokens: 7, CachedInputTokens: 100},
 				StopReason: "tool_use",
+				Model:      "m",
 			},
 		},
 		{
@@ -346,6 +364,7 @@ data: {"type":"message_stop"}
 				}},
 				Usage:      cadre.Usage{InputTokens: 330, OutputTokens: 45, CachedInputTokens: 9},
 				StopReason: "tool_use",
+				Model:      "m",
 			},
 		},
 		{
@@ -369,7 +388,7 @@ event: message_stop
 data: {"type":"message_stop"}
 
 `,
-			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "First, we"}, Usage: cadre.Usage{InputTokens: 8, OutputTokens: 3}, StopReason: "max_tokens"},
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "First, we"}, Usage: cadre.Usage{InputTokens: 8, OutputTokens: 3}, StopReason: "max_tokens", Model: "m"},
 		},
 		{
 			name: "max_tokens before anything",
@@ -406,7 +425,7 @@ event: message_stop
 data: {"type":"message_stop"}
 
 `,
-			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "Twenty bytes of text"}, Usage: cadre.Usage{InputTokens: 1, OutputTokens: 5}, StopReason: "end_turn"},
+			want: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant, Content: "Twenty bytes of text"}, Usage: cadre.Usage{InputTokens: 1, OutputTokens: 5}, StopReason: "end_turn", Model: "m"},
 		},
 		{
 			name: "event that is not JSON",
@@ -417,7 +436,7 @@ event: content_block_delta
 data: {"type":"content_block_delta","index":0,"delta":{"type":"text_del
 
 `,
-			wantErr: "not JSON", wantIs: cadre.ErrIncompleteStream,
+			wantErr: "not valid JSON", wantIs: model.ErrInvalidReply,
 		},
 		{
 			name: "delta for a block that never started",
@@ -492,7 +511,8 @@ func TestErrorEvents(t *testing.T) {
 	}{
 		{"overloaded before text is retried", start + errEvent("overloaded_error", "Overloaded"), true, 2, 0, "", nil},
 		{"rate limited before text is retried", start + errEvent("rate_limit_error", "Slow down"), true, 2, 0, "", nil},
-		{"overloaded after text is an error", start + text + errEvent("overloaded_error", "Overloaded"), false, 1, 529, "overloaded", cadre.ErrIncompleteStream},
+		{"overloaded after text is retried", start + text + errEvent("overloaded_error", "Overloaded"), true, 2, 0, "", nil},
+		{"invalid request after text is an error", start + text + errEvent("invalid_request_error", "bad block"), false, 1, 400, "rejected", cadre.ErrIncompleteStream},
 		{"invalid request is not retried", start + errEvent("invalid_request_error", "prompt is too long"), false, 1, 400, "rejected the request", nil},
 	}
 	for _, tt := range tests {

@@ -6,15 +6,29 @@
 // for replies, the provider's JSON shape for errors. The cases cover plain
 // replies, streamed text, tool calls whose arguments arrive in pieces (empty
 // or not valid JSON included), empty and truncated replies, usage (reported
-// or not), an answer that is not an event stream, retries (429 with Retry-After in seconds or as a date, 500 until
-// attempts run out, a connection dropped or reset before any text, an error
-// event before any text, a server that stalls before it answers), a slow
-// but steady stream that must not count as stalled, failures
-// that must not be retried (401, 403, 404), errors that must not show the
-// API key or the base URL's password, streams cut short, broken by an
-// error event or stalled after text (an error, never a short reply, never a
-// hang), a consumer that stops early, a context cancelled mid-stream, and
-// concurrent calls.
+// or not), the model the server says answered (another than the one asked
+// for is recorded, not refused), an answer that is not an event stream,
+// failures that must not be retried (401, 403, 404), errors that must not
+// show the API key or the base URL's password, a consumer that stops early,
+// a context cancelled mid-stream, and concurrent calls.
+//
+// Flaky servers: 429 with Retry-After in seconds or as a date (honoured)
+// and without it (backoff), a storm of 503s that ends within the attempts
+// and one that outlasts them (the error says how many attempts and the last
+// status), a connection dropped or reset before any text, an error event,
+// an event that is not valid JSON, a server that sends no headers or sends
+// headers and then nothing, all retried. A stream that breaks after part of
+// its text (cut short, closed, reset, an error event, an event that is not
+// valid JSON, silence) is retried too: the caller receives one chunk with
+// Restart set and then the second reply, and the response is the second
+// reply alone; a reply that breaks every time ends in an error wrapping
+// [cadre.ErrIncompleteStream], never a short reply, never a hang. A slow
+// but steady stream must not count as stalled.
+//
+// An event that is not valid JSON is retried like a broken stream: it is
+// more often a reply mangled on its way than a server that speaks another
+// language. When it persists, the error wraps [model.ErrInvalidReply] and
+// says the reply was not valid.
 //
 // No case waits for a retry: the suite injects the retry policy's Sleep and
 // Rand. The stall cases let the provider's stall watchdog run on a short
@@ -88,6 +102,22 @@ type Reply struct {
 	ErrorEvent string
 	// Cut stops the stream after the text: no tool calls, no end.
 	Cut bool
+	// Invalid, when set, ends the stream after the text with an event whose
+	// data is Invalid, which is not valid JSON, in the place of the next
+	// event the provider's server would send.
+	Invalid string
+	// Model is the model the server names as the one answering; empty
+	// means ModelName, the model asked for.
+	Model string
+}
+
+// AnsweringModel returns the model name the server puts in the reply:
+// r.Model, or ModelName.
+func (r Reply) AnsweringModel() string {
+	if r.Model == "" {
+		return ModelName
+	}
+	return r.Model
 }
 
 // A ToolCall is streamed as a start with ID and Name, then one delta per
@@ -143,9 +173,13 @@ func cases() []struct {
 		{"Truncated", testTruncated},
 		{"TruncatedBeforeAnything", testTruncatedEmpty},
 		{"RequestShape", testRequestShape},
+		{"AnsweredByAnotherModel", testAnotherModel},
 		{"RateLimitedThenSuccess", testRateLimited},
 		{"RateLimitedRetryAfterDate", testRateLimitedDate},
+		{"RateLimitedWithoutRetryAfter", testRateLimitedBackoff},
 		{"ServerErrorExhausted", testServerErrorExhausted},
+		{"ServerErrorStormThenSuccess", testServerErrorStorm},
+		{"ServerErrorStormExhausted", testServerErrorStormExhausted},
 		{"Unauthorized", testUnauthorized},
 		{"SecretsHiddenInErrors", testSecretsHidden},
 		{"Forbidden", testForbidden},
@@ -155,12 +189,18 @@ func cases() []struct {
 		{"DroppedConnectionIsRetried", testDroppedConnection},
 		{"ResetConnectionIsRetried", testResetConnection},
 		{"ErrorEventBeforeTextIsRetried", testErrorEventBeforeText},
-		{"ErrorEventAfterText", testErrorEventAfterText},
-		{"StallBeforeReplyIsRetried", testStallBeforeReply},
-		{"StallMidReply", testStallMidReply},
+		{"InvalidJSONBeforeTextIsRetried", testInvalidBeforeText},
+		{"StallBeforeHeadersIsRetried", testStallBeforeReply},
+		{"StallAfterHeadersIsRetried", testStallAfterHeaders},
 		{"SteadyStreamIsNotStalled", testSteadyStream},
-		{"StreamCutShort", testCutShort},
-		{"StreamCutAbruptly", testCutAbruptly},
+		{"CutAfterTextIsRetried", testCutShort},
+		{"ClosedAfterTextIsRetried", testCutAbruptly},
+		{"ResetAfterTextIsRetried", testResetAfterText},
+		{"ErrorEventAfterTextIsRetried", testErrorEventAfterText},
+		{"InvalidJSONAfterTextIsRetried", testInvalidAfterText},
+		{"StallAfterTextIsRetried", testStallMidReply},
+		{"CutAfterTextEveryTime", testCutEveryTime},
+		{"InvalidJSONEveryTime", testInvalidEveryTime},
 		{"ConsumerStopsEarly", testStopEarly},
 		{"CancelledMidStream", testCancelled},
 		{"Concurrent", testConcurrent},
@@ -241,9 +281,16 @@ func (s *sleeps) all() []time.Duration {
 
 // result is everything a stream produced.
 type result struct {
-	texts  []string
-	final  *cadre.Response
-	finals int
+	// texts are the text chunks, of every try.
+	texts []string
+	// restarts counts the chunks with Restart set; sinceRestart holds the
+	// text chunks after the last of them.
+	restarts     int
+	sinceRestart []string
+	// badRestarts counts chunks with Restart set that carried more.
+	badRestarts int
+	final       *cadre.Response
+	finals      int
 	// afterFinal counts chunks or errors after the final chunk.
 	afterFinal int
 	err        error
@@ -267,8 +314,17 @@ func collect(t *testing.T, m cadre.Model, req *cadre.Request) result {
 		if c == nil {
 			continue
 		}
+		if c.Restart {
+			r.restarts++
+			r.sinceRestart = nil
+			if c.Text != "" || c.Response != nil {
+				r.badRestarts++
+			}
+			continue
+		}
 		if c.Text != "" {
 			r.texts = append(r.texts, c.Text)
+			r.sinceRestart = append(r.sinceRestart, c.Text)
 		}
 		if c.Response != nil {
 			r.final = c.Response
@@ -294,6 +350,9 @@ func mustSucceed(t *testing.T, r result) *cadre.Response {
 	t.Helper()
 	if r.err != nil {
 		t.Fatalf("stream failed: %v", r.err)
+	}
+	if r.badRestarts != 0 {
+		t.Errorf("%d restart chunks carried text or a response, want none", r.badRestarts)
 	}
 	if r.finals != 1 {
 		t.Fatalf("got %d final chunks, want exactly 1", r.finals)
@@ -332,8 +391,29 @@ func testPlainReply(t *testing.T, h *Harness) {
 	if resp.StopReason == "" {
 		t.Error("StopReason is empty, want the provider's reason")
 	}
+	if resp.Model != ModelName {
+		t.Errorf("Model = %q, want %q, the model the server said answered", resp.Model, ModelName)
+	}
 	if srv.requests() != 1 {
 		t.Errorf("server saw %d requests, want 1", srv.requests())
+	}
+}
+
+// testAnotherModel checks that a reply from another model than the one
+// asked for, as a router or an alias gives, is taken and says which model
+// answered.
+func testAnotherModel(t *testing.T, h *Harness) {
+	const other = "model-under-test-2026-01-02"
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: []string{"routed"}, Model: other})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if resp.Message.Content != "routed" || resp.Model != other {
+		t.Errorf("got %q from model %q, want %q from %q", resp.Message.Content, resp.Model, "routed", other)
+	}
+	if srv.requests() != 1 {
+		t.Errorf("server saw %d requests, want 1: another model is no failure", srv.requests())
 	}
 }
 
@@ -591,6 +671,77 @@ func testRateLimitedDate(t *testing.T, h *Harness) {
 	}
 }
 
+func testRateLimitedBackoff(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n <= 2 {
+			h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"patience"}})
+	})
+	var sl sleeps
+	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
+	if resp.Message.Content != "patience" || srv.requests() != 3 {
+		t.Errorf("got %q after %d requests, want %q after 3", resp.Message.Content, srv.requests(), "patience")
+	}
+	// Rand is 0.5: half of BaseDelay, then half of twice BaseDelay.
+	want := []time.Duration{model.DefaultBaseDelay / 2, model.DefaultBaseDelay}
+	if diff := cmp.Diff(want, sl.all()); diff != "" {
+		t.Errorf("waits (-want +got), want exponential backoff when no Retry-After is given:\n%s", diff)
+	}
+}
+
+// testServerErrorStorm checks that a run of 503s shorter than the attempts
+// ends in the reply, after backoff between every try.
+func testServerErrorStorm(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n <= 4 {
+			h.WriteError(w, http.StatusServiceUnavailable, "service unavailable")
+			return
+		}
+		h.WriteReply(w, Reply{Text: []string{"the storm ", "passed"}})
+	})
+	var sl sleeps
+	r := collect(t, open(h, srv, "test-key", sl.policy(5)), request())
+	resp := mustSucceed(t, r)
+	if resp.Message.Content != "the storm passed" || srv.requests() != 5 {
+		t.Errorf("got %q after %d requests, want %q after 5", resp.Message.Content, srv.requests(), "the storm passed")
+	}
+	if r.restarts != 0 {
+		t.Errorf("got %d restarts, want none: no text came before the reply", r.restarts)
+	}
+	b := model.DefaultBaseDelay
+	if diff := cmp.Diff([]time.Duration{b / 2, b, 2 * b, 4 * b}, sl.all()); diff != "" {
+		t.Errorf("waits between the 5 attempts (-want +got):\n%s", diff)
+	}
+}
+
+// testServerErrorStormExhausted checks that failures that outlast the
+// attempts end in an error saying how many attempts were made and the
+// status of the last.
+func testServerErrorStormExhausted(t *testing.T, h *Harness) {
+	statuses := []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable}
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteError(w, statuses[min(n, len(statuses))-1], fmt.Sprintf("failure number %d", n))
+	})
+	var sl sleeps
+	me := mustModelError(t, collect(t, open(h, srv, "test-key", sl.policy(3)), request()))
+	if srv.requests() != 3 {
+		t.Errorf("server saw %d requests, want 3 (MaxAttempts)", srv.requests())
+	}
+	if me.Status != http.StatusServiceUnavailable {
+		t.Errorf("Status = %d, want 503, the last try's", me.Status)
+	}
+	for _, want := range []string{"3 attempts", "503", "failure number 3"} {
+		if !strings.Contains(me.Error(), want) {
+			t.Errorf("error %q lacks %q", me.Error(), want)
+		}
+	}
+	if me.Hint == "" {
+		t.Error("hint is empty")
+	}
+}
+
 func testServerErrorExhausted(t *testing.T, h *Harness) {
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		h.WriteError(w, http.StatusInternalServerError, "internal failure")
@@ -758,14 +909,7 @@ func testDroppedConnection(t *testing.T, h *Harness) {
 
 func testResetConnection(t *testing.T, h *Harness) {
 	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
-		conn := hijack(t, w)
-		if conn == nil {
-			return
-		}
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetLinger(0) // close with a reset, not a goodbye
-		}
-		conn.Close()
+		resetConn(t, w)
 	}, "after the reset")
 }
 
@@ -773,18 +917,6 @@ func testErrorEventBeforeText(t *testing.T, h *Harness) {
 	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
 		h.WriteReply(w, Reply{ErrorEvent: "overloaded, try again"})
 	}, "recovered")
-}
-
-func testErrorEventAfterText(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, ErrorEvent: "overloaded, try again"})
-	})
-	var sl sleeps
-	r := collect(t, open(h, srv, "test-key", sl.policy(4)), request())
-	checkCut(t, r, srv)
-	if r.err != nil && !strings.Contains(r.err.Error(), "overloaded, try again") {
-		t.Errorf("error %q lacks the server's message", r.err)
-	}
 }
 
 func hijack(t *testing.T, w http.ResponseWriter) net.Conn {
@@ -802,6 +934,19 @@ func hijack(t *testing.T, w http.ResponseWriter) net.Conn {
 	return conn
 }
 
+// resetConn closes w's connection with a reset, not a goodbye.
+func resetConn(t *testing.T, w http.ResponseWriter) {
+	t.Helper()
+	conn := hijack(t, w)
+	if conn == nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
 func hijackClose(t *testing.T, w http.ResponseWriter) {
 	t.Helper()
 	if conn := hijack(t, w); conn != nil {
@@ -809,35 +954,143 @@ func hijackClose(t *testing.T, w http.ResponseWriter) {
 	}
 }
 
-func checkCut(t *testing.T, r result, srv *server) {
+// checkRestarted serves a first try that sends the text "partial answer"
+// and then fails with fail, then a complete reply, and checks that the call
+// succeeds with the complete reply alone after exactly two requests, with
+// one restart between the two tries' text.
+func checkRestarted(t *testing.T, h *Harness, stalling bool, fail func(w http.ResponseWriter, r *http.Request)) result {
 	t.Helper()
-	me := mustModelError(t, r)
-	if !errors.Is(me, cadre.ErrIncompleteStream) {
-		t.Errorf("error %v does not wrap cadre.ErrIncompleteStream", me)
-	}
-	if diff := cmp.Diff([]string{"partial ", "answer"}, r.texts); diff != "" {
-		t.Errorf("text before the cut (-want +got):\n%s", diff)
-	}
-	if srv.requests() != 1 {
-		t.Errorf("server saw %d requests, want 1: a stream that produced text is never restarted", srv.requests())
-	}
-}
-
-func testCutShort(t *testing.T, h *Harness) {
+	second := []string{"the whole ", "answer"}
 	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, Cut: true})
+		if n == 1 {
+			fail(w, r)
+			return
+		}
+		h.WriteReply(w, Reply{Text: second, Usage: cadre.Usage{InputTokens: 5, OutputTokens: 3}})
 	})
 	var sl sleeps
-	checkCut(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()), srv)
+	var m cadre.Model
+	if stalling {
+		m = openStalling(h, srv, sl.policy(4))
+	} else {
+		m = open(h, srv, "test-key", sl.policy(4))
+	}
+	r := collect(t, m, request())
+	resp := mustSucceed(t, r)
+	if resp.Message.Content != "the whole answer" {
+		t.Errorf("content = %q, want %q, the second reply alone", resp.Message.Content, "the whole answer")
+	}
+	if srv.requests() != 2 {
+		t.Errorf("server saw %d requests, want 2: a reply that broke off is asked for again", srv.requests())
+	}
+	if r.restarts != 1 {
+		t.Errorf("got %d restart chunks, want 1", r.restarts)
+	}
+	if diff := cmp.Diff(append([]string{"partial ", "answer"}, second...), r.texts); diff != "" {
+		t.Errorf("text chunks of both tries (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(second, r.sinceRestart); diff != "" {
+		t.Errorf("text chunks after the restart (-want +got), want the second reply's:\n%s", diff)
+	}
+	if len(sl.all()) != 1 {
+		t.Errorf("waited %v, want one backoff before the second try", sl.all())
+	}
+	return r
+}
+
+// partial is the text a try sends before it breaks.
+var partial = []string{"partial ", "answer"}
+
+func testCutShort(t *testing.T, h *Harness) {
+	checkRestarted(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, Cut: true})
+	})
 }
 
 func testCutAbruptly(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, Cut: true})
+	checkRestarted(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, Cut: true})
 		hijackClose(t, w)
 	})
+}
+
+func testResetAfterText(t *testing.T, h *Harness) {
+	checkRestarted(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, Cut: true})
+		resetConn(t, w)
+	})
+}
+
+func testErrorEventAfterText(t *testing.T, h *Harness) {
+	checkRestarted(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, ErrorEvent: "overloaded, try again"})
+	})
+}
+
+func testInvalidAfterText(t *testing.T, h *Harness) {
+	checkRestarted(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, Invalid: invalidJSON})
+	})
+}
+
+func testStallMidReply(t *testing.T, h *Harness) {
+	checkRestarted(t, h, true, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Text: partial, Cut: true})
+		<-r.Context().Done() // the connection stays open, silent
+	})
+}
+
+// invalidJSON is the data of an event cut in the middle of its JSON.
+const invalidJSON = `{"choices":[{"delta":{"content":"the rest`
+
+func testInvalidBeforeText(t *testing.T, h *Harness) {
+	checkRetriedOnce(t, h, false, func(w http.ResponseWriter, r *http.Request) {
+		h.WriteReply(w, Reply{Invalid: invalidJSON})
+	}, "valid at last")
+}
+
+// testCutEveryTime checks that a reply that breaks after text on every try
+// ends in an error, after one restart between each two tries.
+func testCutEveryTime(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: partial, Cut: true})
+	})
 	var sl sleeps
-	checkCut(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()), srv)
+	r := collect(t, open(h, srv, "test-key", sl.policy(3)), request())
+	me := mustModelError(t, r)
+	if !errors.Is(me, cadre.ErrIncompleteStream) || !strings.Contains(me.Error(), "3 attempts") {
+		t.Errorf("error %v does not wrap cadre.ErrIncompleteStream and say how many attempts were made", me)
+	}
+	if srv.requests() != 3 || r.restarts != 2 {
+		t.Errorf("server saw %d requests and the caller %d restarts, want 3 and 2", srv.requests(), r.restarts)
+	}
+	if diff := cmp.Diff(partial, r.sinceRestart); diff != "" {
+		t.Errorf("text after the last restart (-want +got):\n%s", diff)
+	}
+}
+
+// testInvalidEveryTime checks that a server that keeps sending an event
+// that is not JSON ends in an error that names the provider and says the
+// reply was not valid; never a panic.
+func testInvalidEveryTime(t *testing.T, h *Harness) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		h.WriteReply(w, Reply{Text: partial, Invalid: invalidJSON})
+	})
+	var sl sleeps
+	r := collect(t, open(h, srv, "test-key", sl.policy(2)), request())
+	me := mustModelError(t, r)
+	if !errors.Is(me, model.ErrInvalidReply) || !strings.Contains(me.Error(), "not valid") {
+		t.Errorf("error %v does not wrap model.ErrInvalidReply and say the reply was not valid", me)
+	}
+	if me.Provider == "" || !strings.HasPrefix(me.Error(), me.Provider+":") {
+		t.Errorf("error %q does not begin with the provider's name %q", me.Error(), me.Provider)
+	}
+	if me.Hint == "" {
+		t.Error("hint is empty")
+	}
+	if srv.requests() != 2 || r.restarts != 1 {
+		t.Errorf("server saw %d requests and the caller %d restarts, want 2 and 1", srv.requests(), r.restarts)
+	}
 }
 
 // openStalling returns the provider under test with the short
@@ -852,17 +1105,15 @@ func testStallBeforeReply(t *testing.T, h *Harness) {
 	}, "awake")
 }
 
-func testStallMidReply(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		h.WriteReply(w, Reply{Text: []string{"partial ", "answer"}, Cut: true})
-		<-r.Context().Done() // the connection stays open, silent
-	})
-	var sl sleeps
-	r := collect(t, openStalling(h, srv, sl.policy(4)), request())
-	checkCut(t, r, srv)
-	if !errors.Is(r.err, model.ErrStalled) {
-		t.Errorf("error %v does not wrap model.ErrStalled", r.err)
-	}
+// testStallAfterHeaders checks that a server that sends its headers and
+// then nothing is abandoned after the stall timeout and asked again.
+func testStallAfterHeaders(t *testing.T, h *Harness) {
+	checkRetriedOnce(t, h, true, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}, "awake")
 }
 
 // testSteadyStream checks that the stall timeout counts silence, not the

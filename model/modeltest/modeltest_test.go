@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
@@ -26,6 +28,9 @@ import (
 type toy struct {
 	o   modeltest.Options
 	bug string
+	// kept is the text of the last try, for bug KeepsBrokenText.
+	mu   sync.Mutex
+	kept string
 }
 
 // event is one server-sent event of the toy wire format.
@@ -36,6 +41,7 @@ type event struct {
 		Name string `json:"name"`
 	} `json:"tool,omitempty"`
 	Args  string `json:"args,omitempty"`
+	Model string `json:"model,omitempty"`
 	Error string `json:"error,omitempty"`
 	End   *struct {
 		Stop  string       `json:"stop"`
@@ -96,10 +102,17 @@ func (p *toy) attempt(ctx context.Context, req *cadre.Request, t *model.Try) (*c
 		return nil, &model.ServerError{Status: resp.StatusCode, Message: e.Message, Header: h}
 	}
 	msg := cadre.Message{Role: cadre.RoleAssistant}
+	if p.bug == "KeepsBrokenText" {
+		// The text of a try that broke off stays in the reply.
+		p.mu.Lock()
+		msg.Content = p.kept
+		p.mu.Unlock()
+	}
 	var (
-		usage cadre.Usage
-		stop  string
-		done  bool
+		usage    cadre.Usage
+		stop     string
+		done     bool
+		answered string
 	)
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
@@ -109,13 +122,23 @@ func (p *toy) attempt(ctx context.Context, req *cadre.Request, t *model.Try) (*c
 		}
 		var ev event
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			return nil, fmt.Errorf("event is not JSON: %w", cadre.ErrIncompleteStream)
+			if p.bug == "InvalidIsFinal" {
+				return nil, errors.New("event is not JSON")
+			}
+			return nil, fmt.Errorf("event is not valid JSON: %w", model.ErrInvalidReply)
 		}
 		switch {
+		case ev.Model != "":
+			answered = ev.Model
 		case ev.Error != "":
 			return nil, &model.ServerError{Message: ev.Error}
 		case ev.Text != "":
 			msg.Content += ev.Text
+			if p.bug == "KeepsBrokenText" {
+				p.mu.Lock()
+				p.kept = msg.Content
+				p.mu.Unlock()
+			}
 			if !t.Emit(ev.Text) {
 				return nil, context.Canceled
 			}
@@ -160,7 +183,10 @@ func (p *toy) attempt(ctx context.Context, req *cadre.Request, t *model.Try) (*c
 	if p.bug == "NoStopReason" {
 		stop = ""
 	}
-	return &cadre.Response{Message: msg, Usage: usage, StopReason: stop}, nil
+	if p.bug == "AskedModel" {
+		answered = p.o.Model
+	}
+	return &cadre.Response{Message: msg, Usage: usage, StopReason: stop, Model: answered}, nil
 }
 
 func (p *toy) hint(err error, status int) string {
@@ -188,17 +214,19 @@ func writeEvent(w http.ResponseWriter, ev any) {
 
 func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
+	writeEvent(w, map[string]string{"model": r.AnsweringModel()})
 	for _, t := range r.Text {
 		writeEvent(w, map[string]string{"text": t})
+	}
+	if r.Invalid != "" {
+		fmt.Fprintf(w, "data: %s\n\n", r.Invalid)
+		return
 	}
 	if r.ErrorEvent != "" {
 		writeEvent(w, map[string]string{"error": r.ErrorEvent})
 		return
 	}
 	if r.Cut {
-		if len(r.Text) == 0 {
-			w.WriteHeader(http.StatusOK)
-		}
 		return
 	}
 	for _, tc := range r.ToolCalls {
@@ -254,9 +282,16 @@ func TestSuiteCatches(t *testing.T) {
 		bug      string
 		failures []string // subtests that must fail
 	}{
-		{"NoRetry", []string{"RateLimitedThenSuccess", "RateLimitedRetryAfterDate", "ServerErrorExhausted", "CutBeforeTextIsRetried", "DroppedConnectionIsRetried", "ResetConnectionIsRetried", "ErrorEventBeforeTextIsRetried", "StallBeforeReplyIsRetried"}},
+		{"NoRetry", []string{"RateLimitedThenSuccess", "RateLimitedRetryAfterDate", "RateLimitedWithoutRetryAfter", "ServerErrorExhausted",
+			"ServerErrorStormThenSuccess", "ServerErrorStormExhausted", "CutBeforeTextIsRetried", "DroppedConnectionIsRetried",
+			"ResetConnectionIsRetried", "ErrorEventBeforeTextIsRetried", "InvalidJSONBeforeTextIsRetried", "StallBeforeHeadersIsRetried",
+			"StallAfterHeadersIsRetried", "CutAfterTextIsRetried", "ClosedAfterTextIsRetried", "ResetAfterTextIsRetried",
+			"ErrorEventAfterTextIsRetried", "InvalidJSONAfterTextIsRetried", "StallAfterTextIsRetried", "CutAfterTextEveryTime"}},
 		{"DropHeaders", []string{"RateLimitedThenSuccess", "RateLimitedRetryAfterDate"}},
-		{"ShortReplies", []string{"StreamCutShort", "CutBeforeTextIsRetried"}},
+		{"ShortReplies", []string{"CutAfterTextIsRetried", "CutBeforeTextIsRetried", "CutAfterTextEveryTime"}},
+		{"KeepsBrokenText", []string{"CutAfterTextIsRetried", "ErrorEventAfterTextIsRetried", "StallAfterTextIsRetried"}},
+		{"InvalidIsFinal", []string{"InvalidJSONBeforeTextIsRetried", "InvalidJSONAfterTextIsRetried", "InvalidJSONEveryTime"}},
+		{"AskedModel", []string{"AnsweredByAnotherModel"}},
 		{"NoHints", []string{"Unauthorized", "Forbidden", "NotFound"}},
 		{"LastPieceOnly", []string{"ToolCalls", "TextThenToolCalls", "InvalidToolArgumentsPassedOn"}},
 		{"NoUsage", []string{"Usage"}},

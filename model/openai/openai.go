@@ -168,9 +168,13 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params opena
 		finish   string
 		finished bool
 		usage    cadre.Usage
+		answered string // the model the server says answered
 	)
 	for stream.Next() {
 		ch := stream.Current()
+		if answered == "" {
+			answered = ch.Model
+		}
 		if ch.JSON.Usage.Valid() {
 			usage = cadre.Usage{InputTokens: ch.Usage.PromptTokens, OutputTokens: ch.Usage.CompletionTokens,
 				CachedInputTokens: ch.Usage.PromptTokensDetails.CachedTokens}
@@ -224,7 +228,7 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params opena
 		// zeros): estimate, so that token budgets still see the call.
 		usage = model.EstimateUsage(req, &msg)
 	}
-	return &cadre.Response{Message: msg, Usage: usage, StopReason: finish}, nil
+	return &cadre.Response{Message: msg, Usage: usage, StopReason: finish, Model: answered}, nil
 }
 
 // callBuilder gathers the pieces of one streamed tool call.
@@ -366,8 +370,8 @@ func schemaObject(raw json.RawMessage) (map[string]any, error) {
 }
 
 // convertError turns the SDK's errors into *model.ServerError, which the
-// retry policy reads, and a stream that is not JSON into an incomplete
-// stream; other errors pass unchanged.
+// retry policy reads, and an event that is not JSON into an error wrapping
+// model.ErrInvalidReply; other errors pass unchanged.
 func convertError(err error) error {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
@@ -394,8 +398,9 @@ func convertError(err error) error {
 		return streamError(streamErr.Event.Data)
 	}
 	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return fmt.Errorf("the server sent an event that is not JSON (%v): %w", err, cadre.ErrIncompleteStream)
+	var shape *json.UnmarshalTypeError
+	if errors.As(err, &syntax) || errors.As(err, &shape) {
+		return fmt.Errorf("the server sent an event that is not valid JSON (%v): %w", err, model.ErrInvalidReply)
 	}
 	return err
 }

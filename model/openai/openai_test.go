@@ -42,8 +42,9 @@ func TestConformance(t *testing.T) {
 
 // sse writes chat completion chunks the way the API streams them.
 type sse struct {
-	w http.ResponseWriter
-	n int
+	w     http.ResponseWriter
+	n     int
+	model string // the model the chunks name; gpt-test when empty
 }
 
 func newSSE(w http.ResponseWriter) *sse {
@@ -61,9 +62,13 @@ func (s *sse) raw(data string) {
 
 func (s *sse) chunk(choices any, usage any) {
 	s.n++
+	m := s.model
+	if m == "" {
+		m = "gpt-test"
+	}
 	c := map[string]any{
 		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
-		"model": "gpt-test", "choices": choices,
+		"model": m, "choices": choices,
 	}
 	if usage != nil {
 		c["usage"] = usage
@@ -78,9 +83,14 @@ func (s *sse) delta(delta map[string]any, finish any) {
 
 func writeReply(w http.ResponseWriter, r modeltest.Reply) {
 	s := newSSE(w)
+	s.model = r.AnsweringModel()
 	s.delta(map[string]any{"role": "assistant", "content": ""}, nil)
 	for _, t := range r.Text {
 		s.delta(map[string]any{"content": t}, nil)
+	}
+	if r.Invalid != "" {
+		s.raw(r.Invalid)
+		return
 	}
 	if r.ErrorEvent != "" {
 		s.raw(fmt.Sprintf(`{"error":{"message":%q,"type":"server_error","param":null,"code":null}}`, r.ErrorEvent))
@@ -588,8 +598,8 @@ func TestMalformedStream(t *testing.T) {
 
 	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Retry: model.RetryPolicy{MaxAttempts: 1}})
 	_, err := cadre.Collect(p.Stream(context.Background(), &cadre.Request{}), nil)
-	if !errors.Is(err, cadre.ErrIncompleteStream) || !strings.Contains(err.Error(), "not JSON") {
-		t.Errorf("error = %v, want an incomplete stream saying an event is not JSON", err)
+	if !errors.Is(err, model.ErrInvalidReply) || !strings.Contains(err.Error(), "not valid JSON") || !strings.HasPrefix(err.Error(), "openai: ") {
+		t.Errorf("error = %v, want one naming the provider and saying an event is not valid JSON", err)
 	}
 
 	n = 0

@@ -13,6 +13,9 @@ const TYPES = ["run_started", "run_resumed", "run_completed", "run_failed", "age
   "agent_completed", "agent_failed", "agent_cancelled", "agent_reported", "model_delta", "model_response", "tool_called",
   "tool_result", "finding", "agent_question", "agent_answer", "warning", "events_skipped", "say"];
 
+// RESTARTED is shown where a streamed reply broke off and is asked again.
+const RESTARTED = "(the reply was cut off; asking again)";
+
 // BUDGET is the most time, in ms, one frame spends drawing rows.
 const BUDGET = 10;
 
@@ -182,7 +185,9 @@ class RunView {
         this.headDirty = true;
         break;
       case "model_delta":
-        if (a.id === "root") { this.streaming += d.text || ""; this.answerDirty = true; }
+        // A restart voids the reply streamed so far: it broke off and the
+        // model is asked again. The note stays above the new reply's text.
+        if (a.id === "root") { this.streaming = d.restart ? RESTARTED + "\n" : this.streaming + (d.text || ""); this.answerDirty = true; }
         this.dirty.delete(a);
         break;
       case "agent_completed":
