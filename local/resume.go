@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +26,11 @@ type restored struct {
 // of children that their parents had not recorded are delivered again
 // (parents accept each once). Completed model and tool calls are never
 // repeated.
+//
+// Every journal entry is checked against the checksum stored with it
+// before anything is replayed: a damaged entry stops Resume with a
+// *cadre.DamagedError naming the agent and the entry, and nothing of the
+// run is done.
 //
 // Resume first takes the run's lease (see the package documentation): it
 // fails with a *cadre.LeaseError wrapping cadre.ErrRunOwned, before any
@@ -73,42 +77,11 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	recs, err := s.ListAgents(ctx, id)
+	all, err := r.readJournals(ctx)
 	if err != nil {
 		r.abandon(err)
-		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	var all []*restored
-	for _, ar := range recs {
-		entries, err := s.Journal(ctx, id, ar.ID)
-		if err != nil {
-			r.abandon(err)
-			return nil, fmt.Errorf("resume run %s: read the journal of %s: %w", id, ar.ID, err)
-		}
-		if len(entries) == 0 {
-			continue // never started; its parent starts it again
-		}
-		inputs := make([]loop.Input, 0, len(entries))
-		for _, en := range entries {
-			in, err := loop.Decode(en.Kind, en.Data)
-			if err != nil {
-				r.abandon(err)
-				return nil, fmt.Errorf("resume run %s: agent %s, journal entry %d: %w", id, ar.ID, en.Seq, err)
-			}
-			inputs = append(inputs, in)
-			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
-				r.defs[ac.Definition.Name] = ac.Definition
-			}
-		}
-		all = append(all, &restored{rec: ar, st: loop.Replay(inputs), seq: entries[len(entries)-1].Seq})
-	}
-	// Parents before children, each level in creation order.
-	slices.SortStableFunc(all, func(a, b *restored) int {
-		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
-			return d
-		}
-		return a.rec.Started.Compare(b.rec.Started)
-	})
 	agents, err := r.restore(all)
 	if err != nil {
 		r.abandon(err)

@@ -24,7 +24,8 @@ var _ cadre.Continuer = (*Engine)(nil)
 // the root finishes once more; Wait then returns the new answer.
 //
 // It takes the run's lease first, as Resume does, and needs the engine's
-// Store. ctx bounds only the reading and recording of the run.
+// Store. Like Resume, it refuses a run whose journal is damaged, with a
+// *cadre.DamagedError. ctx bounds only the reading and recording of the run.
 func (e *Engine) Continue(ctx context.Context, id, message string) error {
 	s := e.cfg.Store
 	if s == nil {
@@ -86,7 +87,9 @@ func (e *Engine) Continue(ctx context.Context, id, message string) error {
 }
 
 // readJournals reads every agent of the run from the store and rebuilds
-// its state from its journal, parents before children.
+// its state from its journal, parents before children. Every entry is
+// verified first: a damaged one is a *cadre.DamagedError, and nothing is
+// replayed.
 func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	s := r.e.cfg.Store
 	recs, err := s.ListAgents(ctx, r.id)
@@ -104,6 +107,9 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		}
 		inputs := make([]loop.Input, 0, len(entries))
 		for _, en := range entries {
+			if err := en.Verify(); err != nil {
+				return nil, err
+			}
 			in, err := loop.Decode(en.Kind, en.Data)
 			if err != nil {
 				return nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)

@@ -163,7 +163,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 
 // The statements of the busiest writes.
 const (
-	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`
+	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	insertEvent   = `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`
 	upsertAgent   = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
 			tokens_in, tokens_out, started, ended, result, error)
@@ -430,6 +430,7 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 }
 
 // Append adds journal entries in one transaction: all of them or none.
+// It sets each entry's Sum to its checksum and stores it with the entry.
 func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -443,8 +444,8 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	})
 }
 
-// checkEntries checks journal entries before they are written and returns
-// their times as stored.
+// checkEntries checks journal entries before they are written, sets their
+// checksums, and returns their times as stored.
 func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 	when := make([]string, len(entries))
 	for i := range entries {
@@ -452,6 +453,7 @@ func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 		if err := checkEntry(e, i, len(entries)); err != nil {
 			return nil, err
 		}
+		e.Sum = e.Checksum()
 		var err error
 		if when[i], err = formatTime(e.Time); err != nil {
 			return nil, fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
@@ -472,7 +474,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.Journa
 	defer stmt.Close()
 	for i := range entries {
 		e := &entries[i]
-		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
+		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i], int64(e.Sum))
 		switch code(err) {
 		case 0:
 		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
@@ -498,12 +500,13 @@ func checkEntry(e *cadre.JournalEntry, i, n int) error {
 	return nil
 }
 
-// Journal returns an agent's entries in Seq order.
+// Journal returns an agent's entries in Seq order, each with the checksum
+// stored with it, unchecked (see cadre.JournalEntry.Verify).
 func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s: %w", agent, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time, sum FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
 	}
@@ -513,12 +516,14 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 		e := cadre.JournalEntry{Run: run, Agent: agent}
 		var data []byte
 		var when string
-		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when); err != nil {
+		var sum sql.NullInt64 // NULL: written before entries had checksums
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when, &sum); err != nil {
 			return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
 		}
 		if data != nil {
 			e.Data = json.RawMessage(data)
 		}
+		e.Sum = uint32(sum.Int64)
 		if e.Time, err = parseTime(when); err != nil {
 			return nil, fmt.Errorf("sqlite: journal of %s in run %q, seq %d: %w", agent, run, e.Seq, err)
 		}
