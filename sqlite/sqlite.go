@@ -33,7 +33,9 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,7 +75,10 @@ type Store struct {
 }
 
 // Open opens the database at path, creating it and its parent directory
-// when they do not exist, and brings its schema up to date. A database it
+// when they do not exist, and brings its schema up to date. An existing
+// file of 0 bytes is refused with an *EmptyError rather than taken for a
+// new store, and a SQLite database of another program with a
+// *ForeignError. A database it
 // creates can be read and written by its owner only (mode 0600, in a
 // directory of mode 0700 when it makes that too), as can the -wal and
 // -shm files SQLite keeps beside it; the permissions of an existing
@@ -100,12 +105,18 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", path, err)
 	}
-	// A new database is its owner's alone, and so are the -wal and -shm
-	// files SQLite makes beside it, which take the database's permissions.
-	if f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-		f.Close()
-	} else if !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("sqlite: open %s: create the file: %w", path, err)
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := create(ctx, abs, path); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("sqlite: %s is a folder: give the path of a database file, such as .cadre/cadre.db", path)
+	case fi.Size() == 0 && emptyWAL(abs):
+		return nil, &EmptyError{Path: path}
 	}
 	if err := checkOwnDatabase(ctx, abs, path); err != nil {
 		return nil, err
@@ -159,6 +170,65 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	}
 	go s.run()
 	return s, nil
+}
+
+// create makes a new database at abs with cadre's schema. It is built
+// under another name beside abs and linked to abs only once complete, so
+// that a database at abs is never seen empty or half made, by another
+// process opening it at the same time or after a crash; when another
+// process links its own first, that one is used. A new database is its
+// owner's alone (mode 0600), and so are the -wal and -shm files SQLite
+// makes beside it, which take the database's permissions.
+func create(ctx context.Context, abs, path string) error {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := abs + ".new-" + hex.EncodeToString(b[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	f.Close()
+	defer os.Remove(tmp)
+	db, err := sql.Open("sqlite", dsn(tmp, url.Values{"_journal_mode": {"WAL"}, "_synchronous": {"FULL"}, "_txlock": {"immediate"}}))
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{path: path, w: db}
+	err = s.migrate(ctx)
+	// Closing the last connection moves the -wal file into the database
+	// and removes it: the file is complete on its own.
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := os.Link(tmp, abs); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return nil
+}
+
+// emptyWAL reports whether the database at abs has no -wal file with
+// something in it, which SQLite would read the database from.
+func emptyWAL(abs string) bool {
+	fi, err := os.Stat(abs + "-wal")
+	return err != nil || fi.Size() == 0
+}
+
+// An EmptyError is returned by Open for a database file of 0 bytes. cadre
+// never leaves a store empty (it creates one whole, schema included), so
+// an empty file is one that something truncated, or that was made for
+// cadre by hand; cadre does not take it for an empty store, which would
+// show a store that lost its runs as one that never had any.
+type EmptyError struct {
+	Path string // as given to Open
+}
+
+func (e *EmptyError) Error() string {
+	return fmt.Sprintf("sqlite: %s is empty (0 bytes), and cadre never leaves a store empty: something truncated it, or it was created by hand. "+
+		"If it held runs, restore it from a backup; to start a new store there, delete the file and cadre creates it again", e.Path)
 }
 
 // The statements of the busiest writes.
