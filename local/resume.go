@@ -15,6 +15,16 @@ type restored struct {
 	rec *cadre.AgentRecord
 	st  *loop.State
 	seq int64
+	// reports are the reports of its children that its journal shows it
+	// received, in order: the agent_reported events it emitted.
+	reports []pastReport
+}
+
+// pastReport is an agent_reported event a replay found, with the time of
+// the journal entry that brought the report.
+type pastReport struct {
+	rep cadre.AgentReported
+	at  time.Time
 }
 
 // Resume carries on a run recorded in the engine's Store after the process
@@ -25,7 +35,9 @@ type restored struct {
 // that were asked for and never started are started, and reports and ends
 // of children that their parents had not recorded are delivered again
 // (parents accept each once). Completed model and tool calls are never
-// repeated.
+// repeated. The agent_reported events of reports the journals show were
+// received, but which the stopped process had not yet written to the
+// store, are written then (once each).
 //
 // Every journal entry is checked against the checksum stored with it
 // before anything is replayed: a damaged entry stops Resume with a
@@ -105,6 +117,10 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 	}
 	rec.Status = cadre.StatusRunning
 	if err := r.store.UpdateRun(ctx, rec); err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	if err := r.restoreReports(ctx, all); err != nil {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
