@@ -62,10 +62,11 @@ const BusyTimeout = 10 * time.Second
 
 // Store is a cadre.Store in a SQLite database. Create one with Open.
 type Store struct {
-	path string     // as given to Open, for messages
-	w    *sql.DB    // one connection: every write, made by c
-	r    *sql.DB    // read-only connections
-	c    *committer // group-commits writes
+	path string        // as given to Open, for messages
+	busy time.Duration // how long a write waits for another process's lock
+	w    *sql.DB       // one connection: every write, made by c
+	r    *sql.DB       // read-only connections
+	c    *committer    // group-commits writes
 	// Statements of the busiest writes, prepared once on w.
 	insJournal, insEvent, upAgent *sql.Stmt
 	selLease                      *sql.Stmt // the fence of Append
@@ -90,8 +91,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // options are the settings Open fixes; benchmarks compare the
 // alternatives.
 type options struct {
-	grouped     bool   // group commit; false gives each write its own transaction
-	synchronous string // PRAGMA synchronous
+	grouped     bool          // group commit; false gives each write its own transaction
+	synchronous string        // PRAGMA synchronous
+	busy        time.Duration // how long a write waits for another's lock; BusyTimeout when 0
 }
 
 func open(ctx context.Context, path string, o options) (*Store, error) {
@@ -117,11 +119,22 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: %s is a folder: give the path of a database file, such as .cadre/cadre.db", path)
 	case fi.Size() == 0 && emptyWAL(abs):
 		return nil, &EmptyError{Path: path}
+	default:
+		// SQLite would open a file it may not write read-only, and fail
+		// only at the first write, in the middle of a run.
+		f, err := os.OpenFile(abs, os.O_RDWR, 0)
+		if err != nil {
+			return nil, &FaultError{Path: path, Why: readOnly, Err: err}
+		}
+		f.Close()
 	}
 	if err := checkOwnDatabase(ctx, abs, path); err != nil {
 		return nil, err
 	}
-	busy := strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
+	if o.busy <= 0 {
+		o.busy = BusyTimeout
+	}
+	busy := strconv.FormatInt(o.busy.Milliseconds(), 10)
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},
 		"_journal_mode": {"WAL"},
@@ -134,7 +147,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	s := &Store{path: path, w: w, c: newCommitter(o.grouped)}
+	s := &Store{path: path, busy: o.busy, w: w, c: newCommitter(o.grouped)}
 	if err := s.migrate(ctx); err != nil {
 		_ = w.Close()
 		if _, ok := errors.AsType[*SchemaError](err); ok {
@@ -143,7 +156,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		if code(err) == sqlite3.SQLITE_NOTADB {
 			return nil, fmt.Errorf("sqlite: %s is not a SQLite database: give the path of a cadre store, or of a file that does not exist yet", path)
 		}
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fault(path, busyTimeout(o.busy), fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
 	r, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},
@@ -184,6 +197,9 @@ func create(ctx context.Context, abs, path string) error {
 	_, _ = rand.Read(b[:])
 	tmp := abs + ".new-" + hex.EncodeToString(b[:])
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrPermission) {
+		return &FaultError{Path: path, Why: "cannot be created: cadre may not write in its folder. Give it write access there, or use another --store", Err: err}
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
