@@ -130,7 +130,7 @@ func pgDetail(err error) string {
 const runColumns = `id, task, status, model, started, ended, tokens_in, tokens_out, answer, error, agents, config`
 
 // CreateRun stores a new run. A run with the same ID must not exist.
-func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
+func (s *Store) createRunOnce(ctx context.Context, r *cadre.RunRecord) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: create run: the run has no ID: give every run a unique ID")
 	}
@@ -148,7 +148,7 @@ func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
 
 // UpdateRun replaces a run's record. A zero Started and a nil Config keep
 // the values stored when the run was created.
-func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
+func (s *Store) updateRunOnce(ctx context.Context, r *cadre.RunRecord) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: update run: the run has no ID: say which run to update")
 	}
@@ -224,7 +224,7 @@ func scanRun(row pgx.Row) (*cadre.RunRecord, error) {
 }
 
 // PutAgent creates or replaces an agent's record. The run must exist.
-func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
+func (s *Store) putAgentOnce(ctx context.Context, a *cadre.AgentRecord) error {
 	if a == nil || a.Run == "" || a.ID == "" {
 		return errors.New("postgres: put agent: the record needs a Run and an ID")
 	}
@@ -303,7 +303,7 @@ const copyFrom = 64
 
 // Append adds journal entries in one transaction: all of them or none.
 // It sets each entry's Sum to its checksum and stores it with the entry.
-func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
+func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -457,7 +457,7 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 // AppendEvents stores events in one transaction, all or none of them, and
 // sets their Seq: per run, one more than the run's last event. Seq values
 // already set are ignored; after a failure they are left as they were.
-func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err error) {
+func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err error) {
 	if len(events) == 0 {
 		return nil
 	}
