@@ -84,3 +84,47 @@ func TestResumeRefusesDamagedJournal(t *testing.T) {
 		t.Errorf("the refused resume left a lease: %v", err)
 	}
 }
+
+// The agent_reported events a stopped process did not store are written by
+// the next run of the journal (here two follow-ups), once: the second
+// writes none again.
+func TestReportEventsRestoredOnce(t *testing.T) {
+	checkNoLeaks(t)
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cc := &callCounter{calls: map[string]int{}}
+	cfg := treeConfig(cc.model(), s, &mutator{runs: map[string]int{}})
+	r, err := begin(New(cfg), "build the tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Wait(); err != nil || res.Answer != "final answer" {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	res, err := db.Exec(`DELETE FROM events WHERE run = ? AND type = 'agent_reported'`, r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := res.RowsAffected(); n != 4 {
+		t.Fatalf("deleted %d agent_reported events, want the 4 of the run", n)
+	}
+	for i := range 2 {
+		e := New(cfg)
+		if err := e.Continue(context.Background(), r.ID(), "once more"); err != nil {
+			t.Fatalf("follow-up %d: %v", i+1, err)
+		}
+		if _, err := e.Wait(context.Background(), r.ID()); err != nil {
+			t.Fatalf("follow-up %d: %v", i+1, err)
+		}
+		checkReportEvents(t, s, r.ID())
+	}
+}
