@@ -55,6 +55,12 @@ type JournalEntry struct {
 	Kind  string          `json:"kind"`
 	Data  json.RawMessage `json:"data"`
 	Time  time.Time       `json:"time"`
+	// Sum is the entry's checksum (see Checksum) as the store kept it when
+	// the entry was written: a Store sets it in Append, whatever it was,
+	// and returns it from Journal. Zero means the entry has none: it was
+	// written before the store kept checksums. Verify compares it with the
+	// entry's content.
+	Sum uint32 `json:"sum,omitempty"`
 	// Lease, when set, is the token of the writer's lease on Run: the
 	// store writes the batch only if that lease still holds the run,
 	// checked in the same transaction, and fails it with a *LeaseError
@@ -73,7 +79,11 @@ type JournalEntry struct {
 // Append and AppendEvents take batches; an implementation writes each batch
 // in one transaction, so a crash keeps a prefix of batches, never a partial
 // one. Appending a journal entry whose (run, agent, seq) already exists is
-// an error.
+// an error. Append stores each entry's Checksum with it (and sets its Sum),
+// and Journal returns the entries as stored, Sum included, without
+// checking them: whoever replays a journal verifies it
+// (JournalEntry.Verify), so that what is intact can still be read beside
+// what is damaged.
 type Store interface {
 	CreateRun(ctx context.Context, r *RunRecord) error
 	UpdateRun(ctx context.Context, r *RunRecord) error

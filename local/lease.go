@@ -176,9 +176,16 @@ type ownedStore struct {
 	run *run
 }
 
+// gone returns why the run may write nothing more: its lease is lost, or
+// its store failed to journal (see run.storeFailed).
 func (o ownedStore) gone() error {
 	if l := o.run.lease; l != nil {
-		return l.lost()
+		if err := l.lost(); err != nil {
+			return err
+		}
+	}
+	if p := o.run.broken.Load(); p != nil {
+		return fmt.Errorf("the run stopped writing to its store after it failed: %w", *p)
 	}
 	return nil
 }

@@ -279,7 +279,8 @@ func (f *failingStore) Append(ctx context.Context, entries []cadre.JournalEntry)
 	return f.Store.Append(ctx, entries)
 }
 
-// A run whose store fails has failed: it was not cancelled by anyone.
+// A run whose store fails has failed: it was not cancelled by anyone, and
+// it is carried on by a resume once the store works again.
 func TestStoreFailureFailsTheRun(t *testing.T) {
 	checkNoLeaks(t)
 	s := &failingStore{Store: memstore.New(), limit: 1} // the root's start
@@ -292,8 +293,27 @@ func TestStoreFailureFailsTheRun(t *testing.T) {
 	if !strings.Contains(re.Reason, "store failed") || !strings.Contains(re.Reason, errDiskFull.Error()) {
 		t.Errorf("the reason %q does not say the store failed and how", re.Reason)
 	}
-	if rec, err := s.GetRun(context.Background(), res.RunID); err != nil || rec.Status != cadre.StatusFailed {
-		t.Errorf("the run's record: %+v, %v; want failed", rec, err)
+	if !strings.Contains(re.Reason, "cadre resume "+res.RunID) {
+		t.Errorf("the reason %q does not say how to carry the run on", re.Reason)
+	}
+	// The run was stopped, not ended: its record says running (readers
+	// show it interrupted), its lease is released, and once the store
+	// works again a resume completes it.
+	if rec, err := s.GetRun(context.Background(), res.RunID); err != nil || rec.Status != cadre.StatusRunning {
+		t.Errorf("the run's record: %+v, %v; want it left running, for a resume", rec, err)
+	}
+	if _, err := s.Lease(context.Background(), res.RunID); !errors.Is(err, cadre.ErrNotFound) {
+		t.Errorf("the stopped run's lease: %v, want it released", err)
+	}
+	s.mu.Lock()
+	s.limit = 1 << 30
+	s.mu.Unlock()
+	r2, err := resumeRun(New(gateConfig(m, s)), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r2.Wait(); err != nil || res.Answer != "the answer" {
+		t.Fatalf("the resumed run: %v %+v", err, res)
 	}
 }
 

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +15,16 @@ type restored struct {
 	rec *cadre.AgentRecord
 	st  *loop.State
 	seq int64
+	// reports are the reports of its children that its journal shows it
+	// received, in order: the agent_reported events it emitted.
+	reports []pastReport
+}
+
+// pastReport is an agent_reported event a replay found, with the time of
+// the journal entry that brought the report.
+type pastReport struct {
+	rep cadre.AgentReported
+	at  time.Time
 }
 
 // Resume carries on a run recorded in the engine's Store after the process
@@ -26,7 +35,14 @@ type restored struct {
 // that were asked for and never started are started, and reports and ends
 // of children that their parents had not recorded are delivered again
 // (parents accept each once). Completed model and tool calls are never
-// repeated.
+// repeated. The agent_reported events of reports the journals show were
+// received, but which the stopped process had not yet written to the
+// store, are written then (once each).
+//
+// Every journal entry is checked against the checksum stored with it
+// before anything is replayed: a damaged entry stops Resume with a
+// *cadre.DamagedError naming the agent and the entry, and nothing of the
+// run is done.
 //
 // Resume first takes the run's lease (see the package documentation): it
 // fails with a *cadre.LeaseError wrapping cadre.ErrRunOwned, before any
@@ -73,42 +89,11 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	recs, err := s.ListAgents(ctx, id)
+	all, err := r.readJournals(ctx)
 	if err != nil {
 		r.abandon(err)
-		return nil, fmt.Errorf("resume run %s: list agents: %w", id, err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	var all []*restored
-	for _, ar := range recs {
-		entries, err := s.Journal(ctx, id, ar.ID)
-		if err != nil {
-			r.abandon(err)
-			return nil, fmt.Errorf("resume run %s: read the journal of %s: %w", id, ar.ID, err)
-		}
-		if len(entries) == 0 {
-			continue // never started; its parent starts it again
-		}
-		inputs := make([]loop.Input, 0, len(entries))
-		for _, en := range entries {
-			in, err := loop.Decode(en.Kind, en.Data)
-			if err != nil {
-				r.abandon(err)
-				return nil, fmt.Errorf("resume run %s: agent %s, journal entry %d: %w", id, ar.ID, en.Seq, err)
-			}
-			inputs = append(inputs, in)
-			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
-				r.defs[ac.Definition.Name] = ac.Definition
-			}
-		}
-		all = append(all, &restored{rec: ar, st: loop.Replay(inputs), seq: entries[len(entries)-1].Seq})
-	}
-	// Parents before children, each level in creation order.
-	slices.SortStableFunc(all, func(a, b *restored) int {
-		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
-			return d
-		}
-		return a.rec.Started.Compare(b.rec.Started)
-	})
 	agents, err := r.restore(all)
 	if err != nil {
 		r.abandon(err)
@@ -132,6 +117,10 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 	}
 	rec.Status = cadre.StatusRunning
 	if err := r.store.UpdateRun(ctx, rec); err != nil {
+		r.abandon(err)
+		return nil, fmt.Errorf("resume run %s: %w", id, err)
+	}
+	if err := r.restoreReports(ctx, all); err != nil {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}

@@ -259,6 +259,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 				}
 			}
 			checkReportsOnce(t, mem, r.ID())
+			checkReportEvents(t, mem, r.ID())
 			rec, _ := mem.GetRun(context.Background(), r.ID())
 			if rec.Status != cadre.StatusDone || rec.Answer != "final answer" {
 				t.Errorf("run record %+v", rec)
@@ -304,6 +305,58 @@ func checkReportsOnce(t *testing.T, s cadre.Store, run string) {
 	}
 	if !states[cadre.RootID].Done() {
 		t.Error("the root did not finish")
+	}
+}
+
+// checkReportEvents checks that every report the journals show a parent
+// received has exactly one agent_reported event in the store: the events a
+// crash kept from being written are written by the resumed run, and none
+// twice.
+func checkReportEvents(t *testing.T, s cadre.Store, run string) {
+	t.Helper()
+	ctx := context.Background()
+	agents, _ := s.ListAgents(ctx, run)
+	type key struct{ parent, child cadre.AgentID }
+	want := map[key]int{}
+	for _, a := range agents {
+		entries, _ := s.Journal(ctx, run, a.ID)
+		st := loop.New()
+		for _, e := range entries {
+			in, err := loop.Decode(e.Kind, e.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, act := range st.Step(in) {
+				if em, ok := act.(loop.Emit); ok {
+					if rep, ok := em.Event.(cadre.AgentReported); ok {
+						want[key{a.ID, rep.Child}]++
+					}
+				}
+			}
+		}
+	}
+	if len(want) < 4 {
+		t.Fatalf("the journals show %d reports, want at least 4", len(want))
+	}
+	evs, err := s.Events(ctx, run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[key]int{}
+	for _, ev := range evs {
+		if rep, ok := ev.Data.(cadre.AgentReported); ok {
+			got[key{ev.Agent, rep.Child}]++
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("%s received %d reports of %s, the store has %d agent_reported events of them", k.parent, n, k.child, got[k])
+		}
+	}
+	for k, n := range got {
+		if want[k] == 0 {
+			t.Errorf("the store has %d agent_reported events of %s to %s, which its journal never received", n, k.child, k.parent)
+		}
 	}
 }
 

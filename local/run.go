@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -49,6 +50,7 @@ type run struct {
 	cancelled string
 	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
 	failure   string                      // why the run cannot go on here (its store failed, its lease was lost)
+	broken    atomic.Pointer[error]       // why the store failed to journal, once it has: nothing more is written
 	// slept are the agents that have finished, which a message from their
 	// parent may wake (see wake.go).
 	slept map[cadre.AgentID]*agent
@@ -168,9 +170,15 @@ func (r *run) cancelAgent(id cadre.AgentID, reason string) error {
 }
 
 // storeFailed stops the run when its store can no longer keep the journal:
-// going on would do work that could not be resumed.
+// going on would do work that could not be resumed. Nothing more of the
+// run is written (see ownedStore): what its journal holds is a whole
+// prefix of what happened, and a journaled cancel would make a resumed
+// run end cancelled. Its record still says running, so the run shows as
+// interrupted, and Resume carries it on once the store works again.
 func (r *run) storeFailed(err error) {
-	r.fail("the run's store failed: " + err.Error())
+	r.broken.CompareAndSwap(nil, &err)
+	r.fail(fmt.Sprintf("the run's store failed: %v. What the run did until then is recorded: once the store can be written again, "+
+		"resume it (cadre resume %s) to carry it on from there", err, r.id))
 }
 
 // fail stops a run that cannot go on in this process: its agents are
@@ -552,7 +560,7 @@ func (r *run) finish(fin loop.Finish) {
 		r.emit(cadre.NewEvent(cadre.RunFailed{Status: res.Status, Error: res.Error, Usage: res.Usage, Cost: res.Cost}))
 	}
 	r.events.close()
-	if s := r.store; s != nil {
+	if s := r.store; s != nil && r.broken.Load() == nil {
 		rec := &cadre.RunRecord{ID: r.id, Task: r.task, Status: res.Status, Model: r.e.cfg.RootModel, Usage: res.Usage,
 			Answer: res.Answer, Error: res.Error, Agents: len(res.Agents), Ended: time.Now().UTC(), Config: r.e.cfg.Settings}
 		if len(res.Agents) > 0 {

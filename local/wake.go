@@ -24,7 +24,8 @@ var _ cadre.Continuer = (*Engine)(nil)
 // the root finishes once more; Wait then returns the new answer.
 //
 // It takes the run's lease first, as Resume does, and needs the engine's
-// Store. ctx bounds only the reading and recording of the run.
+// Store. Like Resume, it refuses a run whose journal is damaged, with a
+// *cadre.DamagedError. ctx bounds only the reading and recording of the run.
 func (e *Engine) Continue(ctx context.Context, id, message string) error {
 	s := e.cfg.Store
 	if s == nil {
@@ -78,6 +79,9 @@ func (e *Engine) Continue(ctx context.Context, id, message string) error {
 	if err := r.store.UpdateRun(ctx, rec); err != nil {
 		return fail(err)
 	}
+	if err := r.restoreReports(ctx, all); err != nil {
+		return fail(err)
+	}
 	r.emit(cadre.NewEvent(cadre.RunContinued{Message: message, Previous: previous}))
 	r.warn()
 	r.watch()
@@ -86,7 +90,9 @@ func (e *Engine) Continue(ctx context.Context, id, message string) error {
 }
 
 // readJournals reads every agent of the run from the store and rebuilds
-// its state from its journal, parents before children.
+// its state from its journal, parents before children. Every entry is
+// verified first: a damaged one is a *cadre.DamagedError, and nothing is
+// replayed.
 func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	s := r.e.cfg.Store
 	recs, err := s.ListAgents(ctx, r.id)
@@ -102,18 +108,27 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		if len(entries) == 0 {
 			continue
 		}
-		inputs := make([]loop.Input, 0, len(entries))
+		x := &restored{rec: ar, st: loop.New(), seq: entries[len(entries)-1].Seq}
 		for _, en := range entries {
+			if err := en.Verify(); err != nil {
+				return nil, err
+			}
 			in, err := loop.Decode(en.Kind, en.Data)
 			if err != nil {
 				return nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
 			}
-			inputs = append(inputs, in)
 			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
 				r.defs[ac.Definition.Name] = ac.Definition
 			}
+			for _, act := range x.st.Step(in) {
+				if em, ok := act.(loop.Emit); ok {
+					if rep, ok := em.Event.(cadre.AgentReported); ok {
+						x.reports = append(x.reports, pastReport{rep: rep, at: en.Time})
+					}
+				}
+			}
 		}
-		all = append(all, &restored{rec: ar, st: loop.Replay(inputs), seq: entries[len(entries)-1].Seq})
+		all = append(all, x)
 	}
 	slices.SortStableFunc(all, func(a, b *restored) int {
 		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
@@ -122,6 +137,47 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		return a.rec.Started.Compare(b.rec.Started)
 	})
 	return all, nil
+}
+
+// restoreReports writes the agent_reported events that the journals of
+// all show were received but that the store lacks: the process that ran
+// the run may have stopped after journaling a report and before its
+// event reached the store (events are written after the journal, by the
+// pump). Each parent's reports of each child are counted, in the
+// journal's order, against the events stored of them, and only the ones
+// beyond the stored count are written, with the time of the entry that
+// brought them, so a run resumed again gets none twice.
+func (r *run) restoreReports(ctx context.Context, all []*restored) error {
+	n := 0
+	for _, x := range all {
+		n += len(x.reports)
+	}
+	if n == 0 {
+		return nil
+	}
+	evs, err := r.e.cfg.Store.Events(ctx, r.id, 0)
+	if err != nil {
+		return fmt.Errorf("read its events: %w", err)
+	}
+	type key struct{ parent, child cadre.AgentID }
+	stored := map[key]int{}
+	for _, ev := range evs {
+		if rep, ok := ev.Data.(cadre.AgentReported); ok && ev.Type == cadre.EventAgentReported {
+			stored[key{ev.Agent, rep.Child}]++
+		}
+	}
+	for _, x := range all {
+		cfg := x.st.Config()
+		seen := map[cadre.AgentID]int{}
+		for _, p := range x.reports {
+			seen[p.rep.Child]++
+			if seen[p.rep.Child] <= stored[key{cfg.ID, p.rep.Child}] {
+				continue
+			}
+			r.emit(cadre.Event{Type: cadre.EventAgentReported, Agent: cfg.ID, Parent: cfg.Parent, Depth: cfg.Depth, Data: p.rep, Time: p.at})
+		}
+	}
+	return nil
 }
 
 // wake gives a child that has finished the message its parent sent it

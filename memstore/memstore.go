@@ -212,7 +212,8 @@ func (s *Store) ListAgents(ctx context.Context, runID string) ([]*cadre.AgentRec
 	return out, nil
 }
 
-// Append adds journal entries, all or none of them.
+// Append adds journal entries, all or none of them, and keeps each one's
+// checksum with it (setting its Sum), as the durable stores do.
 func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memstore: append journal: %w", err)
@@ -221,6 +222,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		if err := checkEntry(&entries[i], i, len(entries)); err != nil {
 			return err
 		}
+		entries[i].Sum = entries[i].Checksum()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -255,6 +257,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		e := entries[i]
 		e.Data = bytes.Clone(e.Data)
 		e.Time = normTime(e.Time)
+		e.Lease = "" // not stored
 		cur := s.runs[e.Run]
 		j := cur.journal[e.Agent]
 		at, _ := slices.BinarySearchFunc(j, e.Seq, func(x cadre.JournalEntry, seq int64) int { return cmp.Compare(x.Seq, seq) })
@@ -268,7 +271,8 @@ func hasSeq(j []cadre.JournalEntry, seq int64) bool {
 	return ok
 }
 
-// Journal returns an agent's entries in Seq order.
+// Journal returns an agent's entries in Seq order, with the checksums
+// kept with them, unchecked.
 func (s *Store) Journal(ctx context.Context, runID string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memstore: read journal: %w", err)

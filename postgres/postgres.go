@@ -130,7 +130,7 @@ func pgDetail(err error) string {
 const runColumns = `id, task, status, model, started, ended, tokens_in, tokens_out, answer, error, agents, config`
 
 // CreateRun stores a new run. A run with the same ID must not exist.
-func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
+func (s *Store) createRunOnce(ctx context.Context, r *cadre.RunRecord) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: create run: the run has no ID: give every run a unique ID")
 	}
@@ -148,7 +148,7 @@ func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
 
 // UpdateRun replaces a run's record. A zero Started and a nil Config keep
 // the values stored when the run was created.
-func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
+func (s *Store) updateRunOnce(ctx context.Context, r *cadre.RunRecord) error {
 	if r == nil || r.ID == "" {
 		return errors.New("postgres: update run: the run has no ID: say which run to update")
 	}
@@ -224,7 +224,7 @@ func scanRun(row pgx.Row) (*cadre.RunRecord, error) {
 }
 
 // PutAgent creates or replaces an agent's record. The run must exist.
-func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
+func (s *Store) putAgentOnce(ctx context.Context, a *cadre.AgentRecord) error {
 	if a == nil || a.Run == "" || a.ID == "" {
 		return errors.New("postgres: put agent: the record needs a Run and an ID")
 	}
@@ -293,7 +293,7 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 	return nil
 }
 
-const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES ($1, $2, $3, $4, $5, $6)`
+const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 // copyFrom is the batch size from which Append uses COPY, which costs more
 // round trips but less per entry than a pipeline of INSERTs (measured
@@ -302,7 +302,8 @@ const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) V
 const copyFrom = 64
 
 // Append adds journal entries in one transaction: all of them or none.
-func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
+// It sets each entry's Sum to its checksum and stores it with the entry.
+func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -310,6 +311,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		if err := checkEntry(&entries[i], i, len(entries)); err != nil {
 			return err
 		}
+		entries[i].Sum = entries[i].Checksum()
 	}
 	fence := fences(entries)
 	if len(entries) >= copyFrom {
@@ -351,10 +353,10 @@ func (s *Store) copyJournal(ctx context.Context, fence [][2]string, entries []ca
 				return err
 			}
 		}
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"journal"}, []string{"run", "agent", "seq", "kind", "data", "time"},
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"journal"}, []string{"run", "agent", "seq", "kind", "data", "time", "sum"},
 			pgx.CopyFromSlice(len(entries), func(i int) ([]any, error) {
 				e := &entries[i]
-				return []any{e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time}, nil
+				return []any{e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time, int64(e.Sum)}, nil
 			}))
 		return err
 	})
@@ -373,7 +375,7 @@ func (s *Store) insertJournal(ctx context.Context, fence [][2]string, entries []
 	}
 	for i := range entries {
 		e := &entries[i]
-		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time)
+		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time, int64(e.Sum))
 	}
 	// A batch runs in one implicit transaction: the first failure rolls
 	// back the statements before it and skips those after.
@@ -418,12 +420,13 @@ func checkEntry(e *cadre.JournalEntry, i, n int) error {
 	return nil
 }
 
-// Journal returns an agent's entries in Seq order.
+// Journal returns an agent's entries in Seq order, each with the checksum
+// stored with it, unchecked (see cadre.JournalEntry.Verify).
 func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("postgres: read journal of %s: %w", agent, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, kind, data, time FROM journal WHERE run = $1 AND agent = $2 ORDER BY seq`, run, string(agent))
+	rows, err := s.pool.Query(ctx, `SELECT seq, kind, data, time, sum FROM journal WHERE run = $1 AND agent = $2 ORDER BY seq`, run, string(agent))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
 	}
@@ -432,13 +435,17 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 	for rows.Next() {
 		e := cadre.JournalEntry{Run: run, Agent: agent}
 		var data []byte
-		if err := rows.Scan(&e.Seq, &e.Kind, &data, &e.Time); err != nil {
+		var sum *int64 // NULL: written before entries had checksums
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &e.Time, &sum); err != nil {
 			return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
 		}
 		if data != nil {
 			e.Data = json.RawMessage(data)
 		}
 		e.Time = utc(e.Time)
+		if sum != nil {
+			e.Sum = uint32(*sum)
+		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -450,7 +457,7 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 // AppendEvents stores events in one transaction, all or none of them, and
 // sets their Seq: per run, one more than the run's last event. Seq values
 // already set are ignored; after a failure they are left as they were.
-func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) (err error) {
+func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err error) {
 	if len(events) == 0 {
 		return nil
 	}

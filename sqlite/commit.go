@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrClosed is returned by the write methods of a Store that has been
@@ -57,6 +58,8 @@ func newCommitter(grouped bool) *committer {
 }
 
 // write queues fn and waits until it has been committed or has failed.
+// A failure that the database's situation caused (a full disk, a lock
+// held by another program) is a *FaultError.
 // When ctx ends first, the write is withdrawn if it has not started and the
 // context's error returned; once started it is waited for, so that nil
 // always means committed and an error always means nothing was written.
@@ -79,14 +82,19 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 	}
 	select {
 	case err := <-w.done:
-		return err
+		return fault(s.path, busyTimeout(s.busy), err)
 	case <-ctx.Done():
 		if c.withdraw(w) {
 			return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
 		}
-		return <-w.done
+		return fault(s.path, busyTimeout(s.busy), <-w.done)
 	}
 }
+
+// busyTimeout prints as the duration it is.
+type busyTimeout time.Duration
+
+func (b busyTimeout) String() string { return time.Duration(b).String() }
 
 // withdraw removes w from the queue and reports whether it was still there.
 func (c *committer) withdraw(w *write) bool {

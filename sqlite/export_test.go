@@ -3,6 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"time"
 )
 
 // OpenWith opens a store with settings other than Open's, for benchmarks:
@@ -39,4 +41,18 @@ func (s *Store) Hold() (release func() error) {
 		close(free)
 		return <-errc
 	}
+}
+
+// OpenBusy opens a store whose writes wait busy for another process's
+// lock instead of BusyTimeout.
+func OpenBusy(ctx context.Context, path string, busy time.Duration) (*Store, error) {
+	return open(ctx, path, options{grouped: true, synchronous: "FULL", busy: busy})
+}
+
+// SetMaxPages caps the database at n pages, or at its present size when n
+// is smaller (SQLite's max_page_count, on the connection that writes), so
+// that a write needing more fails as on a full disk.
+func (s *Store) SetMaxPages(n int) error {
+	_, err := s.w.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
+	return err
 }

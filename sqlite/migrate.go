@@ -160,7 +160,7 @@ func readOwnTables(ctx context.Context, abs, path, mode string) error {
 		if code(err) == sqlite3.SQLITE_NOTADB {
 			return fmt.Errorf("sqlite: %s is not a SQLite database: give the path of a cadre store, or of a file that does not exist yet", path)
 		}
-		return fmt.Errorf("sqlite: open %s: read its tables: %w", path, err)
+		return fault(path, busyTimeout(BusyTimeout), fmt.Errorf("sqlite: open %s: read its tables: %w", path, err))
 	}
 	defer rows.Close()
 	var tables []string

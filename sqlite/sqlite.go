@@ -33,7 +33,9 @@ package sqlite
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,10 +62,11 @@ const BusyTimeout = 10 * time.Second
 
 // Store is a cadre.Store in a SQLite database. Create one with Open.
 type Store struct {
-	path string     // as given to Open, for messages
-	w    *sql.DB    // one connection: every write, made by c
-	r    *sql.DB    // read-only connections
-	c    *committer // group-commits writes
+	path string        // as given to Open, for messages
+	busy time.Duration // how long a write waits for another process's lock
+	w    *sql.DB       // one connection: every write, made by c
+	r    *sql.DB       // read-only connections
+	c    *committer    // group-commits writes
 	// Statements of the busiest writes, prepared once on w.
 	insJournal, insEvent, upAgent *sql.Stmt
 	selLease                      *sql.Stmt // the fence of Append
@@ -73,7 +76,10 @@ type Store struct {
 }
 
 // Open opens the database at path, creating it and its parent directory
-// when they do not exist, and brings its schema up to date. A database it
+// when they do not exist, and brings its schema up to date. An existing
+// file of 0 bytes is refused with an *EmptyError rather than taken for a
+// new store, and a SQLite database of another program with a
+// *ForeignError. A database it
 // creates can be read and written by its owner only (mode 0600, in a
 // directory of mode 0700 when it makes that too), as can the -wal and
 // -shm files SQLite keeps beside it; the permissions of an existing
@@ -85,8 +91,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // options are the settings Open fixes; benchmarks compare the
 // alternatives.
 type options struct {
-	grouped     bool   // group commit; false gives each write its own transaction
-	synchronous string // PRAGMA synchronous
+	grouped     bool          // group commit; false gives each write its own transaction
+	synchronous string        // PRAGMA synchronous
+	busy        time.Duration // how long a write waits for another's lock; BusyTimeout when 0
 }
 
 func open(ctx context.Context, path string, o options) (*Store, error) {
@@ -100,17 +107,34 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: create its directory: %w", path, err)
 	}
-	// A new database is its owner's alone, and so are the -wal and -shm
-	// files SQLite makes beside it, which take the database's permissions.
-	if f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := create(ctx, abs, path); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("sqlite: %s is a folder: give the path of a database file, such as .cadre/cadre.db", path)
+	case fi.Size() == 0 && emptyWAL(abs):
+		return nil, &EmptyError{Path: path}
+	default:
+		// SQLite would open a file it may not write read-only, and fail
+		// only at the first write, in the middle of a run.
+		f, err := os.OpenFile(abs, os.O_RDWR, 0)
+		if err != nil {
+			return nil, &FaultError{Path: path, Why: readOnly, Err: err}
+		}
 		f.Close()
-	} else if !errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("sqlite: open %s: create the file: %w", path, err)
 	}
 	if err := checkOwnDatabase(ctx, abs, path); err != nil {
 		return nil, err
 	}
-	busy := strconv.FormatInt(BusyTimeout.Milliseconds(), 10)
+	if o.busy <= 0 {
+		o.busy = BusyTimeout
+	}
+	busy := strconv.FormatInt(o.busy.Milliseconds(), 10)
 	w, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},
 		"_journal_mode": {"WAL"},
@@ -123,7 +147,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
-	s := &Store{path: path, w: w, c: newCommitter(o.grouped)}
+	s := &Store{path: path, busy: o.busy, w: w, c: newCommitter(o.grouped)}
 	if err := s.migrate(ctx); err != nil {
 		_ = w.Close()
 		if _, ok := errors.AsType[*SchemaError](err); ok {
@@ -132,7 +156,7 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		if code(err) == sqlite3.SQLITE_NOTADB {
 			return nil, fmt.Errorf("sqlite: %s is not a SQLite database: give the path of a cadre store, or of a file that does not exist yet", path)
 		}
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, fault(path, busyTimeout(o.busy), fmt.Errorf("sqlite: open %s: %w", path, err))
 	}
 	r, err := sql.Open("sqlite", dsn(abs, url.Values{
 		"_busy_timeout": {busy},
@@ -161,9 +185,71 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	return s, nil
 }
 
+// create makes a new database at abs with cadre's schema. It is built
+// under another name beside abs and linked to abs only once complete, so
+// that a database at abs is never seen empty or half made, by another
+// process opening it at the same time or after a crash; when another
+// process links its own first, that one is used. A new database is its
+// owner's alone (mode 0600), and so are the -wal and -shm files SQLite
+// makes beside it, which take the database's permissions.
+func create(ctx context.Context, abs, path string) error {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := abs + ".new-" + hex.EncodeToString(b[:])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrPermission) {
+		return &FaultError{Path: path, Why: "cannot be created: cadre may not write in its folder. Give it write access there, or use another --store", Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	f.Close()
+	defer os.Remove(tmp)
+	db, err := sql.Open("sqlite", dsn(tmp, url.Values{"_journal_mode": {"WAL"}, "_synchronous": {"FULL"}, "_txlock": {"immediate"}}))
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{path: path, w: db}
+	err = s.migrate(ctx)
+	// Closing the last connection moves the -wal file into the database
+	// and removes it: the file is complete on its own.
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if err := os.Link(tmp, abs); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return nil
+}
+
+// emptyWAL reports whether the database at abs has no -wal file with
+// something in it, which SQLite would read the database from.
+func emptyWAL(abs string) bool {
+	fi, err := os.Stat(abs + "-wal")
+	return err != nil || fi.Size() == 0
+}
+
+// An EmptyError is returned by Open for a database file of 0 bytes. cadre
+// never leaves a store empty (it creates one whole, schema included), so
+// an empty file is one that something truncated, or that was made for
+// cadre by hand; cadre does not take it for an empty store, which would
+// show a store that lost its runs as one that never had any.
+type EmptyError struct {
+	Path string // as given to Open
+}
+
+func (e *EmptyError) Error() string {
+	return fmt.Sprintf("sqlite: %s is empty (0 bytes), and cadre never leaves a store empty: something truncated it, or it was created by hand. "+
+		"If it held runs, restore it from a backup; to start a new store there, delete the file and cadre creates it again", e.Path)
+}
+
 // The statements of the busiest writes.
 const (
-	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time) VALUES (?, ?, ?, ?, ?, ?)`
+	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES (?, ?, ?, ?, ?, ?, ?)`
 	insertEvent   = `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`
 	upsertAgent   = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
 			tokens_in, tokens_out, started, ended, result, error)
@@ -430,6 +516,7 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 }
 
 // Append adds journal entries in one transaction: all of them or none.
+// It sets each entry's Sum to its checksum and stores it with the entry.
 func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -443,8 +530,8 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	})
 }
 
-// checkEntries checks journal entries before they are written and returns
-// their times as stored.
+// checkEntries checks journal entries before they are written, sets their
+// checksums, and returns their times as stored.
 func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 	when := make([]string, len(entries))
 	for i := range entries {
@@ -452,6 +539,7 @@ func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 		if err := checkEntry(e, i, len(entries)); err != nil {
 			return nil, err
 		}
+		e.Sum = e.Checksum()
 		var err error
 		if when[i], err = formatTime(e.Time); err != nil {
 			return nil, fmt.Errorf("sqlite: append journal entry %d of %d (run %q agent %s seq %d): %w", i+1, len(entries), e.Run, e.Agent, e.Seq, err)
@@ -472,7 +560,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.Journa
 	defer stmt.Close()
 	for i := range entries {
 		e := &entries[i]
-		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i])
+		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i], int64(e.Sum))
 		switch code(err) {
 		case 0:
 		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
@@ -498,12 +586,13 @@ func checkEntry(e *cadre.JournalEntry, i, n int) error {
 	return nil
 }
 
-// Journal returns an agent's entries in Seq order.
+// Journal returns an agent's entries in Seq order, each with the checksum
+// stored with it, unchecked (see cadre.JournalEntry.Verify).
 func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s: %w", agent, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time, sum FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
 	}
@@ -513,12 +602,14 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 		e := cadre.JournalEntry{Run: run, Agent: agent}
 		var data []byte
 		var when string
-		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when); err != nil {
+		var sum sql.NullInt64 // NULL: written before entries had checksums
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when, &sum); err != nil {
 			return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
 		}
 		if data != nil {
 			e.Data = json.RawMessage(data)
 		}
+		e.Sum = uint32(sum.Int64)
 		if e.Time, err = parseTime(when); err != nil {
 			return nil, fmt.Errorf("sqlite: journal of %s in run %q, seq %d: %w", agent, run, e.Seq, err)
 		}

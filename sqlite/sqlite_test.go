@@ -405,8 +405,7 @@ func TestClose(t *testing.T) {
 }
 
 // A SQLite database of another program is refused and left exactly as it
-// was; a file that is not a database is refused; an empty file becomes a
-// store.
+// was; a file that is not a database is refused; so is an empty file.
 func TestOpenRefusesForeignDatabase(t *testing.T) {
 	dir := t.TempDir()
 	other := filepath.Join(dir, "app.db")
@@ -438,15 +437,25 @@ func TestOpenRefusesForeignDatabase(t *testing.T) {
 		t.Errorf("a text file: %v", err)
 	}
 
+	// An empty file is not taken for a new store: a store that something
+	// truncated would look like one that never held a run.
 	empty := filepath.Join(dir, "empty.db")
 	os.WriteFile(empty, nil, 0o600)
+	_, err = sqlite.Open(t.Context(), empty)
+	if _, ok := errors.AsType[*sqlite.EmptyError](err); !ok || !strings.Contains(err.Error(), empty+" is empty (0 bytes)") ||
+		!strings.Contains(err.Error(), "restore it from a backup") || !strings.Contains(err.Error(), "delete the file") {
+		t.Fatalf("an empty file: %v, want an *EmptyError naming it and saying what to do", err)
+	}
+	if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+		t.Errorf("the empty file was changed: %v %v", fi, err)
+	}
+	if _, err := os.Stat(empty + "-wal"); err == nil {
+		t.Error("a -wal file was made beside the empty file")
+	}
+	os.Remove(empty)
 	s, err := sqlite.Open(t.Context(), empty)
 	if err != nil {
-		t.Fatalf("an empty file: %v", err)
-	}
-	s.Close()
-	if s, err = sqlite.Open(t.Context(), empty); err != nil {
-		t.Fatalf("the store made from an empty file, opened again: %v", err)
+		t.Fatalf("once the empty file is deleted: %v", err)
 	}
 	s.Close()
 }
@@ -535,5 +544,35 @@ func TestOpenAfterProcessDied(t *testing.T) {
 	defer n.Close()
 	if err := n.CreateRun(t.Context(), &cadre.RunRecord{ID: "r2", Task: "after the crash", Status: cadre.StatusRunning, Started: time.Now().UTC()}); err != nil {
 		t.Fatalf("a run in the store rolled back: %v", err)
+	}
+}
+
+// Stores opened at once on a path where there is no database yet all
+// open the same one: none sees the file empty or half made.
+func TestOpenNewConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	const n = 6
+	stores := make([]*sqlite.Store, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = sqlite.Open(t.Context(), path) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		defer stores[i].Close()
+	}
+	if err := stores[0].CreateRun(t.Context(), &cadre.RunRecord{ID: "r1", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[n-1].GetRun(t.Context(), "r1"); err != nil {
+		t.Errorf("a run written through one store is not seen through another: %v", err)
+	}
+	leftovers, _ := filepath.Glob(path + ".new-*")
+	if len(leftovers) != 0 {
+		t.Errorf("files left beside the database: %v", leftovers)
 	}
 }

@@ -32,6 +32,8 @@
 //   - events round-trip through cadre.Event's JSON form;
 //   - times round-trip to the millisecond or better, zero stays zero;
 //   - a 1 MiB payload round-trips byte for byte;
+//   - Append sets each entry's Sum to its checksum, whatever it was, and
+//     Journal returns it (see also Damaged);
 //   - records are copies: changing what was passed in or handed back does
 //     not change the store;
 //   - concurrent use: many goroutines may write different runs, and the
@@ -110,6 +112,7 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"LargeBatches", s.journalLargeBatches},
 			{"Invalid", s.journalInvalid},
 			{"Copies", s.journalCopies},
+			{"Checksums", s.journalChecksums},
 		}},
 		{"Events", []subtest{
 			{"SeqAssigned", s.eventsSeq},
@@ -179,7 +182,9 @@ func at(d time.Duration) time.Time { return base.Add(d) }
 
 // opts compares records the way the suite promises: times to TimeMargin,
 // nil and empty the same.
-var opts = cmp.Options{cmpopts.EquateApproxTime(TimeMargin), cmpopts.EquateEmpty()}
+// The checksums of journal entries are checked apart (readJournal), since
+// entries made to compare with have none.
+var opts = cmp.Options{cmpopts.EquateApproxTime(TimeMargin), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(cadre.JournalEntry{}, "Sum")}
 
 func diff(want, got any) string { return cmp.Diff(want, got, opts) }
 
@@ -514,6 +519,11 @@ func readJournal(t *testing.T, s cadre.Store, run string, agent cadre.AgentID) [
 	if err != nil {
 		t.Fatalf("Journal(%q, %s): %v", run, agent, err)
 	}
+	for _, e := range got {
+		if want := e.Checksum(); e.Sum != want {
+			t.Errorf("Journal(%q, %s): entry %d came back with checksum %08x, want %08x, the checksum of its content", run, agent, e.Seq, e.Sum, want)
+		}
+	}
 	return got
 }
 
@@ -672,6 +682,88 @@ func (suite) journalCopies(t *testing.T, s cadre.Store) {
 	got[0].Data[2] = 'Y'
 	if d := diff([]cadre.JournalEntry{entry("r1", "root", 1)}, readJournal(t, s, "r1", "root")); d != "" {
 		t.Errorf("changing the Data Journal returned changed the store (-want +got):\n%s", d)
+	}
+}
+
+// journalChecksums: Append sets each entry's Sum to its checksum, over
+// whatever the caller put there, and Journal gives it back.
+func (suite) journalChecksums(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	in := []cadre.JournalEntry{entry("r1", "root", 1), entry("r1", "root", 2), entry("r1", "root", 3)}
+	in[0].Sum = 12345 // not its checksum: the store computes its own
+	in[1].Data = nil
+	in[2].Kind, in[2].Data = "tool_results", json.RawMessage(strings.Repeat(`{"content":"\u00e9t\u00e9"}`, 500))
+	want := make([]uint32, len(in))
+	for i := range in {
+		e := in[i]
+		e.Sum = 0
+		want[i] = e.Checksum()
+	}
+	if err := s.Append(t.Context(), in); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	for i, e := range in {
+		if e.Sum != want[i] {
+			t.Errorf("Append left entry %d with Sum %08x, want its checksum %08x", e.Seq, e.Sum, want[i])
+		}
+	}
+	got := readJournal(t, s, "r1", "root") // checks each Sum
+	if len(got) != len(in) {
+		t.Fatalf("Journal returned %d entries, want %d", len(got), len(in))
+	}
+	for _, e := range got {
+		if e.Sum == 0 {
+			t.Errorf("entry %d came back without a checksum", e.Seq)
+		}
+		if err := e.Verify(); err != nil {
+			t.Errorf("entry %d: %v", e.Seq, err)
+		}
+	}
+}
+
+// Damaged checks a store's part in catching a damaged journal: damage
+// changes, behind the store's back (in its database, say), the data of
+// the journal entry (run, agent, seq) without touching its checksum.
+// Journal must still return every entry, the damaged one included, with
+// the checksums stored when they were written, so that Verify fails on
+// that entry alone with a *cadre.DamagedError that names it.
+func Damaged(t *testing.T, s cadre.Store, damage func(t *testing.T, run string, agent cadre.AgentID, seq int64)) {
+	t.Helper()
+	mustCreate(t, s, sampleRun("damaged", at(0)))
+	child := cadre.RootID.Child("critic", 1)
+	in := []cadre.JournalEntry{entry("damaged", cadre.RootID, 1), entry("damaged", child, 1), entry("damaged", child, 2), entry("damaged", child, 3)}
+	if err := s.Append(t.Context(), in); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	damage(t, "damaged", child, 2)
+	for _, agent := range []cadre.AgentID{cadre.RootID, child} {
+		got, err := s.Journal(t.Context(), "damaged", agent)
+		if err != nil {
+			t.Fatalf("Journal of %s after the damage: %v (want the entries, damaged ones included)", agent, err)
+		}
+		wantN := 1
+		if agent == child {
+			wantN = 3
+		}
+		if len(got) != wantN {
+			t.Fatalf("Journal of %s returned %d entries, want %d", agent, len(got), wantN)
+		}
+		for _, e := range got {
+			err := e.Verify()
+			if agent != child || e.Seq != 2 {
+				if err != nil {
+					t.Errorf("entry %d of %s was not damaged: %v", e.Seq, agent, err)
+				}
+				continue
+			}
+			de, ok := errors.AsType[*cadre.DamagedError](err)
+			if !ok {
+				t.Fatalf("Verify of the damaged entry 2 of %s: %v, want a *cadre.DamagedError (stored sum %08x, data %q)", agent, err, e.Sum, e.Data)
+			}
+			if de.Run != "damaged" || de.Agent != child || de.Seq != 2 || de.Kind != "model_result" || de.Stored != in[2].Sum {
+				t.Errorf("DamagedError %+v, want run damaged, agent %s, seq 2, kind model_result, stored %08x", de, child, in[2].Sum)
+			}
+		}
 	}
 }
 

@@ -64,6 +64,16 @@ func (b broken) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	return b.Store.Append(ctx, entries)
 }
 
+func (b broken) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
+	entries, err := b.Store.Journal(ctx, run, agent)
+	if b.bug == "NoChecksum" {
+		for i := range entries {
+			entries[i].Sum = 0
+		}
+	}
+	return entries, err
+}
+
 func (b broken) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	if b.bug == "PartialEvents" {
 		for i := range events {
@@ -121,6 +131,7 @@ func TestSuiteCatches(t *testing.T) {
 		{"PartialEvents", []string{"Concurrent/FailuresStayInTheirBatch", "Events/MissingRunRejectsBatch"}},
 		{"NoFencing", []string{"Lease/Expiry", "Lease/Fencing", "Lease/ConcurrentTakeover"}},
 		{"AcquireSteals", []string{"Lease/Held", "Lease/ConcurrentAcquire"}},
+		{"NoChecksum", []string{"Journal/AppendRead", "Journal/Checksums"}},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
 			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestBrokenStoreHelper$", "-test.v")

@@ -54,6 +54,9 @@ func findAgent(agents []*cadre.AgentRecord, run, arg string) (*cadre.AgentRecord
 func replayJournal(entries []cadre.JournalEntry) (*loop.State, error) {
 	ins := make([]loop.Input, 0, len(entries))
 	for _, e := range entries {
+		if err := e.Verify(); err != nil {
+			return nil, err
+		}
 		in, err := loop.Decode(e.Kind, e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)

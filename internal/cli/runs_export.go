@@ -38,13 +38,15 @@ type agentExport struct {
 
 // journalExport is one journal entry with its input decoded. When this
 // build cannot decode it, Input holds the entry as stored and Error says
-// why.
+// why. A damaged entry (its content does not match the checksum stored
+// with it) is exported as it reads, marked Damaged, with Error saying so.
 type journalExport struct {
-	Seq   int64           `json:"seq"`
-	Kind  string          `json:"kind"`
-	Time  time.Time       `json:"time"`
-	Input json.RawMessage `json:"input"`
-	Error string          `json:"error,omitempty"`
+	Seq     int64           `json:"seq"`
+	Kind    string          `json:"kind"`
+	Time    time.Time       `json:"time"`
+	Input   json.RawMessage `json:"input"`
+	Damaged bool            `json:"damaged,omitempty"`
+	Error   string          `json:"error,omitempty"`
 }
 
 func (a *app) newRunsExportCmd(f *runsFlags) *cobra.Command {
@@ -55,7 +57,11 @@ func (a *app) newRunsExportCmd(f *runsFlags) *cobra.Command {
 		Long: `Write everything the store holds about a run as one JSON object: the run's
 record, each agent's record with its journal (every input it was fed, in
 order, decoded), and the run's events. The object starts with
-"format": "cadre.run" and "version": 1.`,
+"format": "cadre.run" and "version": 1.
+
+A journal entry whose content no longer matches the checksum stored with it
+(the store was changed outside cadre, or the disk damaged it) is exported as
+it reads, marked "damaged": true; such a run cannot be resumed.`,
 		Example: `  cadre runs export last > run.json
   cadre runs export 20250314-1509 -o run.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -98,12 +104,20 @@ order, decoded), and the run's events. The object starts with
 			if err := file.Close(); err != nil {
 				return fmt.Errorf("export run %s to %s: %w", r.ID, a.relPath(path), err)
 			}
-			entries := 0
+			entries, damaged := 0, 0
 			for _, ag := range x.Agents {
 				entries += len(ag.Journal)
+				for _, e := range ag.Journal {
+					if e.Damaged {
+						damaged++
+					}
+				}
 			}
 			fmt.Fprintf(a.io.Stderr, "wrote run %s to %s: %s, %s, %s\n", r.ID, a.relPath(path),
 				countText(len(x.Agents), "agent"), countText(entries, "journal entry"), countText(len(x.Events), "event"))
+			if damaged > 0 {
+				fmt.Fprintf(a.io.Stderr, "%s damaged: marked \"damaged\": true\n", countText(damaged, "journal entry"))
+			}
 			return nil
 		},
 	}
@@ -137,6 +151,17 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 
 func exportEntry(e cadre.JournalEntry) journalExport {
 	je := journalExport{Seq: e.Seq, Kind: e.Kind, Time: e.Time}
+	if de, ok := errors.AsType[*cadre.DamagedError](e.Verify()); ok {
+		je.Damaged = true
+		je.Error = fmt.Sprintf("damaged: the entry does not match the checksum stored with it (stored %08x, its content gives %08x)", de.Stored, de.Computed)
+		if json.Valid(e.Data) {
+			je.Input = e.Data
+		} else {
+			b, _ := json.Marshal(string(e.Data))
+			je.Input = b
+		}
+		return je
+	}
 	in, err := loop.Decode(e.Kind, e.Data)
 	if err == nil {
 		var b []byte
