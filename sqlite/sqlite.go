@@ -220,7 +220,16 @@ func create(ctx context.Context, abs, path string) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
-	if err := os.Link(tmp, abs); err != nil && !errors.Is(err, fs.ErrExist) {
+	err = os.Link(tmp, abs)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		// A file system without hard links: renaming is as complete,
+		// though two processes creating the store at once may then each
+		// put theirs in place, and the later one wins.
+		if _, serr := os.Lstat(abs); errors.Is(serr, fs.ErrNotExist) {
+			err = os.Rename(tmp, abs)
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	return nil
