@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // MediaKind is what a Media item holds.
@@ -36,6 +37,19 @@ func (m Media) Placeholder() string {
 // images]".
 func (m Media) LeftOut(why string) string {
 	return fmt.Sprintf("[%s: %s, %s: not shown to you, since %s]", m.kindName(), m.typeName(), ByteSize(len(m.Data)), why)
+}
+
+// LeaveOut returns text, the content of a message holding m, as a model
+// reads it without m: m's description (its Placeholder) is replaced by
+// m.LeftOut(why), or that line is added when text does not hold it.
+func LeaveOut(text string, m Media, why string) string {
+	if ph := m.Placeholder(); strings.Contains(text, ph) {
+		return strings.Replace(text, ph, m.LeftOut(why), 1)
+	}
+	if text != "" {
+		text += "\n"
+	}
+	return text + m.LeftOut(why)
 }
 
 func (m Media) kindName() string {

@@ -158,7 +158,7 @@ func (x *activities) CallTool(ctx context.Context, a toolArgs) (loop.ToolResult,
 	// request, and Temporal refuses payloads over a few megabytes: images
 	// and sounds stay behind, and the model reads that they did.
 	for _, m := range res.Media {
-		res.Content += "\n" + m.LeftOut("the Temporal engine does not carry images or sounds to the model")
+		res.Content = cadre.LeaveOut(res.Content, m, "the Temporal engine does not carry images or sounds to the model")
 	}
 	res.Media = nil
 	return res, nil
