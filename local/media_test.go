@@ -137,3 +137,73 @@ func TestToolMediaReachesModel(t *testing.T) {
 		})
 	}
 }
+
+// A run that stops after a MediaTool's result was journaled resumes with
+// the media read back from the journal: the next model call gets them as
+// the live run would have, and the tool is not called again.
+func TestToolMediaResumed(t *testing.T) {
+	checkNoLeaks(t)
+	script := func(got *[]cadre.Message) cadre.Model {
+		return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+			if req.Turn == 1 {
+				return calls(tc("a", "look", map[string]any{})), nil
+			}
+			*got = toolMessages(req)
+			return text("done"), nil
+		})
+	}
+	config := func(m cadre.Model, s cadre.Store, cam *camera) Config {
+		return Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Tools: []cadre.Tool{cam}, Store: s}
+	}
+	var live []cadre.Message
+	full := memstore.New()
+	done, err, _ := runTask(t, config(script(&live), full, &camera{name: "look"}), "look")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := full.Journal(context.Background(), done.RunID, cadre.RootID)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The process dies when it would journal the reply to the result.
+	mem := memstore.New()
+	crash := &crashStore{Store: mem, limit: len(entries) - 1}
+	var before []cadre.Message
+	cam := &camera{name: "look"}
+	r, err := begin(New(testConfig(config(script(&before), crash, cam))), "look")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(); err == nil || !crash.dead() {
+		t.Fatalf("the run did not stop with its store: %v", err)
+	}
+	var resumed []cadre.Message
+	r2, err := resumeRun(New(testConfig(config(script(&resumed), mem, cam))), r.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r2.Wait(); err != nil || res.Answer != "done" {
+		t.Fatalf("resumed run: %v, %+v", err, res)
+	}
+	if len(live) != 1 || len(live[0].Media) != 2 {
+		t.Fatalf("the live run sent %+v", live)
+	}
+	if diff := cmp.Diff(live, resumed); diff != "" {
+		t.Errorf("the resumed run's tool messages differ from the live run's (-live +resumed):\n%s", diff)
+	}
+	if _, withData := cam.calls(); withData != 1 {
+		t.Errorf("the tool ran %d times across the crash, want once", withData)
+	}
+}
+
+// toolMessages are the tool messages of a request.
+func toolMessages(req *cadre.Request) []cadre.Message {
+	var out []cadre.Message
+	for _, m := range req.Messages {
+		if m.Role == cadre.RoleTool {
+			out = append(out, m)
+		}
+	}
+	return out
+}
