@@ -20,8 +20,9 @@
 // Requests: Request.System becomes the system prompt; tool messages become
 // tool_result blocks (is_error kept) holding their text and their PNG,
 // JPEG, GIF and WebP images as base64 image blocks, unless Config.Input
-// says the model takes no images (sounds never: the API takes none); the
-// text then says what was left out and why. Consecutive tool results and
+// says the model takes no images (sounds never: the API takes none) or
+// they are the oldest past Config.MediaLimit; the text then says what was
+// left out and why. Consecutive tool results and
 // user messages are merged into one user message, as the API requires; an
 // assistant tool call whose arguments are not a JSON object is sent with an
 // empty input, since the API accepts nothing else there. No tools in the
@@ -96,6 +97,10 @@ type Config struct {
 	// means images, which every current Claude model takes; an empty
 	// slice means none. The API takes no sounds, whatever Input says.
 	Input []cadre.MediaKind
+	// MediaLimit bounds the images one request sends; its zero value is
+	// model.DefaultMaxRequestMediaBytes and
+	// model.DefaultMaxRequestMediaItems.
+	MediaLimit model.MediaLimit
 }
 
 // Provider is a [cadre.Model] speaking the Anthropic Messages API.
@@ -318,12 +323,13 @@ func (p *Provider) messages(in []cadre.Message) ([]anthropic.MessageParam, error
 		}
 		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
 	}
+	held, heldWhy := p.cfg.MediaLimit.Held(in, func(md cadre.Media) bool { return p.refuse(md) == "" })
 	for i, m := range in {
 		switch m.Role {
 		case cadre.RoleUser:
 			add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(nonEmpty(m.Content)))
 		case cadre.RoleTool:
-			add(anthropic.MessageParamRoleUser, p.toolResult(m))
+			add(anthropic.MessageParamRoleUser, p.toolResult(m, func(j int) bool { return held[[2]int{i, j}] }, heldWhy))
 		case cadre.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" || len(m.ToolCalls) == 0 {
@@ -341,14 +347,19 @@ func (p *Provider) messages(in []cadre.Message) ([]anthropic.MessageParam, error
 }
 
 // toolResult is a tool message as a tool_result block: its text, then its
-// images. What the model cannot take is left out, and a line of the text
-// says so.
-func (p *Provider) toolResult(m cadre.Message) anthropic.ContentBlockParamUnion {
+// images. What the model cannot take, and the images held for the
+// request's media limit (held, heldWhy), are left out, and the text says
+// so.
+func (p *Provider) toolResult(m cadre.Message, held func(j int) bool, heldWhy string) anthropic.ContentBlockParamUnion {
 	text := nonEmpty(m.Content)
 	var images []anthropic.ToolResultBlockParamContentUnion
-	for _, md := range m.Media {
+	for j, md := range m.Media {
 		if why := p.refuse(md); why != "" {
 			text = cadre.LeaveOut(text, md, why)
+			continue
+		}
+		if held(j) {
+			text = cadre.LeaveOut(text, md, heldWhy)
 			continue
 		}
 		images = append(images, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{

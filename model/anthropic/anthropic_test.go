@@ -217,6 +217,8 @@ func TestRequestBody(t *testing.T) {
 		{"media", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test"}, mediaConversation()},
 		// A model set up to take text only reads what it does not see.
 		{"media_text_only", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test", Input: []cadre.MediaKind{}}, mediaConversation()},
+		// An image past the request's media limit is described.
+		{"media_limit", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test", MediaLimit: model.MediaLimit{MaxBytes: 10}}, mediaConversation()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

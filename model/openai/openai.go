@@ -25,8 +25,9 @@
 // messages answering one reply follow the last of them in one user
 // message, as image_url parts (data URLs) and input_audio parts (WAV and
 // MP3), each result's introduced by a text part naming its call. What
-// the model cannot take (see Config.Input) is left out, and the tool
-// message's text says so and why.
+// the model cannot take (see Config.Input), and the oldest items past
+// Config.MediaLimit, are left out, and the tool message's text says so
+// and why.
 //
 // Failures are retried by cadre's policy ([model.Stream]); the SDK's own
 // retries are off. A server that sends nothing for Config.StallTimeout is
@@ -103,6 +104,10 @@ type Config struct {
 	// whose current models take them, and none for other servers, whose
 	// models may not; an empty slice means none.
 	Input []cadre.MediaKind
+	// MediaLimit bounds the images and sounds one request sends; its
+	// zero value is model.DefaultMaxRequestMediaBytes and
+	// model.DefaultMaxRequestMediaItems.
+	MediaLimit model.MediaLimit
 }
 
 // Provider is a [cadre.Model] speaking the chat completions API.
@@ -319,6 +324,7 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
 	var media []openai.ChatCompletionContentPartUnionParam // of the tool messages since the last reply
+	held, heldWhy := p.cfg.MediaLimit.Held(req.Messages, func(md cadre.Media) bool { return p.refuse(md) == "" })
 	for i, m := range req.Messages {
 		switch m.Role {
 		case cadre.RoleUser:
@@ -348,13 +354,14 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 				content = "Error: " + content
 			}
 			var parts []openai.ChatCompletionContentPartUnionParam
-			for _, md := range m.Media {
-				part, why := p.mediaPart(md)
-				if why != "" {
+			for j, md := range m.Media {
+				if why := p.refuse(md); why != "" {
 					content = cadre.LeaveOut(content, md, why)
-					continue
+				} else if held[[2]int{i, j}] {
+					content = cadre.LeaveOut(content, md, heldWhy)
+				} else {
+					parts = append(parts, mediaPart(md))
 				}
-				parts = append(parts, part)
 			}
 			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
 			if len(parts) > 0 {
@@ -397,41 +404,54 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 	return params, nil
 }
 
-// mediaPart is md as a content part of a user message, or why it cannot
-// be sent: images (PNG, JPEG, GIF, WebP) as data URLs, WAV and MP3 sounds
-// as input_audio, for a model whose Config.Input takes them.
-func (p *Provider) mediaPart(md cadre.Media) (openai.ChatCompletionContentPartUnionParam, string) {
-	var none openai.ChatCompletionContentPartUnionParam
+// refuse says why md cannot be sent to the model, or "" when it can:
+// images (PNG, JPEG, GIF, WebP) and WAV and MP3 sounds, for a model whose
+// Config.Input takes them.
+func (p *Provider) refuse(md cadre.Media) string {
 	if !slices.Contains(p.cfg.Input, md.Kind) {
 		switch md.Kind {
 		case cadre.MediaImage:
-			return none, "this model does not take images"
+			return "this model does not take images"
 		case cadre.MediaAudio:
-			return none, "this model does not take sounds"
+			return "this model does not take sounds"
 		}
-		return none, fmt.Sprintf("this model does not take %s", md.Kind)
+		return fmt.Sprintf("this model does not take %s", md.Kind)
 	}
-	data := base64.StdEncoding.EncodeToString(md.Data)
 	switch md.Kind {
 	case cadre.MediaImage:
 		switch md.MIMEType {
 		case "image/png", "image/jpeg", "image/gif", "image/webp":
-			return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + md.MIMEType + ";base64," + data}), ""
+			return ""
 		}
-		return none, fmt.Sprintf("the chat completions API takes PNG, JPEG, GIF and WebP images, not %s", md.MIMEType)
+		return fmt.Sprintf("the chat completions API takes PNG, JPEG, GIF and WebP images, not %s", md.MIMEType)
 	case cadre.MediaAudio:
-		format := ""
-		switch md.MIMEType {
-		case "audio/wav", "audio/x-wav", "audio/wave":
-			format = "wav"
-		case "audio/mpeg", "audio/mp3":
-			format = "mp3"
-		default:
-			return none, fmt.Sprintf("the chat completions API takes WAV and MP3 sounds, not %s", md.MIMEType)
+		if audioFormat(md.MIMEType) != "" {
+			return ""
 		}
-		return openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: data, Format: format}), ""
+		return fmt.Sprintf("the chat completions API takes WAV and MP3 sounds, not %s", md.MIMEType)
 	}
-	return none, fmt.Sprintf("the chat completions API does not take %s", md.Kind)
+	return fmt.Sprintf("the chat completions API does not take %s", md.Kind)
+}
+
+// mediaPart is md, which refuse allows, as a content part of a user
+// message: an image as a data URL, a sound as input_audio.
+func mediaPart(md cadre.Media) openai.ChatCompletionContentPartUnionParam {
+	data := base64.StdEncoding.EncodeToString(md.Data)
+	if md.Kind == cadre.MediaAudio {
+		return openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: data, Format: audioFormat(md.MIMEType)})
+	}
+	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + md.MIMEType + ";base64," + data})
+}
+
+// audioFormat is the input_audio format of a sound's type, or "".
+func audioFormat(mime string) string {
+	switch mime {
+	case "audio/wav", "audio/x-wav", "audio/wave":
+		return "wav"
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	}
+	return ""
 }
 
 // schemaObject decodes a tool's JSON Schema; no schema means an object with

@@ -263,9 +263,13 @@ func TestRequestMedia(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		input []cadre.MediaKind
+		limit model.MediaLimit
 	}{
-		{"openai_default", nil},
-		{"images_and_sounds", []cadre.MediaKind{cadre.MediaImage, cadre.MediaAudio}},
+		{"openai_default", nil, model.MediaLimit{}},
+		{"images_and_sounds", []cadre.MediaKind{cadre.MediaImage, cadre.MediaAudio}, model.MediaLimit{}},
+		// The two latest items are sent; the chart's image and sound are
+		// described instead.
+		{"limit", []cadre.MediaKind{cadre.MediaImage, cadre.MediaAudio}, model.MediaLimit{MaxItems: 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, _, bodies := capture(t)
@@ -274,7 +278,7 @@ func TestRequestMedia(t *testing.T) {
 				r.URL.Scheme, r.URL.Host = "http", srv.Listener.Addr().String()
 				return http.DefaultTransport.RoundTrip(r)
 			})}
-			p := openai.New(openai.Config{APIKey: "sk-test", Model: "gpt-test", HTTPClient: hc, Input: tt.input})
+			p := openai.New(openai.Config{APIKey: "sk-test", Model: "gpt-test", HTTPClient: hc, Input: tt.input, MediaLimit: tt.limit})
 			if _, err := cadre.Collect(p.Stream(context.Background(), mediaConversation()), nil); err != nil {
 				t.Fatal(err)
 			}
