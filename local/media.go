@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"sync"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
@@ -16,8 +17,12 @@ import (
 // text redacted and traced), and its media come out beside the text
 // without passing through the runner, which handles text.
 type mediaCall struct {
-	tool  cadre.MediaTool
+	tool cadre.MediaTool
+	// media are the result's, kept by Call until take; a runner that
+	// returns before the call does leaves them to no one.
+	mu    sync.Mutex
 	media []cadre.Media
+	taken bool
 }
 
 var (
@@ -32,8 +37,20 @@ func (c *mediaCall) Call(ctx context.Context, args json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
-	c.media = out.Media
+	c.mu.Lock()
+	if !c.taken {
+		c.media = out.Media
+	}
+	c.mu.Unlock()
 	return out.Text, nil
+}
+
+// take returns the media Call kept, once the runner has returned.
+func (c *mediaCall) take() []cadre.Media {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.taken = true
+	return c.media
 }
 
 // Mutates reports what the tool reports.
@@ -58,8 +75,8 @@ func (e *Engine) runTool(ctx context.Context, agent cadre.AgentID, t, guarded ca
 	}
 	mc := &mediaCall{tool: mt}
 	res.Content, res.IsError = e.cfg.Runner.RunTool(ctx, agent, rule.Guard(mc, rules, e.ws), call)
-	if !res.IsError {
-		res.Media = mc.media
+	if media := mc.take(); !res.IsError {
+		res.Media = media
 	}
 	return res
 }
