@@ -24,6 +24,10 @@ type Message struct {
 	ToolName   string `json:"tool_name,omitempty"`
 	// IsError marks a tool result that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// Media are the images and sounds of a tool result (see MediaTool).
+	// Content describes each of them, so a provider whose model cannot
+	// take one leaves it out and adds its Media.LeftOut line.
+	Media []Media `json:"media,omitempty"`
 }
 
 // A ToolCall is a model's request to run one tool. Arguments is the text the

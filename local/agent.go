@@ -31,10 +31,11 @@ type agent struct {
 	tools      []cadre.Tool // read by children's spawns: never changed after creation
 	cfg        loop.Config  // read by children's spawns: never changed after creation
 	// rules are the tool rules its calls must pass (its definition's and
-	// its ancestors'), and callable its tools, guarded by them, by name.
-	// Never changed after creation.
+	// its ancestors'), callable its tools, guarded by them, by name, and
+	// plain the same tools unguarded. Never changed after creation.
 	rules    rule.Chain
 	callable map[string]cadre.Tool
+	plain    map[string]cadre.Tool
 	timeout  time.Duration
 
 	st    *loop.State
@@ -59,12 +60,13 @@ func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m 
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
-		callable: make(map[string]cadre.Tool, len(tools)),
-		timeout:  cfg.Timeout,
-		st:       loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
+		callable: make(map[string]cadre.Tool, len(tools)), plain: make(map[string]cadre.Tool, len(tools)),
+		timeout: cfg.Timeout,
+		st:      loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
 	}
 	for _, t := range tools {
 		a.callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
+		a.plain[t.Spec().Name] = t
 	}
 	return a
 }
@@ -410,19 +412,18 @@ func (a *agent) callTools(act loop.CallTools) {
 			go func() {
 				defer wg.Done()
 				t := byName[c.Name]
-				var (
-					out   string
-					isErr bool
-				)
+				var res loop.ToolResult
 				if act.Resumed && cadre.Mutates(t) {
-					out, isErr = interruptedCall, true
+					res = loop.ToolResult{CallID: c.ID, Content: interruptedCall, IsError: true}
 				} else {
 					a.emit(cadre.ToolCalled{CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
-					out, isErr = a.run.e.cfg.Runner.RunTool(a.ctx, a.id, t, c)
+					res = a.run.e.runTool(a.ctx, a.id, a.plain[c.Name], t, a.rules, c)
 				}
 				a.touch()
-				a.emit(cadre.ToolResult{CallID: c.ID, Tool: c.Name, IsError: isErr, Content: clip(out, 2000)})
-				a.box.put(loop.ToolResults{Results: []loop.ToolResult{{CallID: c.ID, Content: out, IsError: isErr}}})
+				// The event has the text, which describes any media: never
+				// their bytes.
+				a.emit(cadre.ToolResult{CallID: c.ID, Tool: c.Name, IsError: res.IsError, Content: clip(res.Content, 2000)})
+				a.box.put(loop.ToolResults{Results: []loop.ToolResult{res}})
 			}()
 		}
 		wg.Wait()

@@ -89,6 +89,15 @@
 // Approver (and is refused otherwise). The delegation tools a child is
 // granted are its parent's, narrowed by its definition.
 //
+// # Images and sounds
+//
+// A tool that is a cadre.MediaTool is called through CallMedia, still by
+// way of the Runner (its arguments checked, its rules, the approval policy,
+// its text redacted): the Runner sees the text, which describes each item,
+// and the items go beside it on the loop.ToolResult, then on the tool
+// message of the next model call. Events carry the text only; the journal
+// holds the items' bytes, so a replay or a resumed run has them too.
+//
 // # Limits
 //
 // Depth is enforced by the loop. The engine enforces the run-wide limits:

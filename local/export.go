@@ -9,7 +9,6 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
-	"github.com/cadre-ai/cadre/rule"
 )
 
 // A Planner builds agents as this engine builds them, for an engine that
@@ -124,11 +123,13 @@ func (p *Planner) Model(name string) (cadre.Model, error) {
 // the local engine does: the tool must be one the agent has, guarded by the
 // rules the agent must pass. A call that changes something and was in
 // flight when its worker stopped (resumed) is not repeated: it is answered
-// with an error telling the model to check its effect.
-func (p *Planner) RunTool(ctx context.Context, cfg loop.Config, call cadre.ToolCall, resumed bool) (string, bool) {
+// with an error telling the model to check its effect. The result holds
+// the media of a cadre.MediaTool's result.
+func (p *Planner) RunTool(ctx context.Context, cfg loop.Config, call cadre.ToolCall, resumed bool) loop.ToolResult {
+	fail := func(msg string) loop.ToolResult { return loop.ToolResult{CallID: call.ID, Content: msg, IsError: true} }
 	rules, err := compileRules(cfg.Rules)
 	if err != nil {
-		return fmt.Sprintf("Error: the rules of agent %s do not compile: %v", cfg.ID, err), true
+		return fail(fmt.Sprintf("Error: the rules of agent %s do not compile: %v", cfg.ID, err))
 	}
 	var t cadre.Tool
 	for _, c := range p.r.e.cfg.Tools {
@@ -137,12 +138,12 @@ func (p *Planner) RunTool(ctx context.Context, cfg loop.Config, call cadre.ToolC
 		}
 	}
 	if t == nil {
-		return fmt.Sprintf("Error: there is no tool named %q for this agent.", call.Name), true
+		return fail(fmt.Sprintf("Error: there is no tool named %q for this agent.", call.Name))
 	}
 	if resumed && cadre.Mutates(t) {
-		return interruptedCall, true
+		return fail(interruptedCall)
 	}
-	return p.r.e.cfg.Runner.RunTool(ctx, cfg.ID, rule.Guard(t, rules, p.r.e.ws), call)
+	return p.r.e.runTool(ctx, cfg.ID, t, nil, rules, call)
 }
 
 // Clip cuts s to at most n bytes on a character boundary, as tool results

@@ -42,6 +42,9 @@ type ToolResult struct {
 	CallID  string `json:"call_id"`
 	Content string `json:"content"`
 	IsError bool   `json:"is_error,omitempty"`
+	// Media are the images and sounds of the result, which Content
+	// describes (see cadre.MediaTool). They go on the tool message.
+	Media []cadre.Media `json:"media,omitempty"`
 }
 
 // ToolResults carries the results of some or all calls of a CallTools action.

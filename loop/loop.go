@@ -513,6 +513,14 @@ func (s *State) fill(i int, content string, isError bool) {
 	s.open--
 }
 
+// message is the tool message of a filled slot.
+func (sl *slot) message() cadre.Message {
+	return cadre.Message{
+		Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
+		Content: sl.result.Content, IsError: sl.result.IsError, Media: sl.result.Media,
+	}
+}
+
 func (s *State) slotByCall(id string) int {
 	if i, ok := s.slotOf[id]; ok && id != "" {
 		return i
@@ -542,8 +550,9 @@ func (s *State) toolResults(in ToolResults) []Action {
 		return nil
 	}
 	for _, r := range in.Results {
-		if i := s.slotByCall(r.CallID); i >= 0 && !IsSubagentTool(s.slots[i].call.Name) {
+		if i := s.slotByCall(r.CallID); i >= 0 && !IsSubagentTool(s.slots[i].call.Name) && !s.slots[i].filled {
 			s.fill(i, r.Content, r.IsError)
+			s.slots[i].result.Media = r.Media
 		}
 	}
 	if s.open == 0 {
@@ -569,10 +578,7 @@ func (s *State) afterTools() []Action {
 // conversation, in call order.
 func (s *State) appendResults() {
 	for _, sl := range s.slots {
-		s.messages = append(s.messages, cadre.Message{
-			Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
-			Content: sl.result.Content, IsError: sl.result.IsError,
-		})
+		s.messages = append(s.messages, sl.message())
 	}
 	s.slots, s.slotOf = nil, nil
 }

@@ -14,7 +14,7 @@ import (
 // TestReplayRebuildsState drives random scripted conversations, journals
 // every input as JSON, replays the journal into a fresh State and checks
 // that it reaches the same conversation and answers the next input with the
-// same actions.
+// same actions. Some tool results carry an image.
 func TestReplayRebuildsState(t *testing.T) {
 	for seed := range uint64(200) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -63,7 +63,12 @@ func TestReplayRebuildsState(t *testing.T) {
 					case CallTools:
 						var res []ToolResult
 						for _, c := range a.Calls {
-							res = append(res, ToolResult{CallID: c.ID, Content: "ok " + c.ID})
+							r := ToolResult{CallID: c.ID, Content: "ok " + c.ID}
+							if rng.IntN(2) == 0 {
+								// An image, whose bytes the journal holds in base64.
+								r.Media = []cadre.Media{{Kind: cadre.MediaImage, MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', byte(step), 0xff}}}
+							}
+							res = append(res, r)
 						}
 						next = ToolResults{Results: res}
 					case Spawn:

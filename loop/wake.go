@@ -47,10 +47,7 @@ func (s *State) wake(w Wake) []Action {
 			s.fill(i, "Error: this call did not complete: the agent stopped before it did.", true)
 		}
 		for _, sl := range s.slots {
-			s.messages = append(s.messages, cadre.Message{
-				Role: cadre.RoleTool, ToolCallID: sl.call.ID, ToolName: sl.call.Name,
-				Content: sl.result.Content, IsError: sl.result.IsError,
-			})
+			s.messages = append(s.messages, sl.message())
 		}
 	}
 	s.slots, s.slotOf, s.open = nil, nil, 0

@@ -34,6 +34,13 @@ const (
 	// DefaultMaxResultBytes is how much of a tool's result reaches the
 	// model; the rest is cut, with a note saying so.
 	DefaultMaxResultBytes = 100_000
+	// DefaultMaxMediaBytes bounds one image or sound of a tool's result;
+	// DefaultMaxResultMediaBytes all of those of one result. Over them,
+	// the model reads why the rest was not passed on: the bytes of every
+	// item end up in the run's journal, and a server should not be able
+	// to fill it.
+	DefaultMaxMediaBytes       = 5_000_000
+	DefaultMaxResultMediaBytes = 20_000_000
 )
 
 // Config configures a Client. Only Servers is needed; the rest have
@@ -56,6 +63,10 @@ type Config struct {
 	// MaxResultBytes is how much of a tool's result is returned; 0 means
 	// DefaultMaxResultBytes.
 	MaxResultBytes int
+	// MaxMediaBytes bounds the bytes of one image or sound of a result,
+	// MaxResultMediaBytes those of all the images and sounds of one
+	// result; 0 means DefaultMaxMediaBytes and DefaultMaxResultMediaBytes.
+	MaxMediaBytes, MaxResultMediaBytes int
 	// Name and Version are how the Client introduces itself to servers;
 	// empty means DefaultClientName and "dev".
 	Name, Version string
@@ -164,6 +175,12 @@ func NewClient(cfg Config) *Client {
 	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if cfg.MaxMediaBytes <= 0 {
+		cfg.MaxMediaBytes = DefaultMaxMediaBytes
+	}
+	if cfg.MaxResultMediaBytes <= 0 {
+		cfg.MaxResultMediaBytes = DefaultMaxResultMediaBytes
 	}
 	if cfg.Name == "" {
 		cfg.Name = DefaultClientName

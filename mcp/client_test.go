@@ -157,8 +157,8 @@ func TestContentKinds(t *testing.T) {
 	}
 	want := strings.Join([]string{
 		"a chart:",
-		"[image: image/png, 12 KB]",
-		"[audio: audio/wav, 900 bytes]",
+		"[image: image/png, 12 KB; not passed on: its bytes are not a PNG, JPEG, GIF or WebP image]",
+		"[audio: audio/wav, 900 bytes; not passed on: its bytes are not WAV or MP3 audio]",
 		"[resource link: file:///tmp/report.csv (report), text/csv]",
 		"[resource file:///notes.txt]\nthe notes",
 		"[resource file:///blob.bin: unknown type, 2.5 MB]",

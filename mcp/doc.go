@@ -7,7 +7,9 @@
 // Calling such a tool calls the server's tool. Its text content becomes the
 // result, cut at Config.MaxResultBytes; other content (images, audio,
 // resources) is described in a few words; a result the server marks as an
-// error becomes a *ToolError.
+// error becomes a *ToolError. Tools are cadre.MediaTools: images and
+// sounds also travel as they are, for the models that take them, within
+// Config.MaxMediaBytes each and Config.MaxResultMediaBytes per result.
 //
 // As a server, an AgentServer offers cadre's agents to other MCP clients
 // (Claude Code, editors): one tool per user-facing agent definition and a

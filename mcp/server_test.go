@@ -100,7 +100,7 @@ func TestAgentServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("call %s: %v", name, err)
 		}
-		return resultText(r), r.IsError
+		return resultText(r, &mediaBudget{perItem: DefaultMaxMediaBytes, total: DefaultMaxResultMediaBytes}), r.IsError
 	}
 	if got, isErr := call("agent_reviewer", map[string]any{"task": "review main.go", "context": "Go 1.26"}); isErr || got != "answer of reviewer to review main.go" {
 		t.Errorf("agent_reviewer: %q, error %v", got, isErr)

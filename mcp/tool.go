@@ -22,8 +22,11 @@ type Tool struct {
 	readOnly bool
 }
 
-var _ cadre.Tool = (*Tool)(nil)
-var _ cadre.Mutator = (*Tool)(nil)
+var (
+	_ cadre.Tool      = (*Tool)(nil)
+	_ cadre.MediaTool = (*Tool)(nil)
+	_ cadre.Mutator   = (*Tool)(nil)
+)
 
 // emptySchema is the parameters of a tool whose server gave none.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -68,13 +71,24 @@ func (t *Tool) Server() string { return t.server.name }
 func (t *Tool) RemoteName() string { return t.remote }
 
 // Call implements cadre.Tool: it calls the tool on its server with args
-// and returns the text of the result. A result the server marks as an
-// error is a *ToolError; a server that has stopped gives a *ServerError
-// wrapping ErrServerStopped.
+// and returns the text of the result, in which images and sounds are
+// described in brackets. A result the server marks as an error is a
+// *ToolError; a server that has stopped gives a *ServerError wrapping
+// ErrServerStopped.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	out, err := t.CallMedia(ctx, args)
+	return out.Text, err
+}
+
+// CallMedia implements cadre.MediaTool: Call, with the images and sounds
+// of the result besides the text that describes them. It passes on PNG,
+// JPEG, GIF and WebP images and WAV and MP3 sounds, by what their bytes
+// are, within Config.MaxMediaBytes each and Config.MaxResultMediaBytes in
+// all; the text says why any other was not passed on.
+func (t *Tool) CallMedia(ctx context.Context, args json.RawMessage) (cadre.ToolOutput, error) {
 	s := t.server
 	if !s.client.beginCall() {
-		return "", &ServerError{Server: s.name, Op: "call " + t.remote, Err: ErrClosed}
+		return cadre.ToolOutput{}, &ServerError{Server: s.name, Op: "call " + t.remote, Err: ErrClosed}
 	}
 	defer s.client.calls.Done()
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
@@ -89,18 +103,20 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	res, err := s.session.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !s.client.isClosed() {
-			return "", fmt.Errorf("call %s: %w", t.spec.Name, cause)
+			return cadre.ToolOutput{}, fmt.Errorf("call %s: %w", t.spec.Name, cause)
 		}
-		return "", s.callFailure(t.remote, err)
+		return cadre.ToolOutput{}, s.callFailure(t.remote, err)
 	}
 	s.client.logger.Debug("mcp tool called", "server", s.name, "tool", t.remote, "error", res.IsError)
+	cfg := s.client.cfg
+	budget := &mediaBudget{perItem: cfg.MaxMediaBytes, total: cfg.MaxResultMediaBytes}
 	// What the server says reaches the model: no secret of cadre's may be
 	// in it, whatever the server read from its environment or config.
-	text := clip(s.client.cfg.Redactor.Values(resultText(res)), s.client.cfg.MaxResultBytes)
+	text := clip(cfg.Redactor.Values(resultText(res, budget)), cfg.MaxResultBytes)
 	if res.IsError {
-		return "", &ToolError{Tool: t.spec.Name, Message: text}
+		return cadre.ToolOutput{}, &ToolError{Tool: t.spec.Name, Message: text}
 	}
-	return text, nil
+	return cadre.ToolOutput{Text: text, Media: budget.media}, nil
 }
 
 // Summary implements tool.Summarizer: the tool's name, its server and the
@@ -119,12 +135,20 @@ func (t *Tool) Summary(args json.RawMessage) string {
 }
 
 // resultText joins the content of a result: text as it is, other kinds
-// described in brackets. A result with structured content only gives that
-// content as JSON.
-func resultText(res *sdk.CallToolResult) string {
+// described in brackets. Images and sounds go to media, which says which
+// are passed on. A result with structured content only gives that content
+// as JSON.
+func resultText(res *sdk.CallToolResult, media *mediaBudget) string {
 	var parts []string
 	for _, c := range res.Content {
-		parts = append(parts, contentText(c))
+		switch c := c.(type) {
+		case *sdk.ImageContent:
+			parts = append(parts, media.add(cadre.MediaImage, c.MIMEType, c.Data))
+		case *sdk.AudioContent:
+			parts = append(parts, media.add(cadre.MediaAudio, c.MIMEType, c.Data))
+		default:
+			parts = append(parts, contentText(c))
+		}
 	}
 	if len(parts) == 0 && res.StructuredContent != nil {
 		if b, err := json.Marshal(res.StructuredContent); err == nil {
@@ -155,10 +179,6 @@ func contentText(c sdk.Content) string {
 	switch c := c.(type) {
 	case *sdk.TextContent:
 		return c.Text
-	case *sdk.ImageContent:
-		return fmt.Sprintf("[image: %s, %s]", orUnknown(c.MIMEType), size(len(c.Data)))
-	case *sdk.AudioContent:
-		return fmt.Sprintf("[audio: %s, %s]", orUnknown(c.MIMEType), size(len(c.Data)))
 	case *sdk.ResourceLink:
 		s := "[resource link: " + c.URI
 		if c.Name != "" && c.Name != c.URI {
@@ -179,7 +199,7 @@ func contentText(c sdk.Content) string {
 		if r.Text != "" {
 			return fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text)
 		}
-		return fmt.Sprintf("[resource %s: %s, %s]", r.URI, orUnknown(r.MIMEType), size(len(r.Blob)))
+		return fmt.Sprintf("[resource %s: %s, %s]", r.URI, orUnknown(r.MIMEType), cadre.ByteSize(len(r.Blob)))
 	case nil:
 		return ""
 	}
@@ -191,15 +211,4 @@ func orUnknown(mime string) string {
 		return "unknown type"
 	}
 	return mime
-}
-
-// size writes a number of bytes as people read it: 900 bytes, 12 KB, 3.4 MB.
-func size(n int) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%d KB", (n+500)/1000)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }

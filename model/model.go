@@ -1,7 +1,8 @@
 // Package model holds what cadre's model providers share: the retry policy
 // and its loop ([Stream]), the stall watchdog, the classification of
 // failures ([ServerError], [Retryable], [Unreachable]), the usage estimate
-// for servers that count nothing ([EstimateUsage]) and the parsing of
+// for servers that count nothing ([EstimateUsage]), the bound on the images
+// and sounds of one request ([MediaLimit]) and the parsing of
 // "provider:model" names ([ParseName]).
 //
 // The providers live in sub-packages: openai (OpenAI and every

@@ -147,13 +147,21 @@ type toolArgs struct {
 
 // CallTool runs one tool call of an agent. A call that changes something
 // and is given to this worker again after another's stopped is not
-// repeated blindly: the model is told to check its effect.
+// repeated blindly: the model is told to check its effect. The images and
+// sounds of a result are described in its text, not passed on.
 func (x *activities) CallTool(ctx context.Context, a toolArgs) (loop.ToolResult, error) {
 	stop := heartbeat(ctx, a.Heartbeat)
 	defer stop()
 	resumed := a.Resumed || activity.GetInfo(ctx).Attempt > 1
-	out, isErr := x.planner.RunTool(ctx, a.Config, a.Call, resumed)
-	return loop.ToolResult{CallID: a.Call.ID, Content: out, IsError: isErr}, nil
+	res := x.planner.RunTool(ctx, a.Config, a.Call, resumed)
+	// The workflow's history holds this result and every later model
+	// request, and Temporal refuses payloads over a few megabytes: images
+	// and sounds stay behind, and the model reads that they did.
+	for _, m := range res.Media {
+		res.Content = cadre.LeaveOut(res.Content, m, "the Temporal engine does not carry images or sounds to the model")
+	}
+	res.Media = nil
+	return res, nil
 }
 
 type finishArgs struct {

@@ -129,6 +129,9 @@ type namedModel struct {
 	// ToolCalling false makes agents on this model use the text protocol.
 	ToolCalling *bool `yaml:"toolCalling"`
 	MaxTokens   int   `yaml:"maxTokens"`
+	// Input is what the model takes: text, image, audio. Unset means
+	// its provider's setting.
+	Input []string `yaml:"input"`
 }
 
 type providerConfig struct {
@@ -136,6 +139,9 @@ type providerConfig struct {
 	APIKeyEnv string `yaml:"apiKeyEnv"`
 	// ToolCalling false: every model of this provider uses the text protocol.
 	ToolCalling *bool `yaml:"toolCalling"`
+	// Input is what the models of this provider take: text, image,
+	// audio. Unset means the provider's default (see inputKinds).
+	Input []string `yaml:"input"`
 	// MaxAttempts is how many times a failed call is tried in all (429,
 	// 5xx, dropped connections); 0 means the default.
 	MaxAttempts int `yaml:"maxAttempts"`
@@ -233,6 +239,18 @@ func (a *app) loadConfig() (*config, error) {
 	return c, nil
 }
 
+// checkInput checks the input list of a model or provider (where names
+// it): text, image and audio.
+func checkInput(file string, data []byte, where string, input []string) error {
+	for _, v := range input {
+		if !oneOf(v, "text", "image", "audio") {
+			line, col := findListItem(data, "input", v)
+			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("%s.input: %q is not valid; list what the model takes among text, image and audio, such as [text, image]", where, v)}
+		}
+	}
+	return nil
+}
+
 // parseConfig decodes one config file strictly and validates its values.
 func parseConfig(file string, data []byte, fc *fileConfig) error {
 	if err := yaml.UnmarshalWithOptions(data, fc, yaml.Strict()); err != nil {
@@ -312,11 +330,17 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 				return bad("stallTimeout", p.StallTimeout, `a duration such as "2m" or "90s", or "0" for none`)
 			}
 		}
+		if err := checkInput(file, data, "providers."+name, p.Input); err != nil {
+			return err
+		}
 	}
 	for name, m := range fc.Models {
 		if m.Model == "" {
 			line, col := findKey(data, name)
 			return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("models.%s: model is missing; give it as provider:model, for example openai:gpt-4o-mini", name)}
+		}
+		if err := checkInput(file, data, "models."+name, m.Input); err != nil {
+			return err
 		}
 	}
 	for _, rule := range fc.WebFetch.Allow {

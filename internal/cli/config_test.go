@@ -55,6 +55,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"budget below -1", "limits:\n  budgetTokens: -5\n", 2, []string{"budgetTokens", "-1 for no budget"}},
 		{"named model without model", "models:\n  fast:\n    maxTokens: 10\n", 2, []string{"models.fast", "provider:model"}},
 		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
+		{"bad model input", "models:\n  eyes:\n    model: openai:x\n    input: [text, video]\n", 4, []string{"models.eyes.input", `"video"`, "text, image and audio"}},
+		{"bad provider input", "providers:\n  ollama:\n    input:\n      - text\n      - pictures\n", 5, []string{"providers.ollama.input", `"pictures"`, "[text, image]"}},
 		{"bad stall timeout", "providers:\n  openai:\n    stallTimeout: soon\n", 3, []string{"stallTimeout", `"soon"`}},
 		{"wrong type", "limits:\n  maxTurns: many\n", 2, []string{"maxTurns"}},
 		{"string for a list", "agentsDirs: a b\n", 1, []string{"agentsDirs", "a list"}},

@@ -23,7 +23,7 @@ import (
 
 // echoServer builds the test MCP server of package mcp into a folder of
 // the test: a program speaking MCP on stdin and stdout, with the tools echo
-// and lookup and env (read-only).
+// and lookup, env and chart (read-only).
 func echoServer(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "echoserver")
@@ -185,6 +185,7 @@ func TestMCPList(t *testing.T) {
 		"broken (stdio: cadre-test-no-such-server; from .cadre/config.yaml)",
 		`not available: mcp server "broken": start: command "cadre-test-no-such-server" not found`,
 		"demo (stdio: ",
+		"mcp__demo__chart   read-only      Draw the chart.",
 		"mcp__demo__echo    asks approval  Echo the text back.",
 		"mcp__demo__env     read-only      Show the server's environment.",
 		"mcp__demo__lookup  read-only      Look the text up.",
@@ -203,7 +204,7 @@ func TestMCPList(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil || code != 1 || len(got.Servers) != 2 {
 		t.Fatalf("exit %d, %v: %s", code, err, stdout.String())
 	}
-	if s := got.Servers[1]; s.Name != "demo" || s.Error != "" || len(s.Tools) != 3 || s.Tools[2] != (mcpToolInfo{Name: "mcp__demo__lookup", Description: "Look the text up.", ReadOnly: true}) {
+	if s := got.Servers[1]; s.Name != "demo" || s.Error != "" || len(s.Tools) != 4 || s.Tools[3] != (mcpToolInfo{Name: "mcp__demo__lookup", Description: "Look the text up.", ReadOnly: true}) {
 		t.Errorf("demo %+v", s)
 	}
 	if s := got.Servers[0]; s.Name != "broken" || s.Error == "" || len(s.Tools) != 0 {

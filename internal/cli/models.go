@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -74,6 +75,42 @@ func (m *models) ToolCalling(name string) bool {
 		return *p.ToolCalling
 	}
 	return true
+}
+
+// input is what the config says a model takes besides text, through
+// named models and then its provider's entry; nil when it says nothing,
+// which leaves it to the provider's default.
+func (m *models) input(name string) []cadre.MediaKind {
+	for {
+		nm, ok := m.cfg.Models[name]
+		if !ok {
+			break
+		}
+		if nm.Input != nil {
+			return inputKinds(nm.Input)
+		}
+		name = nm.Model
+	}
+	prov, _, err := model.ParseName(name)
+	if err != nil {
+		return nil
+	}
+	if p, ok := m.cfg.Providers[prov]; ok && p.Input != nil {
+		return inputKinds(p.Input)
+	}
+	return nil
+}
+
+// inputKinds turns an input list of the config into the media kinds it
+// names: never nil, so that [text] means text only.
+func inputKinds(input []string) []cadre.MediaKind {
+	kinds := []cadre.MediaKind{}
+	for _, v := range input {
+		if k := cadre.MediaKind(v); (k == cadre.MediaImage || k == cadre.MediaAudio) && !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
 }
 
 // Choose implements local.ModelSource: frontmatter model (through named
@@ -158,7 +195,7 @@ func (m *models) Open(name string) (cadre.Model, error) {
 			base = env("OPENAI_BASE_URL", "")
 		}
 		mdl = openai.New(openai.Config{BaseURL: base, APIKey: m.getenv(key), KeyEnv: key, Model: id, HTTPClient: m.client,
-			Provider: prov, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger})
+			Provider: prov, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger, Input: m.input(name)})
 	case "anthropic":
 		base := pc.BaseURL
 		if base == "" {
@@ -166,7 +203,7 @@ func (m *models) Open(name string) (cadre.Model, error) {
 		}
 		key := keyVar("ANTHROPIC_API_KEY")
 		mdl = anthropic.New(anthropic.Config{BaseURL: base, APIKey: m.getenv(key), KeyEnv: key, Model: id, MaxTokens: maxTokens,
-			HTTPClient: m.client, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger})
+			HTTPClient: m.client, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger, Input: m.input(name)})
 	case "scripted":
 		s, err := scripted.Load(id)
 		if err != nil {

@@ -18,8 +18,12 @@
 // yielded, and an error wrapping [cadre.ErrIncompleteStream] after.
 //
 // Requests: Request.System becomes the system prompt; tool messages become
-// tool_result blocks (is_error kept), and consecutive tool results and user
-// messages are merged into one user message, as the API requires; an
+// tool_result blocks (is_error kept) holding their text and their PNG,
+// JPEG, GIF and WebP images as base64 image blocks, unless Config.Input
+// says the model takes no images (sounds never: the API takes none) or
+// they are the oldest past Config.MediaLimit; the text then says what was
+// left out and why. Consecutive tool results and
+// user messages are merged into one user message, as the API requires; an
 // assistant tool call whose arguments are not a JSON object is sent with an
 // empty input, since the API accepts nothing else there. No tools in the
 // request means no tools are sent.
@@ -38,12 +42,14 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -87,6 +93,14 @@ type Config struct {
 	StallTimeout time.Duration
 	// Logger, when not nil, hears about retries.
 	Logger *slog.Logger
+	// Input are the kinds of media the model takes besides text. Nil
+	// means images, which every current Claude model takes; an empty
+	// slice means none. The API takes no sounds, whatever Input says.
+	Input []cadre.MediaKind
+	// MediaLimit bounds the images one request sends; its zero value is
+	// model.DefaultMaxRequestMediaBytes and
+	// model.DefaultMaxRequestMediaItems.
+	MediaLimit model.MediaLimit
 }
 
 // Provider is a [cadre.Model] speaking the Anthropic Messages API.
@@ -282,7 +296,7 @@ func (p *Provider) params(req *cadre.Request) (anthropic.MessageNewParams, error
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	msgs, err := messages(req.Messages)
+	msgs, err := p.messages(req.Messages)
 	if err != nil {
 		return params, err
 	}
@@ -303,7 +317,7 @@ func (p *Provider) params(req *cadre.Request) (anthropic.MessageNewParams, error
 
 // messages maps the conversation, merging consecutive messages that go to
 // the API with the same role: tool results and user text are all "user".
-func messages(in []cadre.Message) ([]anthropic.MessageParam, error) {
+func (p *Provider) messages(in []cadre.Message) ([]anthropic.MessageParam, error) {
 	var out []anthropic.MessageParam
 	add := func(role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) {
 		if n := len(out); n > 0 && out[n-1].Role == role {
@@ -312,12 +326,13 @@ func messages(in []cadre.Message) ([]anthropic.MessageParam, error) {
 		}
 		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
 	}
+	held, heldWhy := p.cfg.MediaLimit.Held(in, func(md cadre.Media) bool { return p.refuse(md) == "" })
 	for i, m := range in {
 		switch m.Role {
 		case cadre.RoleUser:
 			add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(nonEmpty(m.Content)))
 		case cadre.RoleTool:
-			add(anthropic.MessageParamRoleUser, anthropic.NewToolResultBlock(m.ToolCallID, nonEmpty(m.Content), m.IsError))
+			add(anthropic.MessageParamRoleUser, p.toolResult(m, func(j int) bool { return held[[2]int{i, j}] }, heldWhy))
 		case cadre.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Content != "" || len(m.ToolCalls) == 0 {
@@ -332,6 +347,53 @@ func messages(in []cadre.Message) ([]anthropic.MessageParam, error) {
 		}
 	}
 	return out, nil
+}
+
+// toolResult is a tool message as a tool_result block: its text, then its
+// images. What the model cannot take, and the images held for the
+// request's media limit (held, heldWhy), are left out, and the text says
+// so.
+func (p *Provider) toolResult(m cadre.Message, held func(j int) bool, heldWhy string) anthropic.ContentBlockParamUnion {
+	text := nonEmpty(m.Content)
+	var images []anthropic.ToolResultBlockParamContentUnion
+	for j, md := range m.Media {
+		if why := p.refuse(md); why != "" {
+			text = cadre.LeaveOut(text, md, why)
+			continue
+		}
+		if held(j) {
+			text = cadre.LeaveOut(text, md, heldWhy)
+			continue
+		}
+		images = append(images, anthropic.ToolResultBlockParamContentUnion{OfImage: &anthropic.ImageBlockParam{
+			Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+				Data: base64.StdEncoding.EncodeToString(md.Data), MediaType: anthropic.Base64ImageSourceMediaType(md.MIMEType),
+			}},
+		}})
+	}
+	block := anthropic.ToolResultBlockParam{
+		ToolUseID: m.ToolCallID,
+		Content:   append([]anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: text}}}, images...),
+		IsError:   anthropic.Bool(m.IsError),
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: &block}
+}
+
+// refuse says why md cannot be sent to the model, or "" when it can.
+func (p *Provider) refuse(md cadre.Media) string {
+	switch {
+	case md.Kind == cadre.MediaAudio:
+		return "the Anthropic API does not take sounds"
+	case md.Kind != cadre.MediaImage:
+		return fmt.Sprintf("the Anthropic API does not take %s", md.Kind)
+	case p.cfg.Input != nil && !slices.Contains(p.cfg.Input, cadre.MediaImage):
+		return "this model does not take images"
+	}
+	switch md.MIMEType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return ""
+	}
+	return fmt.Sprintf("the Anthropic API takes PNG, JPEG, GIF and WebP images, not %s", md.MIMEType)
 }
 
 // nonEmpty stands in for empty text, which the API refuses.

@@ -202,6 +202,24 @@ func conversation() *cadre.Request {
 	}
 }
 
+// mediaConversation has tool results with images and a sound.
+func mediaConversation() *cadre.Request {
+	png := cadre.Media{Kind: cadre.MediaImage, MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nchart")}
+	wav := cadre.Media{Kind: cadre.MediaAudio, MIMEType: "audio/wav", Data: []byte("RIFF\x00\x00\x00\x00WAVEsound")}
+	svg := cadre.Media{Kind: cadre.MediaImage, MIMEType: "image/svg+xml", Data: []byte("<svg/>")}
+	return &cadre.Request{
+		Messages: []cadre.Message{
+			{Role: cadre.RoleUser, Content: "What does the chart say?"},
+			{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{
+				{ID: "toolu_1", Name: "mcp__plot__chart", Arguments: `{}`},
+				{ID: "toolu_2", Name: "mcp__plot__legend", Arguments: `{}`},
+			}},
+			{Role: cadre.RoleTool, ToolCallID: "toolu_1", ToolName: "mcp__plot__chart", Content: "the chart:\n" + png.Placeholder() + "\n" + wav.Placeholder(), Media: []cadre.Media{png, wav}},
+			{Role: cadre.RoleTool, ToolCallID: "toolu_2", ToolName: "mcp__plot__legend", Content: svg.Placeholder(), Media: []cadre.Media{svg}},
+		},
+	}
+}
+
 func TestRequestBody(t *testing.T) {
 	tests := []struct {
 		name string
@@ -211,6 +229,13 @@ func TestRequestBody(t *testing.T) {
 		{"conversation", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test"}, conversation()},
 		{"no_tools_max_tokens", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test", MaxTokens: 2048}, &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}},
 		{"request_max_tokens", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test"}, &cadre.Request{System: "Be brief.", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: ""}}, MaxTokens: 100}},
+		// The image goes in the tool_result block; the sound and the SVG,
+		// which the API does not take, are described.
+		{"media", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test"}, mediaConversation()},
+		// A model set up to take text only reads what it does not see.
+		{"media_text_only", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test", Input: []cadre.MediaKind{}}, mediaConversation()},
+		// An image past the request's media limit is described.
+		{"media_limit", anthropic.Config{APIKey: "sk-ant-test", Model: "claude-test", MediaLimit: model.MediaLimit{MaxBytes: 10}}, mediaConversation()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,14 @@
 // when they are not valid JSON (the agent loop reports that to the model);
 // empty arguments become "{}".
 //
+// A tool message takes text only: the images and sounds of the tool
+// messages answering one reply follow the last of them in one user
+// message, as image_url parts (data URLs) and input_audio parts (WAV and
+// MP3), each result's introduced by a text part naming its call. What
+// the model cannot take (see Config.Input), and the oldest items past
+// Config.MediaLimit, are left out, and the tool message's text says so
+// and why.
+//
 // Failures are retried by cadre's policy ([model.Stream]); the SDK's own
 // retries are off. A server that sends nothing for Config.StallTimeout is
 // abandoned ([model.ErrStalled]). A Provider reads no environment
@@ -35,6 +43,7 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +51,8 @@ import (
 	"iter"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -88,6 +99,15 @@ type Config struct {
 	StallTimeout time.Duration
 	// Logger, when not nil, hears about retries.
 	Logger *slog.Logger
+	// Input are the kinds of media the model takes besides text. Nil
+	// means images when BaseURL is OpenAI's own API (api.openai.com),
+	// whose current models take them, and none for other servers, whose
+	// models may not; an empty slice means none.
+	Input []cadre.MediaKind
+	// MediaLimit bounds the images and sounds one request sends; its
+	// zero value is model.DefaultMaxRequestMediaBytes and
+	// model.DefaultMaxRequestMediaItems.
+	MediaLimit model.MediaLimit
 }
 
 // Provider is a [cadre.Model] speaking the chat completions API.
@@ -134,8 +154,17 @@ func New(cfg Config) *Provider {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	if cfg.Input == nil && isOpenAI(cfg.BaseURL) {
+		cfg.Input = []cadre.MediaKind{cadre.MediaImage}
+	}
 	r := redact.New(append(redact.URLSecrets(cfg.BaseURL), cfg.APIKey)...)
 	return &Provider{cfg: cfg, svc: openai.NewChatCompletionService(opts...), redactor: r, where: r.String(cfg.BaseURL)}
+}
+
+// isOpenAI reports whether base is OpenAI's own API.
+func isOpenAI(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }
 
 // Stream implements [cadre.Model].
@@ -298,6 +327,8 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 	if req.System != "" {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
+	var media []openai.ChatCompletionContentPartUnionParam // of the tool messages since the last reply
+	held, heldWhy := p.cfg.MediaLimit.Held(req.Messages, func(md cadre.Media) bool { return p.refuse(md) == "" })
 	for i, m := range req.Messages {
 		switch m.Role {
 		case cadre.RoleUser:
@@ -326,7 +357,28 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 				// The API has no error flag on tool results: say it in the text.
 				content = "Error: " + content
 			}
+			var parts []openai.ChatCompletionContentPartUnionParam
+			for j, md := range m.Media {
+				if why := p.refuse(md); why != "" {
+					content = cadre.LeaveOut(content, md, why)
+				} else if held[[2]int{i, j}] {
+					content = cadre.LeaveOut(content, md, heldWhy)
+				} else {
+					parts = append(parts, mediaPart(md))
+				}
+			}
 			params.Messages = append(params.Messages, openai.ToolMessage(content, m.ToolCallID))
+			if len(parts) > 0 {
+				intro := openai.TextContentPart(fmt.Sprintf("The images and sounds of the result of %s (tool call %s), which its text describes:", m.ToolName, m.ToolCallID))
+				media = append(media, append([]openai.ChatCompletionContentPartUnionParam{intro}, parts...)...)
+			}
+			if len(media) > 0 && (i+1 == len(req.Messages) || req.Messages[i+1].Role != cadre.RoleTool) {
+				// A tool message takes text only, and the tool messages
+				// answering one reply must follow it together: their media
+				// come after the last of them, in a user message.
+				params.Messages = append(params.Messages, openai.UserMessage(media))
+				media = nil
+			}
 		default:
 			return params, fmt.Errorf("message %d has role %q: want user, assistant or tool", i, m.Role)
 		}
@@ -354,6 +406,56 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 		params.Temperature = openai.Float(*req.Temperature)
 	}
 	return params, nil
+}
+
+// refuse says why md cannot be sent to the model, or "" when it can:
+// images (PNG, JPEG, GIF, WebP) and WAV and MP3 sounds, for a model whose
+// Config.Input takes them.
+func (p *Provider) refuse(md cadre.Media) string {
+	if !slices.Contains(p.cfg.Input, md.Kind) {
+		switch md.Kind {
+		case cadre.MediaImage:
+			return "this model does not take images"
+		case cadre.MediaAudio:
+			return "this model does not take sounds"
+		}
+		return fmt.Sprintf("this model does not take %s", md.Kind)
+	}
+	switch md.Kind {
+	case cadre.MediaImage:
+		switch md.MIMEType {
+		case "image/png", "image/jpeg", "image/gif", "image/webp":
+			return ""
+		}
+		return fmt.Sprintf("the chat completions API takes PNG, JPEG, GIF and WebP images, not %s", md.MIMEType)
+	case cadre.MediaAudio:
+		if audioFormat(md.MIMEType) != "" {
+			return ""
+		}
+		return fmt.Sprintf("the chat completions API takes WAV and MP3 sounds, not %s", md.MIMEType)
+	}
+	return fmt.Sprintf("the chat completions API does not take %s", md.Kind)
+}
+
+// mediaPart is md, which refuse allows, as a content part of a user
+// message: an image as a data URL, a sound as input_audio.
+func mediaPart(md cadre.Media) openai.ChatCompletionContentPartUnionParam {
+	data := base64.StdEncoding.EncodeToString(md.Data)
+	if md.Kind == cadre.MediaAudio {
+		return openai.InputAudioContentPart(openai.ChatCompletionContentPartInputAudioInputAudioParam{Data: data, Format: audioFormat(md.MIMEType)})
+	}
+	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + md.MIMEType + ";base64," + data})
+}
+
+// audioFormat is the input_audio format of a sound's type, or "".
+func audioFormat(mime string) string {
+	switch mime {
+	case "audio/wav", "audio/x-wav", "audio/wave":
+		return "wav"
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	}
+	return ""
 }
 
 // schemaObject decodes a tool's JSON Schema; no schema means an object with

@@ -214,6 +214,8 @@ func TestRequestBody(t *testing.T) {
 		{"conversation", "openai", "sk-test", conversation()},
 		{"no_tools", "openai", "sk-test", &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}},
 		{"ollama_no_key", "ollama", "", &cadre.Request{System: "Be brief.", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}, MaxTokens: 50}},
+		// A server other than OpenAI's is taken to be text only by default.
+		{"media_text_only", "ollama", "", mediaConversation()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,6 +239,70 @@ func TestRequestBody(t *testing.T) {
 		})
 	}
 }
+
+// mediaConversation has two tool results with images and sounds, then an
+// inbox message, then a third result with an image.
+func mediaConversation() *cadre.Request {
+	png := cadre.Media{Kind: cadre.MediaImage, MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nchart")}
+	wav := cadre.Media{Kind: cadre.MediaAudio, MIMEType: "audio/wav", Data: []byte("RIFF\x00\x00\x00\x00WAVEsound")}
+	mp3 := cadre.Media{Kind: cadre.MediaAudio, MIMEType: "audio/mpeg", Data: []byte("ID3\x04tune")}
+	ogg := cadre.Media{Kind: cadre.MediaAudio, MIMEType: "audio/ogg", Data: []byte("OggSnoise")}
+	jpeg := cadre.Media{Kind: cadre.MediaImage, MIMEType: "image/jpeg", Data: []byte("\xff\xd8\xffphoto")}
+	return &cadre.Request{
+		Messages: []cadre.Message{
+			{Role: cadre.RoleUser, Content: "What does the chart say?"},
+			{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{
+				{ID: "call_1", Name: "mcp__plot__chart", Arguments: `{}`},
+				{ID: "call_2", Name: "read_file", Arguments: `{"path":"a.md"}`},
+				{ID: "call_3", Name: "mcp__plot__tunes", Arguments: `{}`},
+			}},
+			{Role: cadre.RoleTool, ToolCallID: "call_1", ToolName: "mcp__plot__chart", Content: "the chart:\n" + png.Placeholder() + "\n" + wav.Placeholder(), Media: []cadre.Media{png, wav}},
+			{Role: cadre.RoleTool, ToolCallID: "call_2", ToolName: "read_file", Content: "# A"},
+			{Role: cadre.RoleTool, ToolCallID: "call_3", ToolName: "mcp__plot__tunes", Content: mp3.Placeholder() + "\n" + ogg.Placeholder(), Media: []cadre.Media{mp3, ogg}},
+			{Role: cadre.RoleUser, Content: "<system_message>a note</system_message>"},
+			{Role: cadre.RoleAssistant, ToolCalls: []cadre.ToolCall{{ID: "call_4", Name: "mcp__cam__snap", Arguments: `{}`}}},
+			{Role: cadre.RoleTool, ToolCallID: "call_4", ToolName: "mcp__cam__snap", Content: jpeg.Placeholder(), Media: []cadre.Media{jpeg}},
+		},
+	}
+}
+
+// The images and sounds of tool results follow the tool messages of their
+// reply in one user message, for a model that takes them; OpenAI's own
+// API is taken to take images, and no sound unless Config.Input says so.
+func TestRequestMedia(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		input []cadre.MediaKind
+		limit model.MediaLimit
+	}{
+		{"openai_default", nil, model.MediaLimit{}},
+		{"images_and_sounds", []cadre.MediaKind{cadre.MediaImage, cadre.MediaAudio}, model.MediaLimit{}},
+		// The two latest items are sent; the chart's image and sound are
+		// described instead.
+		{"limit", []cadre.MediaKind{cadre.MediaImage, cadre.MediaAudio}, model.MediaLimit{MaxItems: 2}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _, bodies := capture(t)
+			// The client reaches the test server for api.openai.com.
+			hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+				r.URL.Scheme, r.URL.Host = "http", srv.Listener.Addr().String()
+				return http.DefaultTransport.RoundTrip(r)
+			})}
+			p := openai.New(openai.Config{APIKey: "sk-test", Model: "gpt-test", HTTPClient: hc, Input: tt.input, MediaLimit: tt.limit})
+			if _, err := cadre.Collect(p.Stream(context.Background(), mediaConversation()), nil); err != nil {
+				t.Fatal(err)
+			}
+			if len(*bodies) != 1 {
+				t.Fatalf("server saw %d requests, want 1", len(*bodies))
+			}
+			golden(t, "request_media_"+tt.name, (*bodies)[0])
+		})
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestEnvironmentIgnored(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-env")

@@ -53,6 +53,7 @@ type setup struct {
 	Workers      int // in-process workers; 0 means one
 	Protocol     cadre.Protocol
 	Queue        string
+	Tools        []cadre.Tool
 }
 
 // newEngine starts workers for s and returns an engine of the same
@@ -68,7 +69,7 @@ func newEngine(t testing.TB, s setup) (*temporal.Engine, temporal.Config) {
 	cfg := temporal.Config{
 		Client: testClient(t), TaskQueue: s.Queue, Store: s.Store, HistoryLimit: s.HistoryLimit,
 		HeartbeatTimeout: 5 * time.Second,
-		Local:            local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits, Protocol: s.Protocol},
+		Local:            local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits, Protocol: s.Protocol, Tools: s.Tools},
 	}
 	for range max(s.Workers, 1) {
 		w, err := temporal.NewWorker(cfg)
