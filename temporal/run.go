@@ -35,6 +35,7 @@ type runState struct {
 	held      map[string]bool // concurrency slots held, by call key
 	waiting   []runRequest    // acquires waiting for a slot, oldest first
 	cancelled string
+	version   workflow.Version // of runVersionChange
 }
 
 // runWorkflow is a run: it builds and starts the root agent, holds the
@@ -42,6 +43,7 @@ type runState struct {
 // writes the run's end.
 func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, error) {
 	r := &runState{in: in, tasks: map[string]int{}, held: map[string]bool{}}
+	r.version = workflow.GetVersion(ctx, runVersionChange, repliesWaited, repliesSent)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
@@ -115,12 +117,12 @@ func (w *Worker) handle(ctx workflow.Context, r *runState, req runRequest) {
 				r.created++
 			}
 		}
-		w.reply(ctx, req.From, reply)
+		w.reply(ctx, r, req.From, reply)
 	case "unreserve":
 		r.created--
 	case "acquire":
 		if r.held[req.Key] {
-			w.reply(ctx, req.From, runReply{Kind: "granted", Key: req.Key})
+			w.reply(ctx, r, req.From, runReply{Kind: "granted", Key: req.Key})
 			return
 		}
 		r.waiting = append(r.waiting, req)
@@ -164,7 +166,7 @@ func (w *Worker) grant(ctx workflow.Context, r *runState) {
 				r.exhausted = true
 				w.publishRun(ctx, r, q.Agent, cadre.BudgetExhausted{Used: r.usage.Total(), Budget: b})
 			}
-			w.reply(ctx, q.From, runReply{Kind: "granted", Key: q.Key, Exhausted: true})
+			w.reply(ctx, r, q.From, runReply{Kind: "granted", Key: q.Key, Exhausted: true})
 			continue
 		}
 		if len(r.held) >= s.MaxConcurrent {
@@ -172,14 +174,30 @@ func (w *Worker) grant(ctx workflow.Context, r *runState) {
 		}
 		r.waiting = r.waiting[1:]
 		r.held[q.Key] = true
-		w.reply(ctx, q.From, runReply{Kind: "granted", Key: q.Key})
+		w.reply(ctx, r, q.From, runReply{Kind: "granted", Key: q.Key})
 	}
 }
 
-func (w *Worker) reply(ctx workflow.Context, to string, rep runReply) {
-	// An agent that has ended no longer needs the answer.
-	_ = workflow.SignalExternalWorkflow(ctx, to, "", replySignal, rep).Get(ctx, nil)
+// reply answers an agent. The run does not wait for the signal to be
+// delivered: waiting would cost a round trip through the server per
+// answer, one after another for every agent of the run, while the answers
+// of one workflow task go out together. A signal that fails went to an
+// agent that has ended and no longer needs the answer. Runs recorded
+// before this (version repliesWaited) wait, as their histories say.
+func (w *Worker) reply(ctx workflow.Context, r *runState, to string, rep runReply) {
+	f := workflow.SignalExternalWorkflow(ctx, to, "", replySignal, rep)
+	if r.version == repliesWaited {
+		_ = f.Get(ctx, nil)
+	}
 }
+
+// Versions of the run's workflow, for workflow.GetVersion: histories
+// recorded by older workers replay as they ran.
+const (
+	runVersionChange = "run-replies"
+	repliesWaited    = workflow.DefaultVersion
+	repliesSent      = workflow.Version(1)
+)
 
 // publishRun writes an event the run tells about an agent.
 func (w *Worker) publishRun(ctx workflow.Context, r *runState, agent cadre.AgentID, p cadre.Payload) {

@@ -21,9 +21,6 @@ import (
 var server *temporaltest.TestServer
 
 func TestMain(m *testing.M) {
-	if os.Getenv(workerEnv) != "" {
-		os.Exit(workerMain())
-	}
 	server = temporaltest.NewServer()
 	code := m.Run()
 	server.Stop()
