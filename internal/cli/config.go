@@ -306,7 +306,36 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 	}{{"maxDepth", int64(l.MaxDepth)}, {"maxConcurrent", int64(l.MaxConcurrent)}, {"maxAgents", int64(l.MaxAgents)},
 		{"maxTurns", int64(l.MaxTurns)}, {"timeoutSeconds", int64(l.TimeoutSeconds)}, {"maxQuestions", int64(l.MaxQuestions)}} {
 		if v.n < 0 {
-			return bad(v.key, fmt.Sprint(v.n), "a number of 0 (the default) or more")
+			return bad(v.key, fmt.Sprint(v.n), "a number of 1 or more (maxDepth: 0 for no subagents), or leave the key out for the default")
+		}
+	}
+	// A limit written as 0 means what the flag of the same name means by
+	// 0, never the default: no subagents for maxDepth, and a refusal for
+	// the limits a run cannot work under. Leaving the key out keeps the
+	// default.
+	var zeros struct {
+		Limits struct {
+			MaxDepth      *int `yaml:"maxDepth"`
+			MaxConcurrent *int `yaml:"maxConcurrent"`
+			MaxAgents     *int `yaml:"maxAgents"`
+			MaxTurns      *int `yaml:"maxTurns"`
+		} `yaml:"limits"`
+	}
+	if yaml.Unmarshal(data, &zeros) == nil {
+		z := zeros.Limits
+		if z.MaxDepth != nil && *z.MaxDepth == 0 {
+			fc.Limits.MaxDepth = cadre.NoSubagents
+		}
+		for _, v := range []struct {
+			key  string
+			n    *int
+			want string
+		}{{"maxConcurrent", z.MaxConcurrent, "at least 1 agent working at once"}, {"maxAgents", z.MaxAgents, "at least 1, the root alone"},
+			{"maxTurns", z.MaxTurns, "at least 1 model call per agent"}} {
+			if v.n != nil && *v.n == 0 {
+				line, col := findKey(data, v.key)
+				return &ConfigError{File: file, Line: line, Column: col, Msg: fmt.Sprintf("%s: 0 is not valid: a run needs %s; leave the key out for the default", v.key, v.want)}
+			}
 		}
 	}
 	if l.BudgetTokens < -1 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/tool/builtin"
 )
 
@@ -52,6 +53,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad protocol", "model: x\nprotocol: smoke\n", 2, []string{"protocol", "auto, tools or text"}},
 		{"bad report", "report: email\n", 1, []string{"report", "tool or tag"}},
 		{"negative depth", "limits:\n  maxDepth: -1\n", 2, []string{"maxDepth"}},
+		{"no agents", "model: m\nlimits:\n  maxDepth: 1\n  maxAgents: 0\n", 4, []string{"maxAgents", "0 is not valid", "the root alone", "leave the key out"}},
+		{"no turns", "limits:\n  maxTurns: 0\n", 2, []string{"maxTurns", "0 is not valid"}},
+		{"nothing at once", "limits:\n  maxConcurrent: 0\n", 2, []string{"maxConcurrent", "0 is not valid"}},
 		{"budget below -1", "limits:\n  budgetTokens: -5\n", 2, []string{"budgetTokens", "-1 for no budget"}},
 		{"named model without model", "models:\n  fast:\n    maxTokens: 10\n", 2, []string{"models.fast", "provider:model"}},
 		{"unknown provider", "providers:\n  openia: {baseURL: x}\n", 2, []string{"providers.openia", "openai"}},
@@ -106,6 +110,29 @@ func TestConfigPrecedence(t *testing.T) {
 	code := Main(context.Background(), []string{"run", "task"}, IO{Dir: proj, Getenv: func(k string) string { return env[k] }, Stderr: &stderr, Stdout: &bytes.Buffer{}})
 	if code == 0 || !strings.Contains(stderr.String(), filepath.Join(proj, ".cadre", "config.yaml")+":2:") || !strings.Contains(stderr.String(), "bogus") {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// maxDepth: 0 in a config file means no subagents, as --max-depth 0
+// does; a file without the key keeps the default, and a later file's 0
+// overrides an earlier depth.
+func TestConfigZeroDepth(t *testing.T) {
+	home, proj := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "limits:\n  maxDepth: 4\n")
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.limits().MaxDepth; got != 4 {
+		t.Fatalf("maxDepth from the user's file: %d", got)
+	}
+	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "limits:\n  maxDepth: 0\n")
+	if cfg, err = a.loadConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.limits().MaxDepth; got != cadre.NoSubagents {
+		t.Fatalf("maxDepth: 0 gave %d, want no subagents (%d)", got, cadre.NoSubagents)
 	}
 }
 
