@@ -20,6 +20,10 @@ type console struct {
 	w io.Writer
 	// in reads stdin lines; nil when stdin or stderr is not a terminal.
 	in *lineReader
+	// question, when set, shows the last line of a question as the prompt
+	// of the line the user edits (cadre chat's line editor), and is called
+	// with "" when the question ends.
+	question func(prompt string)
 
 	mu     sync.Mutex // held while a frame is drawn or a prompt is open
 	frame  int        // lines of the frame on screen
@@ -100,7 +104,14 @@ func (c *console) ask(ctx context.Context, question string) (string, error) {
 	defer c.asking.Store(false)
 	var b strings.Builder
 	c.eraseLocked(&b)
-	b.WriteString(question)
+	if c.question != nil {
+		i := strings.LastIndexByte(question, '\n') + 1
+		b.WriteString(question[:i])
+		c.question(question[i:])
+		defer c.question("")
+	} else {
+		b.WriteString(question)
+	}
 	io.WriteString(c.w, b.String())
 	line, err := c.in.next(ctx)
 	if err != nil {

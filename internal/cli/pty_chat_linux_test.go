@@ -3,8 +3,10 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -52,10 +54,11 @@ helper:
     hang: true
     repeat: true
 `)
+	state := t.TempDir()
 	step := 0
 	var opt ptyOptions
 	typeLine := func(s string) { opt.master.Write([]byte(s + "\r")) }
-	opt = ptyOptions{cols: 120, rows: 40, stdoutPipe: true, watch: func(s *screen) {
+	opt = ptyOptions{cols: 120, rows: 40, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}, watch: func(s *screen) {
 		all := strings.Join(s.history(), "\n")
 		prompts := strings.Count(all, "›")
 		switch {
@@ -106,6 +109,11 @@ helper:
 			t.Errorf("%s was not written: %v", f, err)
 		}
 	}
+	// The history has the lines typed, not the answer to the approval.
+	b, err := os.ReadFile(filepath.Join(state, "cadre", "chat_history"))
+	if want := "say hello\nstart the helper\n/stop root/helper.1\nwrite two files\nwrite a third\n/exit\n"; err != nil || string(b) != want {
+		t.Errorf("history file %q (%v), want %q", b, err, want)
+	}
 }
 
 // A terminal that reports a size of zero gets the default width and
@@ -116,4 +124,165 @@ func TestZeroSizedTerminal(t *testing.T) {
 	if w, h := v.termSize(); w != defaultTreeWidth || h != defaultTreeHeight {
 		t.Errorf("size %dx%d, want the defaults %dx%d", w, h, defaultTreeWidth, defaultTreeHeight)
 	}
+}
+
+// lineEditScript answers a task, and the same task edited, differently.
+const lineEditScript = `
+root:
+  - when: "again, say hello"
+    text: "The edited line arrived."
+  - when: "say hello"
+    text: "Hello from cadre."
+  - text: "I did not understand."
+    repeat: true
+`
+
+// cursorLine is the line of the screen the cursor is on.
+func cursorLine(s *screen) string { return s.line(s.row) }
+
+// The line editor of cadre chat: Up recalls the line typed before, Ctrl+A
+// goes to its start, and the edited line is the follow-up the model gets.
+// Ctrl+C clears a line and, on an empty one, says how to leave without
+// leaving; Tab completes a command; Ctrl+D leaves. A second session, with
+// the same state folder, recalls the lines of the first.
+func TestPtyChatLineEditing(t *testing.T) {
+	dir := t.TempDir()
+	state := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), lineEditScript)
+	model := "scripted:" + filepath.Join(dir, "script.yaml")
+	env := []string{"XDG_STATE_HOME=" + state}
+
+	step := 0
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: env, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		prompts := strings.Count(all, "›")
+		switch {
+		case step == 0 && prompts >= 1:
+			step++
+			send("say hello\r")
+		case step == 1 && strings.Contains(all, "Hello from cadre.") && prompts >= 2 && cursorLine(s) == "›":
+			step++
+			send("\x1b[A") // Up
+		case step == 2 && cursorLine(s) == "› say hello":
+			step++
+			send("\x01again, \r") // Ctrl+A, then text before the recalled line
+		case step == 3 && strings.Contains(all, "The edited line arrived.") && prompts >= 3 && cursorLine(s) == "›":
+			step++
+			send("scratch\x03") // Ctrl+C on a line with text: cleared
+		case step == 4 && strings.Contains(all, "› scratch^C") && cursorLine(s) == "›":
+			step++
+			send("\x03") // Ctrl+C on an empty line
+		case step == 5 && strings.Contains(all, "(type /exit or press Ctrl+D to leave)") && cursorLine(s) == "›":
+			step++
+			send("/he\t")
+		case step == 6 && cursorLine(s) == "› /help":
+			step++
+			send("\r")
+		case step == 7 && slices.Contains(s.history(), chatHelp) && cursorLine(s) == "›":
+			step++
+			send("\x04") // Ctrl+D
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", model)
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != 8 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	if want := "Hello from cadre.\nThe edited line arrived.\n"; run.stdout != want {
+		t.Errorf("stdout %q, want %q", run.stdout, want)
+	}
+	if strings.Contains(run.stdout, "did not understand") || strings.Contains(shown, "sent when this turn ends") {
+		t.Errorf("a line reached the model that should not have; stdout %q; the terminal:\n%s", run.stdout, shown)
+	}
+	if bytes.Contains(run.raw.Bytes(), []byte("\x1b[A")) {
+		t.Errorf("the arrow key was echoed to the terminal as an escape sequence")
+	}
+	t.Logf("the terminal:\n%s", shown)
+
+	hist := filepath.Join(state, "cadre", "chat_history")
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "say hello\nagain, say hello\n/help\n"; string(b) != want {
+		t.Errorf("history file %q, want %q", b, want)
+	}
+	if fi, err := os.Stat(hist); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("history file mode %v (%v), want 0600", fi.Mode(), err)
+	}
+
+	// The next session: Up twice recalls the edited line of the first.
+	step = 0
+	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: env, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("\x1b[A\x1b[A")
+		case step == 1 && cursorLine(s) == "› again, say hello":
+			step++
+			send("\r")
+		case step == 2 && strings.Contains(all, "The edited line arrived.") && cursorLine(s) == "›":
+			step++
+			send("\x04")
+		}
+	}}
+	run = runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", model)
+	shown = strings.Join(run.screen.history(), "\n")
+	if step != 3 || run.code != 0 {
+		t.Fatalf("the second session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	if want := "The edited line arrived.\n"; run.stdout != want {
+		t.Errorf("the second session's stdout %q, want %q", run.stdout, want)
+	}
+}
+
+// Ctrl+C typed while a turn runs stops the turn, not the session: the
+// next line is a follow-up of the stopped run.
+func TestPtyChatInterruptTurn(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), `
+root:
+  - when: "are you there"
+    text: "Still here."
+  - when: "wait forever"
+    text: "Waiting."
+    hang: true
+  - text: "I did not understand."
+    repeat: true
+`)
+	step := 0
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("wait forever\r")
+		case step == 1 && slices.ContainsFunc(s.lines(), func(l string) bool { return treeRootLine.MatchString(l) && strings.Contains(l, " running ") }):
+			step++
+			send("\x03")
+		case step == 2 && strings.Contains(all, "stopping the run") && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
+			step++
+			send("are you there\r")
+		case step == 3 && strings.Count(all, "›") >= 3 && cursorLine(s) == "›":
+			step++
+			send("\x04")
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != 4 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	if run.stdout != "Still here.\n" {
+		t.Errorf("stdout %q, want the follow-up's answer alone", run.stdout)
+	}
+	if runs := storedRuns(t, dir); len(runs) != 1 {
+		t.Errorf("%d runs, want the stopped one, followed up", len(runs))
+	}
+	t.Logf("the terminal:\n%s", shown)
 }

@@ -339,8 +339,20 @@ func joinIDs(ids []cadre.AgentID) string {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	f := terminalFile(w)
+	return f != nil && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalFile is the file w writes to, if it is one: w itself, or the
+// terminal under cadre chat's line editor. It is nil for other writers.
+func terminalFile(w io.Writer) *os.File {
+	switch w := w.(type) {
+	case *os.File:
+		return w
+	case *promptWriter:
+		return w.file
+	}
+	return nil
 }
 
 // renderer shows events: JSON lines, a live view on a terminal, or plain lines.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -142,7 +141,7 @@ func (v *treeView) close() {
 
 // termSize reads the size of the terminal the console writes to.
 func (v *treeView) termSize() (int, int) {
-	if f, ok := v.con.w.(*os.File); ok {
+	if f := terminalFile(v.con.w); f != nil {
 		// A terminal may report a size of zero (a serial console, some
 		// containers): the defaults are better than a frame of nothing.
 		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
