@@ -27,6 +27,7 @@ type console struct {
 
 	mu     sync.Mutex // held while a frame is drawn or a prompt is open
 	frame  int        // lines of the frame on screen
+	shown  []string   // the frame last drawn
 	closed bool
 	// asking is set while a prompt waits for its line.
 	asking atomic.Bool
@@ -59,6 +60,29 @@ func (c *console) draw(lines []string) {
 	}
 	io.WriteString(c.w, b.String())
 	c.frame = len(lines)
+	c.shown = lines
+}
+
+// entered moves a line the user typed, which the terminal shows below the
+// frame over rows rows, above the frame, so that the frame is still drawn
+// in place and the line stays on screen.
+func (c *console) entered(line string, rows int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frame == 0 {
+		return
+	}
+	var b strings.Builder
+	c.frame += rows
+	c.eraseLocked(&b)
+	b.WriteString(line)
+	b.WriteString("\n")
+	for _, l := range c.shown {
+		b.WriteString(l)
+		b.WriteString("\x1b[K\n")
+	}
+	io.WriteString(c.w, b.String())
+	c.frame = len(c.shown)
 }
 
 func (c *console) eraseLocked(b *strings.Builder) {

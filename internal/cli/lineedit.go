@@ -56,7 +56,7 @@ func newLineEditor(in, screen, out *os.File, past []string) (*lineEditor, error)
 	if second == nil {
 		second = screen
 	}
-	e := &lineEditor{prompt: "› ", shown: "› "}
+	e := &lineEditor{prompt: "› ", shown: "› ", screen: screen, out: out}
 	rl, err := readline.NewFromConfig(&readline.Config{
 		Prompt:                 e.prompt,
 		HistoryLimit:           historyLimit,
@@ -73,19 +73,12 @@ func newLineEditor(in, screen, out *os.File, past []string) (*lineEditor, error)
 		// The editor's second writer is stdout's (see writers).
 		Stderr:         second,
 		FuncIsTerminal: func() bool { return true },
-		FuncGetSize: func() (int, int) {
-			w, h, err := term.GetSize(int(screen.Fd()))
-			if err != nil || w <= 0 || h <= 0 {
-				return defaultTreeWidth, defaultTreeHeight
-			}
-			return w, h
-		},
+		FuncGetSize:    e.size,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("set up the terminal for cadre chat: %w", err)
 	}
 	e.rl = rl
-	e.screen, e.out = screen, out
 	for _, l := range past {
 		_ = rl.SaveToHistory(l)
 	}
@@ -174,6 +167,29 @@ func (e *lineEditor) ask(prompt string) {
 	defer e.mu.Unlock()
 	e.question = prompt
 	e.showLocked()
+}
+
+// shownPrompt is the prompt on screen.
+func (e *lineEditor) shownPrompt() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.shown
+}
+
+// rows is the number of rows text takes on the terminal.
+func (e *lineEditor) rows(text string) int {
+	w, _ := e.size()
+	return max(1, (displayWidth(text)+w-1)/w)
+}
+
+// size is the terminal's width and height, or the defaults when it does
+// not say.
+func (e *lineEditor) size() (int, int) {
+	w, h, err := term.GetSize(int(e.screen.Fd()))
+	if err != nil || w <= 0 || h <= 0 {
+		return defaultTreeWidth, defaultTreeHeight
+	}
+	return w, h
 }
 
 func (e *lineEditor) showLocked() {
@@ -446,6 +462,9 @@ func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err err
 				}
 				continue
 			}
+			// The line stays on screen above the tree a turn draws.
+			shown := ed.shownPrompt() + line
+			s.con.entered(shown, ed.rows(shown))
 			if err := ed.remember(line); err != nil {
 				s.say("cadre: " + err.Error() + "; lines typed from now on are not kept")
 			}

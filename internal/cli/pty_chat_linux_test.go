@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -283,6 +284,97 @@ root:
 	}
 	if runs := storedRuns(t, dir); len(runs) != 1 {
 		t.Errorf("%d runs, want the stopped one, followed up", len(runs))
+	}
+	t.Logf("the terminal:\n%s", shown)
+}
+
+// The live tree, redrawn while the user types a line, leaves that line as
+// it was typed: half a command typed before redraws and the other half
+// after make the whole command.
+func TestPtyChatTypingDuringRedraws(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), "---\nname: helper\ndescription: Helps for as long as it takes.\n---\nYou help.\n")
+	writeFile(t, filepath.Join(dir, "script.yaml"), `
+root:
+  - when: "start the helper"
+    tool_calls:
+      - name: start_background_agent
+        arguments: {agent: helper, prompt: "work until stopped"}
+  - when: "Background agent started"
+    text: "The helper is working."
+  - when: "cancelled"
+    text: "The helper was stopped."
+  - text: "I did not understand."
+    repeat: true
+helper:
+  - text: "working"
+    hang: true
+    repeat: true
+`)
+	helperLine := regexp.MustCompile(`^  \S helper\.1 +running .* ([\d.hms]+) +work until stopped$`)
+	helperCancelled := regexp.MustCompile(`(?m)^  ⊘ helper\.1 +cancelled `)
+	anyRootLine := regexp.MustCompile(`^\S root +(queued|running|waiting|done|failed|cancelled) `)
+	elapsed := func(s *screen) string {
+		for _, l := range s.lines() {
+			if m := helperLine.FindStringSubmatch(l); m != nil {
+				return m[1]
+			}
+		}
+		return ""
+	}
+	step, redraws, last := 0, 0, ""
+	var typedLine string
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 120, rows: 30, stdoutPipe: true, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("start the helper\r")
+		case step == 1 && elapsed(s) != "":
+			step++
+			last = elapsed(s)
+			send("/stop ro")
+		case step == 2 && cursorLine(s) == "/stop ro" && elapsed(s) != last && elapsed(s) != "":
+			// The frame above was drawn again with the line on screen.
+			last = elapsed(s)
+			if redraws++; redraws == 3 {
+				step++
+				typedLine = cursorLine(s)
+				send("ot/helper.1\r")
+			}
+		case step == 3 && helperCancelled.MatchString(all) && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
+			step++
+			send("\x04")
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != 4 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d after %d redraws, exit %d; the terminal:\n%s", step, redraws, run.code, shown)
+	}
+	if typedLine != "/stop ro" {
+		t.Errorf("after three redraws of the tree the line typed shows %q, want %q", typedLine, "/stop ro")
+	}
+	if !strings.Contains(run.stdout, "The helper was stopped.") {
+		t.Errorf("stdout %q: the command typed across the redraws did not stop the helper; the terminal:\n%s", run.stdout, shown)
+	}
+	// The command stays on the terminal, above the tree, which is there
+	// once: drawn again in place after the line was entered.
+	hist := run.screen.history()
+	at := slices.Index(hist, "/stop root/helper.1")
+	roots := 0
+	for i, l := range hist {
+		if anyRootLine.MatchString(l) {
+			roots++
+			if at < 0 || i < at {
+				t.Errorf("line %d, %q, is a frame's root line left above the command typed", i, l)
+			}
+		}
+	}
+	if at < 0 || roots != 1 {
+		t.Errorf("the command typed is at line %d, and the root is on the terminal %d times, want once below it:\n%s", at, roots, shown)
 	}
 	t.Logf("the terminal:\n%s", shown)
 }
