@@ -25,7 +25,15 @@ its subagents. With RUN (a run id, a prefix, or "last") the session follows up
 that run. The live tree and the answer show as for cadre run.
 
 While a turn runs you may type commands; other lines wait for the turn to end.
-Ctrl+C stops the current turn, not the session.
+
+On a terminal the line is edited as in a shell (arrows, Home/End, Ctrl+A/E/W/U,
+Up and Down through the lines typed before, Ctrl+R to search them, Tab to
+complete a command). Ctrl+C clears the line; on an empty line while a turn
+runs it stops the turn, not the session. Ctrl+D on an empty line leaves. The
+lines typed, except answers to approvals and questions and lines that start
+with a space, are kept in $XDG_STATE_HOME/cadre/chat_history (else
+~/.local/state/cadre/chat_history); CADRE_HISTORY=off keeps none, and
+CADRE_HISTORY=/path/file keeps them in that file.
 
   /agents          the run's agents
   /stop [AGENT]    stop the current turn, or only AGENT and what it started
