@@ -63,6 +63,17 @@ func (c *console) draw(lines []string) {
 	c.shown = lines
 }
 
+// moved tells the console that the terminal moved the cursor rows rows
+// down below the frame (a line ended with Ctrl+C), so that the frame and
+// those rows are erased when the next frame is drawn.
+func (c *console) moved(rows int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frame > 0 {
+		c.frame += rows
+	}
+}
+
 // entered moves a line the user typed, which the terminal shows below the
 // frame over rows rows, above the frame, so that the frame is still drawn
 // in place and the line stays on screen.

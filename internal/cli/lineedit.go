@@ -428,6 +428,8 @@ func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err err
 			line, err := ed.readLine()
 			switch {
 			case errors.Is(err, readline.ErrInterrupt):
+				// The editor ended the line with ^C and went to the next.
+				s.con.moved(ed.rows(ed.shownPrompt() + strings.Repeat("x", ed.typedBefore()) + "^C"))
 				eng, _ := s.current()
 				switch {
 				case ed.typedBefore() > 0:
@@ -444,6 +446,7 @@ func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err err
 			case err != nil:
 				// Ctrl+D, the terminal gone, or the session ending. A
 				// question waiting gets no answer.
+				s.con.moved(1) // the editor went to the next line
 				prompts.err = io.EOF
 				close(prompts.lines)
 				select {

@@ -285,6 +285,11 @@ root:
 	if runs := storedRuns(t, dir); len(runs) != 1 {
 		t.Errorf("%d runs, want the stopped one, followed up", len(runs))
 	}
+	// Each turn's last frame stays, drawn in place: no line of the frame
+	// shown when Ctrl+C was pressed is left behind.
+	if roots := len(slices.DeleteFunc(run.screen.history(), func(l string) bool { return !treeRootLine.MatchString(l) })); roots != 2 {
+		t.Errorf("the root is on the terminal %d times, want twice: once for each turn's last frame; the terminal:\n%s", roots, shown)
+	}
 	t.Logf("the terminal:\n%s", shown)
 }
 
@@ -375,6 +380,63 @@ helper:
 	}
 	if at < 0 || roots != 1 {
 		t.Errorf("the command typed is at line %d, and the root is on the terminal %d times, want once below it:\n%s", at, roots, shown)
+	}
+	t.Logf("the terminal:\n%s", shown)
+}
+
+// With stdout on the terminal too, the answer is printed above the line
+// being typed; Ctrl+D while a turn runs ends the turn and the session, as
+// /exit does.
+func TestPtyChatAnswerOnTerminalAndCtrlDInTurn(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), `
+root:
+  - when: "say hello"
+    text: "Hello from cadre."
+  - when: "wait forever"
+    text: "Waiting."
+    hang: true
+  - text: "I did not understand."
+    repeat: true
+`)
+	step := 0
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 100, rows: 30, watch: func(s *screen) {
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("say hel")
+		case step == 1 && cursorLine(s) == "› say hel":
+			step++
+			send("lo\r")
+		case step == 2 && slices.Contains(s.history(), "Hello from cadre.") && cursorLine(s) == "›":
+			step++
+			send("wait forever\r")
+		case step == 3 && slices.ContainsFunc(s.lines(), func(l string) bool { return treeRootLine.MatchString(l) && strings.Contains(l, " running ") }):
+			step++
+			send("\x04")
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	hist := run.screen.history()
+	shown := strings.Join(hist, "\n")
+	if step != 4 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	// The answer is on a line of its own, once, below its turn's tree.
+	at := slices.Index(hist, "Hello from cadre.")
+	if at < 1 || strings.Count(shown, "Hello from cadre.") != 1 || !strings.HasPrefix(hist[at-1], "tokens ") {
+		t.Errorf("the answer is not on a line of its own below its tree; the terminal:\n%s", shown)
+	}
+	if i := slices.Index(hist, "› wait forever"); i < at {
+		t.Errorf("the second task is not below the first answer; the terminal:\n%s", shown)
+	}
+	if roots := len(slices.DeleteFunc(slices.Clone(hist), func(l string) bool { return !treeRootLine.MatchString(l) })); roots != 2 {
+		t.Errorf("the root is on the terminal %d times, want twice: once for each turn's last frame; the terminal:\n%s", roots, shown)
+	}
+	if runs := storedRuns(t, dir); len(runs) != 1 || runs[0].Status != "cancelled" {
+		t.Errorf("runs %+v, want one, cancelled as the session ended", runs)
 	}
 	t.Logf("the terminal:\n%s", shown)
 }
