@@ -440,3 +440,67 @@ root:
 	}
 	t.Logf("the terminal:\n%s", shown)
 }
+
+// In a session, a question of ask_caller and an approval are answered on
+// the line the editor reads, with the question's last line as its prompt;
+// the answers reach the agent and are not kept in the history.
+func TestPtyChatQuestionAndApproval(t *testing.T) {
+	dir := t.TempDir()
+	state := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "asker.md"), "---\nname: asker\ndescription: Asks before it writes.\naskCaller: true\n---\nYou ask.\n")
+	writeFile(t, filepath.Join(dir, "script.yaml"), `
+root:
+  - when: "blue"
+    tool_calls:
+      - name: write_file
+        arguments: {path: colour.txt, content: "blue\n"}
+  - when: "created"
+    text: "I wrote blue."
+  - when: "Write the colour"
+    tool_calls:
+      - name: ask_caller
+        arguments: {question: "Which colour should the file say?"}
+  - text: "The user did not say blue."
+    repeat: true
+`)
+	step := 0
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("Write the colour\r")
+		case step == 1 && strings.Contains(all, "root asks: Which colour should the file say?") && cursorLine(s) == "Your answer:":
+			step++
+			send("blue\r")
+		case step == 2 && strings.Contains(all, "root wants to run write_file") && strings.HasPrefix(cursorLine(s), "Allow? [y/N]"):
+			step++
+			send("y\r")
+		case step == 3 && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
+			step++
+			send("\x04")
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "--agent", "asker", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != 4 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	if run.stdout != "I wrote blue.\n" {
+		t.Errorf("stdout %q, want the answer; the terminal:\n%s", run.stdout, shown)
+	}
+	for _, want := range []string{"Your answer: blue", "(a: always write_file for this run) y"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, shown)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "colour.txt")); err != nil || string(b) != "blue\n" {
+		t.Errorf("colour.txt: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, "cadre", "chat_history")); err != nil || string(b) != "Write the colour\n" {
+		t.Errorf("history file %q (%v), want the task alone", b, err)
+	}
+	t.Logf("the terminal:\n%s", shown)
+}
