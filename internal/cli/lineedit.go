@@ -39,6 +39,13 @@ type lineEditor struct {
 	// typed is the length of the line as of the last key pressed before
 	// Enter, Ctrl+C or Ctrl+D.
 	typed atomic.Int32
+	// wmu is held by whatever draws on the editor's screen from outside
+	// it (writes, prompts), and by the editor itself while it handles a
+	// key that ends the line: readline empties its buffer then without
+	// the lock its own drawing takes. held says the editor holds it; it is
+	// used by the goroutine reading lines alone.
+	wmu  sync.Mutex
+	held bool
 
 	mu       sync.Mutex
 	prompt   string // the session's prompt: "› " between turns, "" during one
@@ -63,7 +70,15 @@ func newLineEditor(in, screen, out *os.File, past []string) (*lineEditor, error)
 		DisableAutoSaveHistory: true, // answers to questions are not kept
 		HistorySearchFold:      true,
 		AutoComplete:           commandCompleter(chatCommands),
+		FuncFilterInputRune: func(r rune) (rune, bool) {
+			switch r {
+			case readline.CharEnter, readline.CharCtrlJ, readline.CharInterrupt, readline.CharEOT:
+				e.hold()
+			}
+			return r, true
+		},
 		Listener: func(line []rune, _ int, _ rune) ([]rune, int, bool) {
+			e.release() // the key did not end the line
 			e.typed.Store(int32(len(line)))
 			return nil, 0, false
 		},
@@ -98,17 +113,37 @@ func useLineEditor(in *os.File, termName string) bool {
 type promptWriter struct {
 	file *os.File // the terminal under it
 	w    io.Writer
+	ed   *lineEditor
 }
 
-func (p *promptWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+func (p *promptWriter) Write(b []byte) (int, error) {
+	p.ed.wmu.Lock()
+	defer p.ed.wmu.Unlock()
+	return p.w.Write(b)
+}
+
+// hold keeps others from drawing while the editor ends a line.
+func (e *lineEditor) hold() {
+	if !e.held {
+		e.wmu.Lock()
+		e.held = true
+	}
+}
+
+func (e *lineEditor) release() {
+	if e.held {
+		e.held = false
+		e.wmu.Unlock()
+	}
+}
 
 // writers returns the writers that print above the line being typed: one
 // for the terminal the line is on (stderr), and one for stdout, which is
 // nil unless stdout is a terminal too.
 func (e *lineEditor) writers() (errw, outw *promptWriter) {
-	errw = &promptWriter{file: e.screen, w: e.rl.Stdout()}
+	errw = &promptWriter{file: e.screen, w: e.rl.Stdout(), ed: e}
 	if e.out != nil {
-		outw = &promptWriter{file: e.out, w: e.rl.Stderr()}
+		outw = &promptWriter{file: e.out, w: e.rl.Stderr(), ed: e}
 	}
 	return errw, outw
 }
@@ -116,7 +151,10 @@ func (e *lineEditor) writers() (errw, outw *promptWriter) {
 // readLine waits for the next line. It returns readline.ErrInterrupt on
 // Ctrl+C, which clears the line, and io.EOF on Ctrl+D on an empty line or
 // when the terminal or the editor is closed.
-func (e *lineEditor) readLine() (string, error) { return e.rl.ReadLine() }
+func (e *lineEditor) readLine() (string, error) {
+	defer e.release()
+	return e.rl.ReadLine()
+}
 
 // typedBefore is the length of the line when Ctrl+C or Ctrl+D was pressed.
 func (e *lineEditor) typedBefore() int { return int(e.typed.Load()) }
@@ -201,6 +239,8 @@ func (e *lineEditor) showLocked() {
 		return
 	}
 	e.shown = p
+	e.wmu.Lock()
+	defer e.wmu.Unlock()
 	e.rl.SetPrompt(p)
 	e.rl.Refresh()
 }
@@ -219,7 +259,10 @@ func (e *lineEditor) close() {
 }
 
 // commandCompleter completes the session's commands at the start of a
-// line.
+// line, when what is typed is the start of one command alone. (Offering
+// several would open readline's menu of candidates, whose keys end the
+// line in ways the editor does not see; the commands differ by their
+// first letter.)
 type commandCompleter []string
 
 func (c commandCompleter) Do(line []rune, pos int) ([][]rune, int) {
@@ -232,6 +275,9 @@ func (c commandCompleter) Do(line []rune, pos int) ([][]rune, int) {
 		if strings.HasPrefix(name, typed) {
 			rest = append(rest, []rune(name[len(typed):]+" "))
 		}
+	}
+	if len(rest) != 1 {
+		return nil, 0
 	}
 	return rest, pos
 }
@@ -440,7 +486,7 @@ func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err err
 					default:
 					}
 				default:
-					s.say("(type /exit or press Ctrl+D to leave)")
+					s.con.note("(type /exit or press Ctrl+D to leave)")
 				}
 				continue
 			case err != nil:
@@ -469,7 +515,7 @@ func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err err
 			shown := ed.shownPrompt() + line
 			s.con.entered(shown, ed.rows(shown))
 			if err := ed.remember(line); err != nil {
-				s.say("cadre: " + err.Error() + "; lines typed from now on are not kept")
+				s.con.note("cadre: " + err.Error() + "; lines typed from now on are not kept")
 			}
 			ed.setPrompt("")
 			select {

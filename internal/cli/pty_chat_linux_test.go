@@ -504,3 +504,47 @@ root:
 	}
 	t.Logf("the terminal:\n%s", shown)
 }
+
+// Ctrl+C while an approval waits stops the turn: the approval is not
+// answered, the write is not made, and the session goes on.
+func TestPtyChatInterruptApproval(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), `
+root:
+  - when: "write it"
+    tool_calls:
+      - name: write_file
+        arguments: {path: out.txt, content: "x\n"}
+  - text: "Done."
+    repeat: true
+`)
+	step := 0
+	var opt ptyOptions
+	send := func(s string) { opt.master.Write([]byte(s)) }
+	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, watch: func(s *screen) {
+		all := strings.Join(s.history(), "\n")
+		switch {
+		case step == 0 && cursorLine(s) == "›":
+			step++
+			send("write it\r")
+		case step == 1 && strings.HasPrefix(cursorLine(s), "Allow? [y/N]"):
+			step++
+			send("\x03")
+		case step == 2 && strings.Contains(all, "stopping the run") && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
+			step++
+			send("\x04")
+		}
+	}}
+	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != 3 || run.code != 0 {
+		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
+		t.Error("out.txt was written though its approval was interrupted")
+	}
+	if runs := storedRuns(t, dir); len(runs) != 1 || runs[0].Status != "cancelled" {
+		t.Errorf("runs %+v, want one, cancelled", runs)
+	}
+	t.Logf("the terminal:\n%s", shown)
+}

@@ -476,7 +476,8 @@ func (a *app) watchInterrupts(eng cadre.Engine, id string, con *console, ended <
 				n++
 				opts := cadre.CancelOptions{Reason: "interrupted by Ctrl+C"}
 				if n == 1 {
-					con.println("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
+					// Not after a prompt waiting: stopping ends it.
+					con.note("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
 				} else {
 					opts = cadre.CancelOptions{Abort: true}
 				}

@@ -175,10 +175,13 @@ func (v *treeView) tick() {
 	f := v.snapshot(false)
 	lines := f.render()
 	if !v.con.mu.TryLock() {
+		return // something is being written; the next tick draws
+	}
+	shown, open := v.con.frame == len(v.last), v.con.open
+	v.con.mu.Unlock()
+	if open {
 		return // a prompt is open; the frame is redrawn when it is answered
 	}
-	shown := v.con.frame == len(v.last)
-	v.con.mu.Unlock()
 	if shown && f.Width == v.lastW && f.Height == v.lastH && slices.Equal(lines, v.last) {
 		return
 	}
