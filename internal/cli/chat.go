@@ -25,7 +25,15 @@ its subagents. With RUN (a run id, a prefix, or "last") the session follows up
 that run. The live tree and the answer show as for cadre run.
 
 While a turn runs you may type commands; other lines wait for the turn to end.
-Ctrl+C stops the current turn, not the session.
+
+On a terminal the line is edited as in a shell (arrows, Home/End, Ctrl+A/E/W/U,
+Up and Down through the lines typed before, Ctrl+R to search them, Tab to
+complete a command). Ctrl+C clears the line; on an empty line while a turn
+runs it stops the turn, not the session. Ctrl+D on an empty line leaves. The
+lines typed, except answers to approvals and questions and lines that start
+with a space, are kept in $XDG_STATE_HOME/cadre/chat_history (else
+~/.local/state/cadre/chat_history); CADRE_HISTORY=off keeps none, and
+CADRE_HISTORY=/path/file keeps them in that file.
 
   /agents          the run's agents
   /stop [AGENT]    stop the current turn, or only AGENT and what it started
@@ -62,6 +70,8 @@ const chatHelp = `/agents  /stop [AGENT]  /cancel  /runs  /model [MODEL]  /help 
 // session's commands get the others.
 type chatSession struct {
 	con *console
+	// ed reads the lines on a terminal; nil when they are read plain.
+	ed *lineEditor
 	// lines are the lines typed that are not answers to a prompt.
 	lines chan string
 	done  chan struct{} // closed when stdin ends
@@ -90,37 +100,20 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 		return errNoModel
 	}
 	tty := isTerminal(a.io.Stderr)
-	if !tty {
-		// The session's lines and the turns' output are written from more
-		// than one goroutine, to a writer that may not expect that.
-		a.io.Stderr = &lockedWriter{w: a.io.Stderr}
-	}
-	s := &chatSession{con: &console{w: a.io.Stderr}, lines: make(chan string), done: make(chan struct{})}
 	in, _ := a.io.Stdin.(*os.File)
 	if in == nil {
 		return errors.New("cadre chat reads what you type from stdin, which is not a file here")
 	}
-	raw := a.stdinLines(in)
-	// The session's own reader of lines, which the prompts of approvals
-	// and questions are given theirs from.
-	prompts := &lineReader{lines: make(chan string)}
-	if tty && isTerminal(in) {
-		s.con.in = prompts
-	}
-	go func() {
-		defer close(s.done)
-		for {
-			line, err := raw.next(context.Background())
-			if err != nil {
-				return
-			}
-			if s.con.asking.Load() {
-				prompts.lines <- line
-				continue
-			}
-			s.lines <- line
+	s := &chatSession{lines: make(chan string), done: make(chan struct{})}
+	if tty && isTerminal(in) && useLineEditor(in, a.io.Getenv("TERM")) {
+		stop, err := a.startLineEditor(s, in)
+		if err != nil {
+			return err
 		}
-	}()
+		defer stop()
+	} else {
+		a.readPlainLines(s, in, tty)
+	}
 	a.session = s
 	defer func() { a.session = nil }()
 
@@ -144,12 +137,10 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 		if len(queued) > 0 {
 			line, queued = queued[0], queued[1:]
 		} else {
-			if tty {
-				fmt.Fprint(a.io.Stderr, "› ")
-			}
+			s.showPrompt(a, tty)
 			var ok bool
 			if line, ok = s.next(a); !ok {
-				if tty {
+				if tty && s.ed == nil {
 					fmt.Fprintln(a.io.Stderr)
 				}
 				return nil
@@ -167,6 +158,9 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 		}
 		// A turn: the first starts the run, later ones follow it up. Lines
 		// typed meanwhile are commands, or wait for their turn.
+		if s.ed != nil {
+			s.ed.setPrompt("")
+		}
 		turnDone := make(chan struct{})
 		exit := false
 		go func() {
@@ -209,6 +203,39 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 	}
 }
 
+// readPlainLines reads the session's lines from in as they come, with no
+// editing of cadre's own: from a pipe, or from a terminal the line editor
+// cannot drive.
+func (a *app) readPlainLines(s *chatSession, in *os.File, tty bool) {
+	if !tty {
+		// The session's lines and the turns' output are written from more
+		// than one goroutine, to a writer that may not expect that.
+		a.io.Stderr = &lockedWriter{w: a.io.Stderr}
+	}
+	s.con = &console{w: a.io.Stderr}
+	raw := a.stdinLines(in)
+	// The session's own reader of lines, which the prompts of approvals
+	// and questions are given theirs from.
+	prompts := &lineReader{lines: make(chan string)}
+	if tty && isTerminal(in) {
+		s.con.in = prompts
+	}
+	go func() {
+		defer close(s.done)
+		for {
+			line, err := raw.next(context.Background())
+			if err != nil {
+				return
+			}
+			if s.con.asking.Load() {
+				prompts.lines <- line
+				continue
+			}
+			s.lines <- line
+		}
+	}()
+}
+
 // continueWith follows up rec in the session, with the session's config.
 func (a *app) continueWith(ctx context.Context, cfg *config, f *runFlags, rec *cadre.RunRecord, msg string) error {
 	return a.execute(ctx, cfg, f, func(ctx context.Context, eng cadre.Engine) (string, error) {
@@ -230,9 +257,23 @@ func (s *chatSession) next(a *app) (string, bool) {
 		case <-s.done:
 			return "", false
 		case <-a.io.Interrupts:
+			if s.ed != nil {
+				s.say("(Ctrl+C stops a turn; type /exit or press Ctrl+D to leave)")
+				continue
+			}
 			s.say("\n(Ctrl+C stops a turn; type /exit to leave)")
 			fmt.Fprint(a.io.Stderr, "› ")
 		}
+	}
+}
+
+// showPrompt shows that the session waits for a line.
+func (s *chatSession) showPrompt(a *app, tty bool) {
+	switch {
+	case s.ed != nil:
+		s.ed.setPrompt("› ")
+	case tty:
+		fmt.Fprint(a.io.Stderr, "› ")
 	}
 }
 

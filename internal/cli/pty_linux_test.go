@@ -85,6 +85,9 @@ type screen struct {
 	wraps      int      // lines too long for the screen, which the terminal wrapped
 	escapes    int      // control sequences seen
 	pending    []byte   // the start of a sequence or character cut by a read
+	// replies are what the terminal answers to the program (the cursor's
+	// position, when asked), not yet sent.
+	replies []string
 }
 
 const wideTail = -1
@@ -200,6 +203,10 @@ func (s *screen) escape(b []byte) int {
 		}
 	}
 	switch b[end] {
+	case 'n': // device status report: "6" asks where the cursor is
+		if params == "6" {
+			s.replies = append(s.replies, fmt.Sprintf("\x1b[%d;%dR", s.row+1, s.col+1))
+		}
 	case 'A':
 		s.row = max(s.row-atLeast1, 0)
 	case 'B':
@@ -301,6 +308,9 @@ type ptyOptions struct {
 	// master is set to the terminal's master side, which watch may write
 	// to as if typing.
 	master *os.File
+	// env are variables set for the process (KEY=value), after those
+	// every run gets.
+	env []string
 }
 
 // runOnPty runs the cadre binary with args in dir on a pseudo-terminal
@@ -313,7 +323,7 @@ func runOnPty(t *testing.T, dir string, opt *ptyOptions, args ...string) *ptyRun
 	opt.master = master
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "TERM=xterm"}
+	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "TERM=xterm"}, opt.env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	var stdout bytes.Buffer
 	if opt.stdoutPipe {
@@ -353,6 +363,10 @@ func runOnPty(t *testing.T, dir string, opt *ptyOptions, args ...string) *ptyRun
 			}
 			run.raw.Write(b)
 			run.screen.Write(b)
+			for _, r := range run.screen.replies {
+				master.Write([]byte(r))
+			}
+			run.screen.replies = nil
 			if opt.watch != nil {
 				opt.watch(run.screen)
 			}

@@ -339,8 +339,20 @@ func joinIDs(ids []cadre.AgentID) string {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	f := terminalFile(w)
+	return f != nil && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalFile is the file w writes to, if it is one: w itself, or the
+// terminal under cadre chat's line editor. It is nil for other writers.
+func terminalFile(w io.Writer) *os.File {
+	switch w := w.(type) {
+	case *os.File:
+		return w
+	case *promptWriter:
+		return w.file
+	}
+	return nil
 }
 
 // replyRestarted is printed where a streamed reply broke off and the model
@@ -475,7 +487,8 @@ func (a *app) watchInterrupts(eng cadre.Engine, id string, con *console, ended <
 				n++
 				opts := cadre.CancelOptions{Reason: "interrupted by Ctrl+C"}
 				if n == 1 {
-					con.println("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
+					// Not after a prompt waiting: stopping ends it.
+					con.note("\ncadre: stopping the run (press Ctrl+C again to abort at once)")
 				} else {
 					opts = cadre.CancelOptions{Abort: true}
 				}

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -146,7 +145,7 @@ func (v *treeView) close() {
 
 // termSize reads the size of the terminal the console writes to.
 func (v *treeView) termSize() (int, int) {
-	if f, ok := v.con.w.(*os.File); ok {
+	if f := terminalFile(v.con.w); f != nil {
 		// A terminal may report a size of zero (a serial console, some
 		// containers): the defaults are better than a frame of nothing.
 		if w, h, err := term.GetSize(int(f.Fd())); err == nil && w > 0 && h > 0 {
@@ -180,10 +179,13 @@ func (v *treeView) tick() {
 	f := v.snapshot(false)
 	lines := f.render()
 	if !v.con.mu.TryLock() {
+		return // something is being written; the next tick draws
+	}
+	shown, open := v.con.frame == len(v.last), v.con.open
+	v.con.mu.Unlock()
+	if open {
 		return // a prompt is open; the frame is redrawn when it is answered
 	}
-	shown := v.con.frame == len(v.last)
-	v.con.mu.Unlock()
 	if shown && f.Width == v.lastW && f.Height == v.lastH && slices.Equal(lines, v.last) {
 		return
 	}
