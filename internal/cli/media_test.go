@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
@@ -32,11 +33,16 @@ models:
 		after string   // the text of the user message after it
 		urls  []string // its image URLs
 	}
-	var got seen
+	var (
+		mu  sync.Mutex // the server's handlers write got, the test reads it
+		got seen
+	)
 	srv := newOpenAIServer(t, func(req *chatRequest) chatReply {
 		if req.assistantTurns() == 0 {
 			return chatReply{Calls: []toolCall{{Name: "mcp__demo__chart", Args: `{}`}}}
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		got = seen{}
 		for i, m := range req.Messages {
 			if m.Role != "tool" {
@@ -84,8 +90,11 @@ models:
 			if res.code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("the model was sent\n%#v\nwant\n%#v", got, tt.want)
+			mu.Lock()
+			sent := got
+			mu.Unlock()
+			if !reflect.DeepEqual(sent, tt.want) {
+				t.Errorf("the model was sent\n%#v\nwant\n%#v", sent, tt.want)
 			}
 			for _, ev := range res.events(t) {
 				if ev["type"] != "tool_result" {
