@@ -518,7 +518,10 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 	case def == "leaf":
 		return send, true
 	case def == "cmdleaf":
-		run := soakCall("run_command", map[string]string{"command": "echo '" + soakLine(key) + "' >> " + soakLog})
+		// The command takes effect at once and then lasts a while, so that
+		// kills often find it done but its result not yet journaled: a
+		// resumed run that ran it again would show.
+		run := soakCall("run_command", map[string]string{"command": "echo '" + soakLine(key) + "' >> " + soakLog + " && sleep 0.3"})
 		if turn == 1 {
 			return chatReply{Calls: []toolCall{run}}, true
 		}
