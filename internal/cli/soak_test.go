@@ -576,16 +576,22 @@ type soakRun struct {
 	// called holds the key#turn of every model call the trial's processes
 	// made so far.
 	called map[string]bool
+	// limits are the run's limits, as flags: always exactly as many agents
+	// as the tree has, so that an agent counted twice after a resume fails
+	// the run; some trials let few agents work at once, so that kills find
+	// agents queued before their first call.
+	limits []string
 }
 
 func newSoakRun(t *testing.T, bin string, model *soakModel, phase *int) *soakRun {
 	dir := soakProject(t)
 	return &soakRun{t: t, bin: bin, model: model, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db"),
-		called: map[string]bool{}}
+		called: map[string]bool{}, limits: []string{"--max-agents", strconv.Itoa(soakAgents)}}
 }
 
 func (c *soakRun) runArgs() []string {
-	return []string{"run", "--store", c.db, "--approve", "all", "--no-tree", "-m", "openai:test-model", soakRootTask}
+	args := []string{"run", "--store", c.db, "--approve", "all", "--no-tree", "-m", "openai:test-model"}
+	return append(append(args, c.limits...), soakRootTask)
 }
 
 func (c *soakRun) resumeArgs() []string {
@@ -593,7 +599,8 @@ func (c *soakRun) resumeArgs() []string {
 }
 
 func (c *soakRun) runResumeArgs() []string {
-	return []string{"run", "--resume", "--store", c.db, "--approve", "all", "--no-tree", "-m", "openai:test-model", soakRootTask}
+	args := []string{"run", "--resume", "--store", c.db, "--approve", "all", "--no-tree", "-m", "openai:test-model"}
+	return append(append(args, c.limits...), soakRootTask)
 }
 
 // exec runs the binary with args in the project, killing it with SIGKILL
@@ -1148,7 +1155,10 @@ func TestSoakKillAndResume(t *testing.T) {
 		}
 		rng := rand.New(rand.NewPCG(seed, uint64(trial)))
 		c := newSoakRun(t, bin, model, &phase)
-		fmt.Fprintf(&c.log, "trial %d of seed %d:\n", trial, seed)
+		if rng.IntN(3) == 0 {
+			c.limits = append(c.limits, "--max-concurrent", "3")
+		}
+		fmt.Fprintf(&c.log, "trial %d of seed %d (%s):\n", trial, seed, strings.Join(c.limits, " "))
 		stats.trials++
 		func() {
 			defer func() {
