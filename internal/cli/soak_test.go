@@ -39,7 +39,8 @@ import (
 // result; b4 spawns its leaves in two replies; b5's first leaf asks b5 a
 // question (ask_caller), which b5 answers with answer_agent before waiting
 // for it. Five leaves append a line to a file with run_command, so a
-// command run twice shows.
+// command run twice shows. Last, the root wakes b1, which had reported and
+// ended, with a message, and waits for its second report.
 //
 // Every agent is known by a key, written [[key]] in its task (the last such
 // mark in the messages before its first reply), so the model server knows
@@ -124,6 +125,13 @@ func soakQuestion(key string) string { return "Q{" + key + "} which colour shoul
 func soakReply(key string) string { return "A{" + key + "} blue" }
 
 func soakLine(key string) string { return "RAN " + key }
+
+// The root wakes b1 after its report with soakWake, and b1 reports again
+// with soakSecond.
+const (
+	soakWake   = "WAKE{b1}: look at your leaves' reports once more"
+	soakSecond = "SECOND{b1}"
+)
 
 var soakMark = regexp.MustCompile(`\[\[([a-z0-9.]+)\]\]`)
 
@@ -325,6 +333,15 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		}
 		return n
 	}
+	seenText := func(text string) int {
+		n := 0
+		for _, msg := range req.Messages {
+			if msg.Role != "assistant" && msg.Role != "system" {
+				n += strings.Count(contentText(msg.Content), text)
+			}
+		}
+		return n
+	}
 	expect := func(keys ...string) {
 		for _, k := range keys {
 			if n := seen(k); n != 1 {
@@ -350,7 +367,24 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		}
 	}
 	send := chatReply{Calls: []toolCall{soakCall(loop.ToolSendAgentMessage, map[string]string{"text": soakReport(key)})}}
-	if reported {
+	if key == "b1" && seenText(soakWake) > 0 {
+		// Woken by the root after its report: it reports again, once.
+		sends := 0
+		for _, msg := range req.Messages {
+			for _, c := range msg.ToolCalls {
+				if c.Function.Name == loop.ToolSendAgentMessage {
+					sends++
+				}
+			}
+		}
+		if n := seenText(soakWake); n != 1 {
+			m.problem("%s: the wake is in the request %d times, want once", at, n)
+		}
+		if sends < 2 {
+			return chatReply{Calls: []toolCall{soakCall(loop.ToolSendAgentMessage, map[string]string{"text": soakSecond})}}, true
+		}
+	}
+	if reported && key != "root" {
 		// A child that reports ends with that reply; a turn after it is
 		// not in the script but harmless.
 		return chatReply{Text: key + " done"}, true
@@ -409,6 +443,16 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 			return chatReply{Calls: calls}, true
 		case 4:
 			expect("b1", "b2", "b3", "b4", "b5", "b6")
+			id := string(tree["b1"].id)
+			return chatReply{Calls: []toolCall{
+				soakCall(loop.ToolSendAgentMessage, map[string]string{"agentId": id, "text": soakWake}),
+				soakCall(loop.ToolWaitAgent, map[string]string{"agentId": id}),
+			}}, true
+		case 5:
+			expect("b1", "b2", "b3", "b4", "b5", "b6")
+			if n := seenText(soakSecond); n != 1 {
+				m.problem("%s: the second report of b1 is in the request %d times, want once", at, n)
+			}
 			return chatReply{Text: soakAnswer}, true
 		}
 	case key == "b1":
@@ -889,8 +933,11 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 	}
 	defer s.Close()
 	run := st.run
-	if run == nil || run.Status != cadre.StatusDone || run.Answer != soakAnswer {
-		c.fail("the run record: %+v\n%s", run, c.context(st.journal))
+	if run == nil {
+		c.fail("no run in the store\n%s", c.context(""))
+	}
+	if run.Status != cadre.StatusDone || run.Answer != soakAnswer {
+		c.fail("the run record: status %s, answer %q, error %q\n%s", run.Status, run.Answer, run.Error, c.context(st.journal))
 	}
 	agents, err := s.ListAgents(ctx, run.ID)
 	if err != nil {
@@ -986,6 +1033,16 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 		}
 		if n := count(parent, soakReport(key)); n != 1 {
 			bad1("the report of %s reached %s %d times, want once", ag.id, parent.ID(), n)
+		}
+		stats.reports++
+	}
+	// The wake: it reached b1 once, and b1's second report the root once.
+	if root, b1 := states[cadre.RootID], states[tree["b1"].id]; root != nil && b1 != nil {
+		if n := count(b1, soakWake); n != 1 {
+			bad1("the root's wake reached %s %d times, want once", b1.ID(), n)
+		}
+		if n := count(root, soakSecond); n != 1 {
+			bad1("the second report of %s reached the root %d times, want once", b1.ID(), n)
 		}
 		stats.reports++
 	}
@@ -1088,8 +1145,8 @@ func soakSeed(t *testing.T) uint64 {
 // after the Nth reply reaches it, or after a random delay. After each
 // process it checks that no model call whose result was journaled before
 // the process started was made again; after each trial, that the run
-// completed with the answer, that each of its 48 reports reached its
-// parent exactly once, that the questions and answers reached their agents
+// completed with the answer, that each of its 49 reports (48 children's
+// and the second of the woken b1) reached its parent exactly once, that the questions and answers reached their agents
 // once, and that each command ran once.
 //
 // CADRE_SOAK_SEED sets the seed of the kill points; CADRE_SOAK_TRIAL runs
