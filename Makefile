@@ -1,7 +1,7 @@
 # cadre's developer commands. `make test` is what CI runs.
 GO ?= go
 
-.PHONY: build test bench bench-scale demo fuzz
+.PHONY: build test bench bench-scale demo fuzz soak
 
 build:
 	$(GO) build -o bin/cadre ./cmd/cadre
@@ -31,3 +31,11 @@ FUZZTIME ?= 5m
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) bash .ci/fuzz.sh
+
+# Kills a run of 50 agents SOAK times at random points and resumes it (see
+# internal/cli/soak_test.go); make test kills it 5 times. CADRE_SOAK_SEED
+# replays the kill points of a seed the output names.
+SOAK ?= 100
+
+soak:
+	CADRE_SOAK=$(SOAK) $(GO) test -race -count=1 -run '^TestSoakKillAndResume$$' -v -timeout 120m ./internal/cli/

@@ -182,7 +182,17 @@ func (a *agent) step(ins []loop.Input) *loop.Finish {
 				delete(a.kids, ce.Child)
 			}
 		}
-		return a.apply([]loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}})
+		fin := a.apply([]loop.Input{loop.Cancel{Reason: "the run's store failed: " + err.Error()}})
+		if fin == nil && a.st.Done() {
+			// A finished agent given new work whose wake could not be
+			// journaled: it never took the work up, and stays as it ended.
+			// (Its state takes no Cancel: without this it would wait, and
+			// every later input would fail to be journaled again.)
+			if f, ok := a.st.Finished(); ok {
+				return &f
+			}
+		}
+		return fin
 	}
 	return a.apply(ins)
 }

@@ -94,7 +94,7 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
 	}
-	agents, err := r.restore(all)
+	agents, wakes, err := r.restore(all)
 	if err != nil {
 		r.abandon(err)
 		return nil, fmt.Errorf("resume run %s: %w", id, err)
@@ -155,21 +155,37 @@ func (e *Engine) resume(ctx context.Context, id string) (*run, error) {
 		}
 		plan = append(plan, launch{a: a, pending: x.st.Pending()})
 	}
+	// The wakes go out before their senders run: a woken child is one of
+	// its parent's children, which the parent's goroutine owns.
+	for _, w := range wakes {
+		r.wake(w.from, w.d)
+	}
 	for _, l := range plan {
 		r.launch(l.a, l.pending)
 	}
 	return r, nil
 }
 
+// lostWake is a wake a parent sent that its child never journaled: the
+// process stopped in between.
+type lostWake struct {
+	from *agent
+	d    loop.Deliver
+}
+
 // restore rebuilds the agents of a run, registers them, and posts to each
 // live parent the reports and ends of its children that it may have missed.
-func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
+// It returns the wakes that live parents sent to finished children that
+// never took them up, for the caller to send again once every agent is
+// restored; such a child's old report and end are not posted.
+func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, []lostWake, error) {
 	e := r.e
 	byName := make(map[string]cadre.Tool, len(e.cfg.Tools))
 	for _, t := range e.cfg.Tools {
 		byName[t.Spec().Name] = t
 	}
 	agents := map[cadre.AgentID]*agent{}
+	var wakes []lostWake
 	for _, x := range all {
 		st := x.st
 		cfg := st.Config()
@@ -186,19 +202,19 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 		}
 		m, err := e.cfg.Models.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("open model %q of %s: %w", name, cfg.ID, err)
+			return nil, nil, fmt.Errorf("open model %q of %s: %w", name, cfg.ID, err)
 		}
 		var tools []cadre.Tool
 		for _, spec := range cfg.Tools {
 			t, ok := byName[spec.Name]
 			if !ok {
-				return nil, fmt.Errorf("agent %s uses the tool %s, which this cadre does not have", cfg.ID, spec.Name)
+				return nil, nil, fmt.Errorf("agent %s uses the tool %s, which this cadre does not have", cfg.ID, spec.Name)
 			}
 			tools = append(tools, t)
 		}
 		rules, err := compileRules(cfg.Rules)
 		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", cfg.ID, err)
+			return nil, nil, fmt.Errorf("agent %s: %w", cfg.ID, err)
 		}
 		a := r.newAgent(cfg, parent, r.defs[cfg.Definition], m, tools, rules)
 		a.st, a.seq, a.started = st, x.seq, st.Turns() > 0
@@ -243,6 +259,10 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 		if parent == nil || parent.st.Done() {
 			continue
 		}
+		if d, ok := parent.st.WakeOf(a.id); ok && st.Done() && st.Round() < d.Round {
+			wakes = append(wakes, lostWake{from: parent, d: d})
+			continue
+		}
 		if rep, ok := st.Report(); ok {
 			parent.box.put(loop.ChildReport{Child: a.id, Text: rep.Text, Failed: rep.Failed, Cancelled: rep.Cancelled, Incomplete: rep.Incomplete, Round: rep.Round})
 		}
@@ -264,7 +284,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, error) {
 			}
 		}
 	}
-	return agents, nil
+	return agents, wakes, nil
 }
 
 func finishStatus(f loop.Finish) cadre.Status {

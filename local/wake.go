@@ -66,7 +66,9 @@ func (e *Engine) Continue(ctx context.Context, id, message string) error {
 	if err != nil {
 		return fail(err)
 	}
-	agents, err := r.restore(all)
+	// The run ended, so every parent had finished: none has a wake to
+	// send again.
+	agents, _, err := r.restore(all)
 	if err != nil {
 		return fail(err)
 	}

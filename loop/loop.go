@@ -58,6 +58,9 @@ type child struct {
 	// wakeNext is the message that wakes the child once it has ended: it
 	// was sent after its report, while it was finishing.
 	wakeNext string
+	// wake is the message that woke it (or will, see wakeNext) in its
+	// latest round.
+	wake string
 }
 
 // State is one agent's state machine. The zero value is not usable: create

@@ -87,6 +87,7 @@ func (s *State) wakeMessage(w Wake) cadre.Message {
 // A child that has reported but not yet ended is woken when it ends.
 func (s *State) wakeChild(i int, c *child, text string) []Action {
 	c.round++
+	c.wake = text
 	ended := c.ended
 	c.ended, c.reported, c.waiter, c.question = false, false, "", ""
 	c.status = cadre.StatusRunning
@@ -98,6 +99,21 @@ func (s *State) wakeChild(i int, c *child, text string) []Action {
 		return acts
 	}
 	return append(acts, Deliver{To: c.spec.ID, Text: text, Wake: true, Round: c.round})
+}
+
+// WakeOf returns the Deliver that woke the child id in its latest round,
+// when the child has neither reported nor ended since and the wake is not
+// waiting for the child's end (see wakeChild). An engine that resumes a
+// run compares its Round with the child's own Round: a child behind it
+// never took the wake up (the process stopped before the child journaled
+// it) and must be woken again, rather than be told to its parent as having
+// ended, which would lose the wake and the report it asked for.
+func (s *State) WakeOf(id cadre.AgentID) (Deliver, bool) {
+	c, ok := s.children[id]
+	if !ok || c.round == 0 || c.ended || c.reported || c.wakeNext != "" || c.wake == "" {
+		return Deliver{}, false
+	}
+	return Deliver{To: id, Text: c.wake, Wake: true, Round: c.round}, true
 }
 
 // refused is the event of a refused tool call.

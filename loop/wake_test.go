@@ -224,3 +224,52 @@ func TestWakeChildTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeOf checks that a parent says which wake it sent a child until
+// the child answers it: the wake of a child that had ended at once, and
+// the one sent while it was finishing once it ends.
+func TestWakeOf(t *testing.T) {
+	child := cadre.AgentID("root/researcher.1")
+	wakeMsg := func(id string) ModelResult {
+		return ModelResult{Response: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant,
+			ToolCalls: []cadre.ToolCall{call(id, ToolSendAgentMessage, `{"agentId":"root/researcher.1","text":"look again"}`)}}}}
+	}
+	parent := start(t, rootConfig(), "task")
+	parent.reply("", call("s1", ToolStartBackground, `{"agent":"researcher","prompt":"look"}`))
+	parent.step(Spawned{Ref: "s1", Child: child})
+	parent.reply("", call("w1", ToolWaitAgent, `{"agentId":"root/researcher.1"}`))
+	parent.step(ChildReport{Child: child, Text: "report 0"})
+	parent.step(ChildEnded{Child: child, Status: cadre.StatusDone})
+	if _, ok := parent.s.WakeOf(child); ok {
+		t.Fatal("a child never woken has a wake")
+	}
+	parent.step(wakeMsg("m1"))
+	d, ok := parent.s.WakeOf(child)
+	if !ok || !d.Wake || d.To != child || d.Round != 1 || d.Text != "look again" {
+		t.Fatalf("after waking an ended child: %+v, %v", d, ok)
+	}
+	parent.step(ToolResults{})
+	parent.step(ChildReport{Child: child, Text: "report 1", Round: 1})
+	if _, ok := parent.s.WakeOf(child); ok {
+		t.Error("a child that answered its wake still has one")
+	}
+
+	// Sent while the child had reported but not yet ended, the wake waits
+	// for its end: until then there is none to send again.
+	parent = start(t, rootConfig(), "task")
+	parent.reply("", call("s1", ToolStartBackground, `{"agent":"researcher","prompt":"look"}`))
+	parent.step(Spawned{Ref: "s1", Child: child})
+	parent.reply("", call("w1", ToolWaitAgent, `{"agentId":"root/researcher.1"}`))
+	parent.step(ChildReport{Child: child, Text: "report 0"})
+	parent.step(wakeMsg("m1"))
+	if _, ok := parent.s.WakeOf(child); ok {
+		t.Error("a wake waiting for the child's end can be sent again")
+	}
+	acts := parent.step(ChildEnded{Child: child, Status: cadre.StatusDone})
+	if w, ok := only[Deliver](acts); !ok || !w.Wake || w.Round != 1 {
+		t.Fatalf("the child's end did not send the wake: %#v", acts)
+	}
+	if d, ok := parent.s.WakeOf(child); !ok || d.Round != 1 || d.Text != "look again" {
+		t.Errorf("after the wake went out at the child's end: %+v, %v", d, ok)
+	}
+}
