@@ -348,7 +348,7 @@ func (s *Set) judgeCommand(tool, line string) verdict {
 		return verdict{action: cadre.PermissionDeny, set: s, unsure: "cadre could not read the command line (" + err.Error() + "), so it cannot check it against the rules"}
 	}
 	if len(parts) == 0 {
-		parts = []part{{text: strings.TrimSpace(line), prog: -1}}
+		parts = []part{{text: trimBlanks(line), prog: -1}}
 	}
 	strict := false // some rule denies or asks about some commands only
 	for _, c := range rules {
@@ -396,7 +396,7 @@ func (s *Set) judgePart(rules []*compiled, pt part, strict bool) verdict {
 	}
 	var forms []string
 	add := func(f string) {
-		if f = strings.TrimSpace(f); f != "" && !slices.Contains(forms, f) {
+		if f = trimBlanks(f); f != "" && !slices.Contains(forms, f) {
 			forms = append(forms, f)
 		}
 	}

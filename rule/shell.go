@@ -138,7 +138,7 @@ func (r *shellReader) finish(b *builder, parts []part) []part {
 	if b.textEnd >= 0 {
 		end = b.textEnd
 	}
-	text := strings.TrimSpace(r.s[b.start:end])
+	text := trimBlanks(r.s[b.start:end])
 	if b.pendKind != "" {
 		b.setOpaque("a redirection without a target")
 	}
@@ -555,3 +555,8 @@ func (r *shellReader) expansion(b *builder, depth int, inQuotes bool) error {
 	r.i++
 	return nil
 }
+
+// trimBlanks cuts the blanks the shell separates words with from both ends
+// of s, and nothing else: a vertical tab or a form feed is part of a word
+// to the shell, so "\vgit" is not the command git.
+func trimBlanks(s string) string { return strings.Trim(s, " \t\r\n") }
