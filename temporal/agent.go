@@ -709,13 +709,16 @@ func (a *agentRun) end() loop.Finish {
 	a.record()
 	rec := &a.records[len(a.records)-1]
 	rec.Ended = workflow.Now(a.ctx).UTC()
+	// As on the local engine, a child's result is the report its parent
+	// got, a failed one's included.
 	switch {
-	case a.status != cadre.StatusDone:
-		rec.Error = fin.Result
 	case a.in.Report != "" && a.in.Parent != "":
 		rec.Result = a.in.Report
-	default:
+	case a.status == cadre.StatusDone:
 		rec.Result = fin.Result
+	}
+	if a.status != cadre.StatusDone {
+		rec.Error = fin.Result
 	}
 	a.flush()
 	if a.in.Parent != "" {
