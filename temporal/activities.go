@@ -80,6 +80,9 @@ type modelArgs struct {
 	Model     string        `json:"model"`
 	Request   cadre.Request `json:"request"`
 	Heartbeat time.Duration `json:"heartbeat"`
+	// Inactivity is the agent's inactivity limit: the call gives up when
+	// it goes that long without a chunk of the reply. 0 means no limit.
+	Inactivity time.Duration `json:"inactivity,omitempty"`
 }
 
 // modelOutcome is a model call's reply, or why it failed for good (the
@@ -87,7 +90,13 @@ type modelArgs struct {
 type modelOutcome struct {
 	Response *cadre.Response `json:"response,omitempty"`
 	Err      string          `json:"err,omitempty"`
+	// Inactive says the call gave up at the agent's inactivity limit.
+	Inactive bool `json:"inactive,omitempty"`
 }
+
+// errInactive is the cause of a model call given up at its agent's
+// inactivity limit.
+var errInactive = errors.New("no sign of life within the agent's inactivity limit")
 
 // heartbeat records a heartbeat every interval until stop is called, so
 // that Temporal can tell this worker is alive, and learn of a
@@ -124,9 +133,23 @@ func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, 
 	if err != nil {
 		return modelOutcome{Err: fmt.Sprintf("cannot open model %q: %v", a.Model, err)}, nil
 	}
+	// As on the local engine, the call is alive while chunks of its reply
+	// come in (retries of the provider included), and gives up when none
+	// came for the agent's inactivity limit.
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	alive := func() {}
+	if a.Inactivity > 0 {
+		watch := time.AfterFunc(a.Inactivity, func() { cancel(errInactive) })
+		defer watch.Stop()
+		alive = func() { watch.Reset(a.Inactivity) }
+	}
 	req := a.Request
-	resp, err := cadre.Collect(m.Stream(ctx, &req), func(string) {})
+	resp, err := cadre.CollectFunc(m.Stream(callCtx, &req), func(*cadre.Chunk) { alive() })
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(callCtx), errInactive) {
+			return modelOutcome{Inactive: true}, nil
+		}
 		if ctx.Err() != nil {
 			// Cancelled by the workflow, or this worker is stopping: the
 			// workflow decides what it means.
