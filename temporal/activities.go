@@ -133,21 +133,10 @@ func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, 
 	if err != nil {
 		return modelOutcome{Err: fmt.Sprintf("cannot open model %q: %v", a.Model, err)}, nil
 	}
-	// As on the local engine, the call is alive while chunks of its reply
-	// come in (retries of the provider included), and gives up when none
-	// came for the agent's inactivity limit.
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	alive := func() {}
-	if a.Inactivity > 0 {
-		watch := time.AfterFunc(a.Inactivity, func() { cancel(errInactive) })
-		defer watch.Stop()
-		alive = func() { watch.Reset(a.Inactivity) }
-	}
 	req := a.Request
-	resp, err := cadre.CollectFunc(m.Stream(callCtx, &req), func(*cadre.Chunk) { alive() })
+	resp, err := collect(ctx, m, &req, a.Inactivity)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(context.Cause(callCtx), errInactive) {
+		if errors.Is(err, errInactive) {
 			return modelOutcome{Inactive: true}, nil
 		}
 		if ctx.Err() != nil {
@@ -158,6 +147,25 @@ func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, 
 		return modelOutcome{Err: err.Error()}, nil
 	}
 	return modelOutcome{Response: resp}, nil
+}
+
+// collect asks m for a reply. With a limit, the call gives up with
+// errInactive when it shows no sign of life for that long: as on the local
+// engine, it is alive when it starts and with each chunk of text or restart
+// of the reply (cadre.CollectFunc).
+func collect(ctx context.Context, m cadre.Model, req *cadre.Request, limit time.Duration) (*cadre.Response, error) {
+	if limit <= 0 {
+		return cadre.Collect(m.Stream(ctx, req), nil)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := time.AfterFunc(limit, func() { cancel(errInactive) })
+	defer watch.Stop()
+	resp, err := cadre.CollectFunc(m.Stream(ctx, req), func(*cadre.Chunk) { watch.Reset(limit) })
+	if err != nil && errors.Is(context.Cause(ctx), errInactive) {
+		return nil, fmt.Errorf("the model call gave up after %s without a sign of life: %w", limit, errInactive)
+	}
+	return resp, err
 }
 
 type toolArgs struct {
