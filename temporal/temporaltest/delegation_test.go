@@ -3,6 +3,7 @@ package temporaltest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/enginetest"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
@@ -289,4 +291,92 @@ func TestScenarioInactivity(t *testing.T) {
 		t.Errorf("%d timers fired in the history of the child whose model hung, want 0", n)
 	}
 	replayAll(t, cfg.Client, "inactivity", res)
+}
+
+// finish waits for a started run and returns its result and events.
+func finish(t *testing.T, e cadre.Engine, id string) (*cadre.Result, []cadre.Event) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
+	defer cancel()
+	res, err := e.Wait(ctx, id)
+	if ctx.Err() != nil {
+		t.Fatalf("run %s did not end within %s", id, enginetest.Timeout)
+	}
+	if err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	var evs []cadre.Event
+	for ev, err := range e.Events(ctx, id) {
+		if err != nil {
+			t.Fatalf("events: %v", err)
+		}
+		evs = append(evs, ev)
+	}
+	return res, evs
+}
+
+// A root's question waits for Engine.Answer when the engine takes answers
+// (AnswerQuestions on Temporal, AskUser locally), and the agent goes on
+// with the answer, on both engines alike.
+func TestScenarioRootAnswered(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Turn == 1 {
+			return calls(tc("q", loop.ToolAskCaller, map[string]string{"question": "Which year?"})), nil
+		}
+		return text("the year is " + lastTool(req)), nil
+	})
+	root := defs("asker")[0]
+	root.AskCaller = true
+	const task = "which year?"
+
+	// The local engine: the question is pending once AskUser is called.
+	asked := make(chan struct{})
+	le := local.New(local.Config{Models: local.OneModel{Name: "scripted", Model: m}, RootDefinition: root, Store: memstore.New(),
+		AskUser: func(ctx context.Context, agent cadre.AgentID, q string) (string, error) {
+			close(asked)
+			return local.AwaitAnswer(ctx, agent, q)
+		}})
+	lid, err := le.Start(t.Context(), task, cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-asked
+	if err := le.Answer(t.Context(), lid, cadre.RootID, "1969"); err != nil {
+		t.Fatalf("local Answer: %v", err)
+	}
+	want, _ := finish(t, le, lid)
+
+	// Temporal: the question is pending once its event is stored, since
+	// the query that Answer makes sees the workflow as of its last task,
+	// the one that wrote the event.
+	e, cfg := newEngine(t, setup{Model: m, RootDefinition: root, AnswerQuestions: true})
+	id, err := e.Start(t.Context(), task, cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev, err := range e.Events(t.Context(), id) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Type == cadre.EventQuestion {
+			break
+		}
+	}
+	if err := e.Answer(t.Context(), id, cadre.RootID, "1969"); err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	got, evs := finish(t, e, id)
+	if err := e.Answer(t.Context(), id, cadre.RootID, "1970"); !errors.Is(err, cadre.ErrNoQuestion) {
+		t.Errorf("Answer after the run: %v, want cadre.ErrNoQuestion", err)
+	}
+	if g, w := outcome(got), outcome(want); g != w {
+		t.Errorf("the Temporal engine's run:\n%s\ndiffers from the local engine's:\n%s", g, w)
+	}
+	if got.Answer != "the year is 1969" {
+		t.Errorf("answer %q", got.Answer)
+	}
+	if a := ofType(evs, cadre.EventAnswer); len(a) != 1 || a[0].Data != (cadre.Answer{Question: "Which year?", Answer: "1969", From: "user"}) {
+		t.Errorf("agent_answer events %+v", a)
+	}
+	replayAll(t, cfg.Client, "rootanswered", got)
 }
