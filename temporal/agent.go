@@ -688,12 +688,7 @@ func (a *agentRun) spawn(specs []loop.ChildSpec) {
 			StartToCloseTimeout: time.Minute,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
 		})
-		if err := workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: a.st.Config(), Specs: ask}).Get(ctx, &plans); err != nil {
-			plans = nil
-			for range ask {
-				plans = append(plans, childPlan{Refused: "the subagent could not be started: " + err.Error()})
-			}
-		}
+		plans = a.planChildren(ctx, ask)
 	}
 	now := workflow.Now(a.ctx).UTC()
 	type birth struct {
@@ -760,6 +755,54 @@ func (a *agentRun) spawn(specs []loop.ChildSpec) {
 		}
 		a.queue = append(a.queue, loop.Spawned{Ref: s.Ref, Child: s.ID, Err: msg})
 	}
+}
+
+// planBatch is the most children one PlanChildren call builds. Its result
+// holds the Start of each child, with its system prompt, and Temporal
+// refuses a payload over 2 MB by default: a run of a thousand children
+// from one reply did not start any in one call.
+const planBatch = 32
+
+// Versions of the agent's workflow for planning children, for
+// workflow.GetVersion: workflows recorded before built all the children of
+// a spawn in one call.
+const (
+	planChange   = "plan-children"
+	plansWhole   = workflow.DefaultVersion
+	plansBatched = workflow.Version(1)
+)
+
+// planChildren builds the children in ask, in calls of planBatch children
+// at most, made at once. A call that fails refuses its children with its
+// error.
+func (a *agentRun) planChildren(ctx workflow.Context, ask []loop.ChildSpec) []childPlan {
+	batch := len(ask)
+	if len(ask) > planBatch && workflow.GetVersion(a.ctx, planChange, plansWhole, plansBatched) == plansBatched {
+		batch = planBatch
+	}
+	cfg := a.st.Config()
+	var futures []workflow.Future
+	for lo := 0; lo < len(ask); lo += batch {
+		specs := ask[lo:min(lo+batch, len(ask))]
+		futures = append(futures, workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: cfg, Specs: specs}))
+	}
+	plans := make([]childPlan, 0, len(ask))
+	for i, f := range futures {
+		n := min(batch, len(ask)-i*batch)
+		var part []childPlan
+		err := f.Get(ctx, &part)
+		if err == nil && len(part) != n {
+			err = fmt.Errorf("%d children were built for %d asked for", len(part), n)
+		}
+		if err != nil {
+			part = part[:0]
+			for range n {
+				part = append(part, childPlan{Refused: "the subagent could not be started: " + err.Error()})
+			}
+		}
+		plans = append(plans, part...)
+	}
+	return plans
 }
 
 // end finishes the agent: its calls in flight are given up, its children
