@@ -216,6 +216,7 @@ func TestScenarioRootAskCaller(t *testing.T) {
 	if q := ofType(evs, cadre.EventQuestion); len(q) != 1 {
 		t.Errorf("%d agent_question events, want 1", len(q))
 	}
+	reportsOnce(t, res, evs)
 	replayAll(t, cfg.Client, "rootask", res)
 }
 
@@ -290,6 +291,7 @@ func TestScenarioInactivity(t *testing.T) {
 	if n := fired("root/hang.1"); n != 0 {
 		t.Errorf("%d timers fired in the history of the child whose model hung, want 0", n)
 	}
+	reportsOnce(t, res, evs)
 	replayAll(t, cfg.Client, "inactivity", res)
 }
 
@@ -378,5 +380,28 @@ func TestScenarioRootAnswered(t *testing.T) {
 	if a := ofType(evs, cadre.EventAnswer); len(a) != 1 || a[0].Data != (cadre.Answer{Question: "Which year?", Answer: "1969", From: "user"}) {
 		t.Errorf("agent_answer events %+v", a)
 	}
+	reportsOnce(t, got, evs)
 	replayAll(t, cfg.Client, "rootanswered", got)
+}
+
+// More children than one call builds start from one reply, each with the
+// task it was given.
+func TestScenarioManyChildren(t *testing.T) {
+	const n = 40
+	e, cfg := newEngine(t, setup{Model: fanOut(n, 0), Definitions: defs("worker"), Limits: cadre.Limits{MaxAgents: n + 1}})
+	res, evs := runToEnd(t, e, "fan out")
+	if res.Answer != "done" || len(res.Agents) != n+1 {
+		t.Fatalf("answer %q, %d agents", res.Answer, len(res.Agents))
+	}
+	for _, a := range res.Agents {
+		if a.ID == cadre.RootID {
+			continue
+		}
+		var i int
+		if _, err := fmt.Sscanf(string(a.ID), "root/worker.%d", &i); err != nil || a.Task != fmt.Sprint("part ", i-1) || a.Status != cadre.StatusDone {
+			t.Errorf("%s: task %q, %s", a.ID, a.Task, a.Status)
+		}
+	}
+	reportsOnce(t, res, evs)
+	replayAll(t, cfg.Client, "many", res)
 }
