@@ -80,6 +80,9 @@ type modelArgs struct {
 	Model     string        `json:"model"`
 	Request   cadre.Request `json:"request"`
 	Heartbeat time.Duration `json:"heartbeat"`
+	// Inactivity is the agent's inactivity limit: the call gives up when
+	// it goes that long without a chunk of the reply. 0 means no limit.
+	Inactivity time.Duration `json:"inactivity,omitempty"`
 }
 
 // modelOutcome is a model call's reply, or why it failed for good (the
@@ -87,7 +90,13 @@ type modelArgs struct {
 type modelOutcome struct {
 	Response *cadre.Response `json:"response,omitempty"`
 	Err      string          `json:"err,omitempty"`
+	// Inactive says the call gave up at the agent's inactivity limit.
+	Inactive bool `json:"inactive,omitempty"`
 }
+
+// errInactive is the cause of a model call given up at its agent's
+// inactivity limit.
+var errInactive = errors.New("no sign of life within the agent's inactivity limit")
 
 // heartbeat records a heartbeat every interval until stop is called, so
 // that Temporal can tell this worker is alive, and learn of a
@@ -125,8 +134,11 @@ func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, 
 		return modelOutcome{Err: fmt.Sprintf("cannot open model %q: %v", a.Model, err)}, nil
 	}
 	req := a.Request
-	resp, err := cadre.Collect(m.Stream(ctx, &req), func(string) {})
+	resp, err := collect(ctx, m, &req, a.Inactivity)
 	if err != nil {
+		if errors.Is(err, errInactive) {
+			return modelOutcome{Inactive: true}, nil
+		}
 		if ctx.Err() != nil {
 			// Cancelled by the workflow, or this worker is stopping: the
 			// workflow decides what it means.
@@ -135,6 +147,25 @@ func (x *activities) CallModel(ctx context.Context, a modelArgs) (modelOutcome, 
 		return modelOutcome{Err: err.Error()}, nil
 	}
 	return modelOutcome{Response: resp}, nil
+}
+
+// collect asks m for a reply. With a limit, the call gives up with
+// errInactive when it shows no sign of life for that long: as on the local
+// engine, it is alive when it starts and with each chunk of text or restart
+// of the reply (cadre.CollectFunc).
+func collect(ctx context.Context, m cadre.Model, req *cadre.Request, limit time.Duration) (*cadre.Response, error) {
+	if limit <= 0 {
+		return cadre.Collect(m.Stream(ctx, req), nil)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watch := time.AfterFunc(limit, func() { cancel(errInactive) })
+	defer watch.Stop()
+	resp, err := cadre.CollectFunc(m.Stream(ctx, req), func(*cadre.Chunk) { watch.Reset(limit) })
+	if err != nil && errors.Is(context.Cause(ctx), errInactive) {
+		return nil, fmt.Errorf("the model call gave up after %s without a sign of life: %w", limit, errInactive)
+	}
+	return resp, err
 }
 
 type toolArgs struct {

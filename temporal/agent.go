@@ -97,6 +97,9 @@ type modelCall struct {
 	future      workflow.Future
 	cancel      workflow.CancelFunc
 	interrupted bool
+	// inactivity is the limit the call was made with: the call gives up
+	// when its reply shows no sign of life for that long.
+	inactivity time.Duration
 }
 
 type toolCall struct {
@@ -126,6 +129,24 @@ type agentRun struct {
 	status   cadre.Status
 	fin      *loop.Finish
 	err      error // a failure of the engine itself: the agent fails with it
+
+	// active is the workflow time of the agent's last sign of life: an
+	// input stepped, or a model call begun.
+	active time.Time
+	// limit is the agent's inactivity limit, 0 for none; limitKnown says
+	// whether it has been decided for this workflow run (see
+	// inactivityLimit).
+	limit      time.Duration
+	limitKnown bool
+	timer      *inactivityTimer
+}
+
+// inactivityTimer wakes an agent whose calls in flight showed no sign of
+// life until at.
+type inactivityTimer struct {
+	at     time.Time
+	future workflow.Future
+	cancel workflow.CancelFunc
 }
 
 func (a *agentRun) wid() string { return AgentWorkflowID(a.in.Run, a.in.Agent) }
@@ -136,6 +157,7 @@ func (w *Worker) agentWorkflow(ctx workflow.Context, in agentInput) (loop.Finish
 	a := &agentRun{w: w, ctx: ctx, in: in, kids: map[cadre.AgentID]bool{},
 		inputs: workflow.GetSignalChannel(ctx, inputSignal), replies: workflow.GetSignalChannel(ctx, replySignal)}
 	a.callCtx, a.cancel = workflow.WithCancel(ctx)
+	a.active = workflow.Now(ctx)
 	for _, k := range in.Kids {
 		a.kids[k] = true
 	}
@@ -248,6 +270,7 @@ func (a *agentRun) wait() {
 	for _, t := range a.tools {
 		sel.AddFuture(t.future, func(f workflow.Future) { a.toolDone(t, f) })
 	}
+	a.armTimer(sel)
 	if len(a.unread) == 0 {
 		sel.Select(a.ctx)
 	}
@@ -258,6 +281,72 @@ func (a *agentRun) wait() {
 		if r.Kind == "granted" && a.model != nil && a.model.key == r.Key && !a.model.granted {
 			a.granted(r.Exhausted)
 		}
+	}
+}
+
+// Versions of the agent's workflow, for workflow.GetVersion: histories
+// recorded by older workers replay as they ran.
+const (
+	agentTimersChange = "agent-inactivity"
+	// timersNone: the agent had no inactivity limit.
+	timersNone = workflow.DefaultVersion
+	// timersArmed: a timer holds the limit while the agent waits for a
+	// concurrency slot or for tools, and a model call gives up by itself.
+	timersArmed = workflow.Version(1)
+)
+
+// inactivityLimit is the agent's inactivity limit (its definition's
+// timeout), or 0 in workflows recorded before the engine kept it. It is
+// decided once per workflow run, when first needed, so that the histories
+// of agents without a limit carry no version marker.
+func (a *agentRun) inactivityLimit() time.Duration {
+	if a.limitKnown {
+		return a.limit
+	}
+	if t := a.st.Config().Timeout; t > 0 {
+		a.limitKnown = true
+		if workflow.GetVersion(a.ctx, agentTimersChange, timersNone, timersArmed) == timersArmed {
+			a.limit = t
+		}
+	}
+	return a.limit
+}
+
+// armTimer adds to sel the timer of the agent's inactivity limit, as the
+// local engine keeps it: it runs while a call of the agent is waiting for a
+// concurrency slot or tools are in flight, from the agent's last sign of
+// life, and when it fires the agent steps a Timeout. A model call in flight
+// keeps the limit itself, since only it sees its reply stream in (see
+// CallModel). The timer is made again only when the last sign of life
+// moved, and the one it replaces is cancelled.
+func (a *agentRun) armTimer(sel workflow.Selector) {
+	waiting := (a.model != nil && a.model.future == nil) || len(a.tools) > 0
+	if !waiting || a.inactivityLimit() <= 0 {
+		a.stopTimer()
+		return
+	}
+	limit := a.limit
+	at := a.active.Add(limit)
+	if a.timer == nil || !a.timer.at.Equal(at) {
+		a.stopTimer()
+		ctx, cancel := workflow.WithCancel(a.ctx)
+		a.timer = &inactivityTimer{at: at, cancel: cancel, future: workflow.NewTimer(ctx, at.Sub(workflow.Now(a.ctx)))}
+	}
+	t := a.timer
+	sel.AddFuture(t.future, func(f workflow.Future) {
+		if a.timer == t {
+			a.timer = nil
+		}
+		if f.Get(a.ctx, nil) == nil {
+			a.step(loop.Timeout{Limit: limit})
+		}
+	})
+}
+
+func (a *agentRun) stopTimer() {
+	if a.timer != nil {
+		a.timer.cancel()
+		a.timer = nil
 	}
 }
 
@@ -291,6 +380,7 @@ func (a *agentRun) step(x loop.Input) {
 	if ce, ok := back.(loop.ChildEnded); ok {
 		delete(a.kids, ce.Child)
 	}
+	a.active = workflow.Now(a.ctx)
 	if a.fin != nil {
 		return
 	}
@@ -456,6 +546,8 @@ func (a *agentRun) granted(exhausted bool) {
 		a.record()
 	}
 	a.flush()
+	a.active = workflow.Now(a.ctx)
+	m.inactivity = a.inactivityLimit()
 	s := a.in.Settings
 	ctx, cancel := workflow.WithCancel(a.callCtx)
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -465,7 +557,7 @@ func (a *agentRun) granted(exhausted bool) {
 	})
 	cfg := a.st.Config()
 	m.cancel = cancel
-	m.future = workflow.ExecuteActivity(ctx, a.w.acts.CallModel, modelArgs{Run: a.in.Run, Agent: a.in.Agent, Model: cfg.Model, Request: m.act.Request, Heartbeat: s.HeartbeatTimeout / 4})
+	m.future = workflow.ExecuteActivity(ctx, a.w.acts.CallModel, modelArgs{Run: a.in.Run, Agent: a.in.Agent, Model: cfg.Model, Request: m.act.Request, Heartbeat: s.HeartbeatTimeout / 4, Inactivity: m.inactivity})
 }
 
 func (a *agentRun) modelDone(f workflow.Future) {
@@ -473,6 +565,11 @@ func (a *agentRun) modelDone(f workflow.Future) {
 	a.model = nil
 	var out modelOutcome
 	err := f.Get(a.ctx, &out)
+	if err == nil && out.Inactive {
+		a.requestRun(runRequest{Kind: "release", Key: m.key})
+		a.step(loop.Timeout{Limit: m.inactivity})
+		return
+	}
 	res := loop.ModelResult{}
 	switch {
 	case err != nil && m.interrupted:
@@ -591,12 +688,7 @@ func (a *agentRun) spawn(specs []loop.ChildSpec) {
 			StartToCloseTimeout: time.Minute,
 			RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
 		})
-		if err := workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: a.st.Config(), Specs: ask}).Get(ctx, &plans); err != nil {
-			plans = nil
-			for range ask {
-				plans = append(plans, childPlan{Refused: "the subagent could not be started: " + err.Error()})
-			}
-		}
+		plans = a.planChildren(ctx, ask)
 	}
 	now := workflow.Now(a.ctx).UTC()
 	type birth struct {
@@ -665,6 +757,54 @@ func (a *agentRun) spawn(specs []loop.ChildSpec) {
 	}
 }
 
+// planBatch is the most children one PlanChildren call builds. Its result
+// holds the Start of each child, with its system prompt, and Temporal
+// refuses a payload over 2 MB by default: a run of a thousand children
+// from one reply did not start any in one call.
+const planBatch = 32
+
+// Versions of the agent's workflow for planning children, for
+// workflow.GetVersion: workflows recorded before built all the children of
+// a spawn in one call.
+const (
+	planChange   = "plan-children"
+	plansWhole   = workflow.DefaultVersion
+	plansBatched = workflow.Version(1)
+)
+
+// planChildren builds the children in ask, in calls of planBatch children
+// at most, made at once. A call that fails refuses its children with its
+// error.
+func (a *agentRun) planChildren(ctx workflow.Context, ask []loop.ChildSpec) []childPlan {
+	batch := len(ask)
+	if len(ask) > planBatch && workflow.GetVersion(a.ctx, planChange, plansWhole, plansBatched) == plansBatched {
+		batch = planBatch
+	}
+	cfg := a.st.Config()
+	var futures []workflow.Future
+	for lo := 0; lo < len(ask); lo += batch {
+		specs := ask[lo:min(lo+batch, len(ask))]
+		futures = append(futures, workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: cfg, Specs: specs}))
+	}
+	plans := make([]childPlan, 0, len(ask))
+	for i, f := range futures {
+		n := min(batch, len(ask)-i*batch)
+		var part []childPlan
+		err := f.Get(ctx, &part)
+		if err == nil && len(part) != n {
+			err = fmt.Errorf("%d children were built for %d asked for", len(part), n)
+		}
+		if err != nil {
+			part = part[:0]
+			for range n {
+				part = append(part, childPlan{Refused: "the subagent could not be started: " + err.Error()})
+			}
+		}
+		plans = append(plans, part...)
+	}
+	return plans
+}
+
 // end finishes the agent: its calls in flight are given up, its children
 // still alive cancelled and waited for, its end told and recorded, and its
 // parent told.
@@ -709,13 +849,16 @@ func (a *agentRun) end() loop.Finish {
 	a.record()
 	rec := &a.records[len(a.records)-1]
 	rec.Ended = workflow.Now(a.ctx).UTC()
+	// As on the local engine, a child's result is the report its parent
+	// got, a failed one's included.
 	switch {
-	case a.status != cadre.StatusDone:
-		rec.Error = fin.Result
 	case a.in.Report != "" && a.in.Parent != "":
 		rec.Result = a.in.Report
-	default:
+	case a.status == cadre.StatusDone:
 		rec.Result = fin.Result
+	}
+	if a.status != cadre.StatusDone {
+		rec.Error = fin.Result
 	}
 	a.flush()
 	if a.in.Parent != "" {

@@ -14,6 +14,16 @@
 // reaches Config.HistoryLimit events continues as new with its journal of
 // inputs, from which the loop's state is rebuilt.
 //
+// An agent's inactivity limit (its definition's timeout) holds as on the
+// local engine: the agent fails when a call of its shows no sign of life for
+// that long. While a model call waits for a concurrency slot or tools run,
+// a workflow timer counts from the agent's last sign of life (an input it
+// stepped, a model call begun); a model call in flight keeps the limit
+// itself, since only the worker making it sees the reply stream in, and
+// gives up when no chunk came for that long. Unlike on the local engine,
+// inputs the agent receives while its model call is in flight do not put
+// that call's limit back.
+//
 // Workers write the agents' events and records to the shared cadre.Store
 // (PostgreSQL when workers run on several machines); Engine reads them
 // from there. When a worker dies, Temporal gives its work to another

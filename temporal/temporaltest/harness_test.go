@@ -51,6 +51,10 @@ type setup struct {
 	Protocol     cadre.Protocol
 	Queue        string
 	Tools        []cadre.Tool
+	// RootDefinition is the root agent's definition; nil means the default.
+	RootDefinition *cadre.Definition
+	// AnswerQuestions lets the root's questions wait for Engine.Answer.
+	AnswerQuestions bool
 }
 
 // newEngine starts workers for s and returns an engine of the same
@@ -65,8 +69,9 @@ func newEngine(t testing.TB, s setup) (*temporal.Engine, temporal.Config) {
 	}
 	cfg := temporal.Config{
 		Client: testClient(t), TaskQueue: s.Queue, Store: s.Store, HistoryLimit: s.HistoryLimit,
-		HeartbeatTimeout: 5 * time.Second,
-		Local:            local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits, Protocol: s.Protocol, Tools: s.Tools},
+		HeartbeatTimeout: 5 * time.Second, AnswerQuestions: s.AnswerQuestions,
+		Local: local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits,
+			Protocol: s.Protocol, Tools: s.Tools, RootDefinition: s.RootDefinition},
 	}
 	for range max(s.Workers, 1) {
 		w, err := temporal.NewWorker(cfg)

@@ -55,7 +55,7 @@ func allText(req *cadre.Request) string {
 
 // runToEnd starts a run and waits for it, with the suite's failsafe, and
 // returns its result and its stored events.
-func runToEnd(t *testing.T, e *temporal.Engine, task string) (*cadre.Result, []cadre.Event) {
+func runToEnd(t *testing.T, e cadre.Engine, task string) (*cadre.Result, []cadre.Event) {
 	t.Helper()
 	id, err := e.Start(t.Context(), task, cadre.StartOptions{})
 	if err != nil {
