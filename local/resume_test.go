@@ -186,6 +186,19 @@ func journaledTurns(t *testing.T, s cadre.Store, run string) map[string]bool {
 	return done
 }
 
+// journalSize counts the journal entries of every agent of a run: a run
+// stopped after each smaller number of them is one crash point.
+func journalSize(s cadre.Store, run string) int {
+	ctx := context.Background()
+	total := 0
+	agents, _ := s.ListAgents(ctx, run)
+	for _, a := range agents {
+		e, _ := s.Journal(ctx, run, a.ID)
+		total += len(e)
+	}
+	return total
+}
+
 // TestResumeAfterCrashAtEveryPoint runs the tree once without a crash to
 // count its journal, then again with the process dying after each possible
 // number of journal entries, and resumes each time. Every resumed run must
@@ -204,12 +217,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 	if res, err := r.Wait(); err != nil || res.Answer != "final answer" {
 		t.Fatalf("uninterrupted run: %v %+v", err, res)
 	}
-	total := 0
-	agents, _ := full.ListAgents(context.Background(), r.ID())
-	for _, a := range agents {
-		e, _ := full.Journal(context.Background(), r.ID(), a.ID)
-		total += len(e)
-	}
+	total := journalSize(full, r.ID())
 	if total < 20 {
 		t.Fatalf("the run journaled only %d entries", total)
 	}
@@ -272,21 +280,7 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 // child's report appears exactly once in its parent's conversation.
 func checkReportsOnce(t *testing.T, s cadre.Store, run string) {
 	t.Helper()
-	ctx := context.Background()
-	agents, _ := s.ListAgents(ctx, run)
-	states := map[cadre.AgentID]*loop.State{}
-	for _, a := range agents {
-		entries, _ := s.Journal(ctx, run, a.ID)
-		var ins []loop.Input
-		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, in)
-		}
-		states[a.ID] = loop.Replay(ins)
-	}
+	states := replayAll(t, s, run)
 	want := []cadre.AgentID{"root/alpha.1", "root/beta.1", "root/gamma.1", "root/alpha.1/leaf.1"}
 	for _, id := range want {
 		st, ok := states[id]

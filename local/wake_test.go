@@ -270,20 +270,9 @@ func TestWakeFinishedChildTwice(t *testing.T) {
 // checkReplayEnds replays every agent's journal and checks it ends done.
 func checkReplayEnds(t *testing.T, s cadre.Store, run string) {
 	t.Helper()
-	ctx := context.Background()
-	agents, _ := s.ListAgents(ctx, run)
-	for _, a := range agents {
-		entries, _ := s.Journal(ctx, run, a.ID)
-		var ins []loop.Input
-		for _, en := range entries {
-			in, err := loop.Decode(en.Kind, en.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, in)
-		}
-		if st := loop.Replay(ins); !st.Done() {
-			t.Errorf("the replay of %s does not end", a.ID)
+	for id, st := range replayAll(t, s, run) {
+		if !st.Done() {
+			t.Errorf("the replay of %s does not end", id)
 		}
 	}
 }

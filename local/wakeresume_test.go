@@ -61,12 +61,7 @@ func TestResumeAfterCrashDuringWake(t *testing.T) {
 	if res, err := r.Wait(); err != nil || res.Answer != "final" {
 		t.Fatalf("uninterrupted run: %v %+v", err, res)
 	}
-	total := 0
-	agents, _ := full.ListAgents(context.Background(), r.ID())
-	for _, a := range agents {
-		e, _ := full.Journal(context.Background(), r.ID(), a.ID)
-		total += len(e)
-	}
+	total := journalSize(full, r.ID())
 	for limit := 1; limit < total; limit++ {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			mem := memstore.New()
@@ -121,6 +116,7 @@ func TestResumeAfterCrashDuringWake(t *testing.T) {
 	}
 }
 
+// replayAll replays the journal of every agent of a run.
 func replayAll(t *testing.T, s cadre.Store, run string) map[cadre.AgentID]*loop.State {
 	t.Helper()
 	ctx := context.Background()
@@ -141,6 +137,7 @@ func replayAll(t *testing.T, s cadre.Store, run string) map[cadre.AgentID]*loop.
 	return states
 }
 
+// dumpJournals writes out every agent's journal, for a failure message.
 func dumpJournals(t *testing.T, s cadre.Store, run string) string {
 	ctx := context.Background()
 	agents, _ := s.ListAgents(ctx, run)

@@ -3,13 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -104,60 +100,19 @@ func crashProject(t *testing.T) string {
 // knows which process made each call even when a request of a killed
 // process is read late.
 type scriptedModel struct {
-	*httptest.Server
-	mu       sync.Mutex
-	seq      int
-	calls    map[int]map[string]int // phase -> agent#turn -> calls
-	problems []string
+	phasedModel
 }
 
 func newScriptedModel(t *testing.T) *scriptedModel {
 	t.Helper()
-	m := &scriptedModel{calls: map[int]map[string]int{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.Close)
+	m := &scriptedModel{}
+	m.start(t, m.serve)
 	return m
 }
 
-// baseURL is the OPENAI_BASE_URL of the process of phase.
-func (m *scriptedModel) baseURL(phase int) string {
-	return fmt.Sprintf("%s/p%d/v1", m.URL, phase)
-}
-
-func (m *scriptedModel) problem(format string, args ...any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.problems = append(m.problems, fmt.Sprintf(format, args...))
-}
-
-// phaseCalls returns the calls made in phase.
-func (m *scriptedModel) phaseCalls(phase int) map[string]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int{}
-	for k, n := range m.calls[phase] {
-		out[k] = n
-	}
-	return out
-}
-
-func (m *scriptedModel) takeProblems() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.problems
-	m.problems = nil
-	return p
-}
-
 func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
-	var phase int
-	if _, err := fmt.Sscanf(r.URL.Path, "/p%d/", &phase); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	phase, req, ok := readPhased(w, r)
+	if !ok {
 		return
 	}
 	name := crashIdentify(req.system(), req.firstUser())
@@ -174,12 +129,7 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	key := fmt.Sprintf("%s#%d", name, assistants+1)
 	m.mu.Lock()
-	if m.calls[phase] == nil {
-		m.calls[phase] = map[string]int{}
-	}
-	m.calls[phase][key]++
-	m.seq++
-	id := fmt.Sprintf("chatcmpl-%d", m.seq)
+	id := m.countLocked(phase, key)
 	m.mu.Unlock()
 
 	rep, ok := m.reply(name, assistants+1, &req)
@@ -188,28 +138,17 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no reply in the script for "+key, http.StatusBadRequest)
 		return
 	}
-	// A short wait, so that a run lasts long enough to be killed in the
-	// middle of it; a client that goes away ends it.
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	select {
-	case <-time.After(time.Duration(20+h.Sum32()%61) * time.Millisecond):
-	case <-r.Context().Done():
+	if !holdReply(r, key, 20, 61) {
 		return
 	}
 	writeChatStream(w, id, req.Model, rep)
-}
-
-func crashCall(name string, args map[string]string) toolCall {
-	b, _ := json.Marshal(args)
-	return toolCall{Name: name, Args: string(b)}
 }
 
 // reply is the script. It also checks that the reports an agent needs have
 // reached it exactly once when it needs them.
 func (m *scriptedModel) reply(name string, turn int, req *chatRequest) (chatReply, bool) {
 	send := func(task string) chatReply {
-		return chatReply{Calls: []toolCall{crashCall(loop.ToolSendAgentMessage, map[string]string{"text": crashReport(task)})}}
+		return chatReply{Calls: []toolCall{scriptCall(loop.ToolSendAgentMessage, map[string]string{"text": crashReport(task)})}}
 	}
 	expectReports := func(tasks ...string) {
 		for _, task := range tasks {
@@ -227,13 +166,13 @@ func (m *scriptedModel) reply(name string, turn int, req *chatRequest) (chatRepl
 		switch turn {
 		case 1:
 			return chatReply{Text: "Delegating.", Calls: []toolCall{
-				crashCall(loop.ToolSpawnAgent, map[string]string{"agent": "alpha", "task": crashChild("alpha").task}),
-				crashCall(loop.ToolSpawnAgent, map[string]string{"agent": "beta", "task": crashChild("beta").task}),
-				crashCall(loop.ToolStartBackground, map[string]string{"agent": "gamma", "prompt": crashChild("gamma").task}),
+				scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "alpha", "task": crashChild("alpha").task}),
+				scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "beta", "task": crashChild("beta").task}),
+				scriptCall(loop.ToolStartBackground, map[string]string{"agent": "gamma", "prompt": crashChild("gamma").task}),
 			}}, true
 		case 2:
 			expectReports(crashChild("alpha").task, crashChild("beta").task)
-			return chatReply{Calls: []toolCall{crashCall(loop.ToolWaitAgent, map[string]string{"agentId": "root/gamma.1"})}}, true
+			return chatReply{Calls: []toolCall{scriptCall(loop.ToolWaitAgent, map[string]string{"agentId": "root/gamma.1"})}}, true
 		case 3:
 			expectReports(crashChild("alpha").task, crashChild("beta").task, crashChild("gamma").task)
 			return chatReply{Text: crashAnswer}, true
@@ -241,7 +180,7 @@ func (m *scriptedModel) reply(name string, turn int, req *chatRequest) (chatRepl
 	case "alpha":
 		switch turn {
 		case 1:
-			return chatReply{Calls: []toolCall{crashCall(loop.ToolSpawnAgent, map[string]string{"agent": "leaf", "task": crashChild("leaf").task})}}, true
+			return chatReply{Calls: []toolCall{scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "leaf", "task": crashChild("leaf").task})}}, true
 		case 2:
 			expectReports(crashChild("leaf").task)
 			return send(crashChild("alpha").task), true
@@ -249,9 +188,9 @@ func (m *scriptedModel) reply(name string, turn int, req *chatRequest) (chatRepl
 			return chatReply{Text: "alpha done"}, true
 		}
 	case "beta":
-		write := crashCall("write_file", map[string]string{"path": crashOutput, "content": crashContent})
+		write := scriptCall("write_file", map[string]string{"path": crashOutput, "content": crashContent})
 		if turn == 1 {
-			return chatReply{Calls: []toolCall{crashCall("read_file", map[string]string{"path": crashInput}), write}}, true
+			return chatReply{Calls: []toolCall{scriptCall("read_file", map[string]string{"path": crashInput}), write}}, true
 		}
 		// The results of the previous reply's calls follow it.
 		interrupted, sent := false, false
@@ -294,19 +233,14 @@ const crashCalls = 9
 // crashRun is one project of the crash test: its folder, its run store,
 // and the processes started on it.
 type crashRun struct {
-	t     *testing.T
-	bin   string
+	killProject
 	model *scriptedModel
-	phase *int // the last phase used, shared by every project of the test
-	dir   string
-	home  string
-	db    string
-	log   strings.Builder // what happened, for failure messages
 }
 
 func newCrashRun(t *testing.T, bin string, model *scriptedModel, phase *int) *crashRun {
 	dir := crashProject(t)
-	return &crashRun{t: t, bin: bin, model: model, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db")}
+	return &crashRun{killProject: killProject{t: t, bin: bin, server: &model.phasedModel, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db")},
+		model: model}
 }
 
 func (c *crashRun) runArgs() []string {
@@ -321,167 +255,36 @@ func (c *crashRun) runResumeArgs() []string {
 	return []string{"run", "--resume", "--store", c.db, "--approve", "all", "--no-tree", "-m", "openai:test-model", crashRootTask}
 }
 
-// crashProc is what one process did.
-type crashProc struct {
-	phase          int
-	args           []string
-	stdout, stderr string
-	code           int
-	killed         bool // by the test, with SIGKILL
-	hung           bool // it outlived crashProcessTimeout
-	took           time.Duration
-}
-
-func (p crashProc) String() string {
-	what := fmt.Sprintf("exit %d", p.code)
-	switch {
-	case p.hung:
-		what = "stuck"
-	case p.killed:
-		what = "killed"
-	}
-	return fmt.Sprintf("phase %d: cadre %s: %s after %v", p.phase, p.args[0], what, p.took.Round(time.Millisecond))
-}
-
 // exec runs the binary with args in the project. With kill, it sends
 // SIGKILL after the delay unless the process has ended by then.
 func (c *crashRun) exec(kill bool, after time.Duration, args ...string) crashProc {
 	c.t.Helper()
-	*c.phase++
-	p := crashProc{phase: *c.phase, args: args}
-	ctx, cancel := context.WithTimeout(context.Background(), crashProcessTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir = c.dir
-	// The race detector waits a second before a process exits, for reports
-	// of other goroutines; without that wait, the kills land in the run
-	// rather than after it.
-	cmd.Env = []string{"HOME=" + c.home, "PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0",
-		"OPENAI_BASE_URL=" + c.model.baseURL(p.phase), "OPENAI_API_KEY=test-key"}
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	cmd.Stdin = strings.NewReader("")
-	cmd.WaitDelay = 10 * time.Second
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var timer <-chan time.Time
+	p := c.nextProc(args)
+	var fire chan struct{}
 	if kill {
-		tm := time.NewTimer(after)
+		fire = make(chan struct{})
+		tm := time.AfterFunc(after, func() { close(fire) })
 		defer tm.Stop()
-		timer = tm.C
 	}
-	var err error
-	select {
-	case err = <-done:
-	case <-timer:
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err = <-done
-		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		p.killed = ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-	}
-	p.took = time.Since(began)
-	p.stdout, p.stderr = so.String(), se.String()
-	p.hung = ctx.Err() != nil
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		p.code = ee.ExitCode()
-	} else if err != nil && !p.hung {
-		c.t.Fatalf("%v: %v", args, err)
-	}
+	c.run(&p, crashProcessTimeout, fire)
 	fmt.Fprintf(&c.log, "  %s\n", p)
-	if strings.Contains(p.stderr, "DATA RACE") {
-		c.t.Errorf("%s: the race detector found a data race:\n%s", p, p.stderr)
-	}
 	return p
 }
 
-// crashState is what the store holds between two processes.
-type crashState struct {
-	run         *cadre.RunRecord // the newest run, or nil
-	rootStarted bool             // the newest run's root has a journal
-	journaled   map[string]bool  // agent#turn of every model call whose result is journaled, in any run
-	journal     string           // the newest run's journals, for failure messages
-}
-
 // crashInspect reads the store while no process is using it.
-func crashInspect(t *testing.T, db string) crashState {
+func crashInspect(t *testing.T, db string) killState {
 	t.Helper()
-	st := crashState{journaled: map[string]bool{}}
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return st
-	}
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, db)
+	st, err := inspectStore(db, 301, func(in loop.Start) string {
+		first := ""
+		if len(in.Messages) > 0 {
+			first = in.Messages[len(in.Messages)-1].Content
+		}
+		return crashIdentify(in.Config.System, first)
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer s.Close()
-	runs, err := s.ListRuns(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range runs {
-		agents, err := s.ListAgents(ctx, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var dump strings.Builder
-		for _, a := range agents {
-			entries, err := s.Journal(ctx, r.ID, a.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 && a.ID == cadre.RootID && len(entries) > 0 {
-				st.rootStarted = true
-			}
-			fmt.Fprintf(&dump, "    %s (%s):\n", a.ID, a.Status)
-			name, turn := "", 0
-			for _, e := range entries {
-				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), 301))
-				in, err := loop.Decode(e.Kind, e.Data)
-				if err != nil {
-					t.Fatalf("run %s, %s, entry %d: %v", r.ID, a.ID, e.Seq, err)
-				}
-				switch in := in.(type) {
-				case loop.Start:
-					first := ""
-					if len(in.Messages) > 0 {
-						first = in.Messages[len(in.Messages)-1].Content
-					}
-					name = crashIdentify(in.Config.System, first)
-					if name == "" {
-						t.Fatalf("run %s: the journal of %s starts an agent the script does not know", r.ID, a.ID)
-					}
-				case loop.ModelResult:
-					if in.Response != nil {
-						turn++
-						st.journaled[fmt.Sprintf("%s#%d", name, turn)] = true
-					}
-				}
-			}
-		}
-		if i == 0 {
-			st.run = r
-			st.journal = dump.String()
-		}
 	}
 	return st
-}
-
-// crashProgress says how far a killed process had got.
-func crashProgress(st crashState) string {
-	switch {
-	case st.run == nil:
-		return "no run"
-	case st.run.Status.Terminal():
-		return "the run " + string(st.run.Status)
-	case !st.rootStarted:
-		return "no root"
-	}
-	return fmt.Sprintf("%02d calls journaled", len(st.journaled))
 }
 
 // crashSeed is CADRE_CRASH_SEED when set, so that a failure can be looked
@@ -501,7 +304,7 @@ func crashSeed(t *testing.T) uint64 {
 type crashStats struct {
 	procs, kills int
 	mid          int            // kills that left a run with some of its model calls made
-	at           map[string]int // crashProgress -> kills
+	at           map[string]int // killState.progress -> kills
 	interrupted  int            // writes in progress when a process was killed
 }
 
@@ -597,7 +400,7 @@ func (c *crashRun) complete(rng *rand.Rand, span time.Duration, stats *crashStat
 		}
 		st := crashInspect(t, c.db)
 		if killed {
-			stats.at[crashProgress(st)]++
+			stats.at[st.progress(1)]++
 			if n := len(st.journaled); st.rootStarted && n > 0 && n < crashCalls {
 				stats.mid++
 			}
@@ -657,21 +460,6 @@ func (c *crashRun) complete(rng *rand.Rand, span time.Duration, stats *crashStat
 	}
 }
 
-// context is what a failure message needs: the processes of the run, what
-// the model saw that was wrong, and journal (the journals before the
-// process that failed) when it is not empty.
-func (c *crashRun) context(journal string) string {
-	var b strings.Builder
-	b.WriteString(c.log.String())
-	for _, p := range c.model.takeProblems() {
-		fmt.Fprintf(&b, "the model saw: %s\n", p)
-	}
-	if journal != "" {
-		fmt.Fprintf(&b, "journals:\n%s", journal)
-	}
-	return b.String()
-}
-
 // verify checks a completed run. stdout is what the process that completed
 // it printed, if printed. It returns the number of writes that the agent
 // was told were interrupted.
@@ -727,34 +515,15 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ins []loop.Input
-		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, in)
-			switch in := in.(type) {
-			case loop.ModelResult:
-				if in.Response != nil {
-					for _, tc := range in.Response.Message.ToolCalls {
-						if tc.Name == "write_file" {
-							writes[tc.ID] += 0
-						}
-					}
-				}
-			case loop.ToolResults:
-				for _, r := range in.Results {
-					if _, ok := writes[r.CallID]; ok && !r.IsError {
-						writes[r.CallID]++
-					}
-					if strings.Contains(r.Content, interruptedText) {
-						interrupted++
-					}
-				}
-			}
+		rep, err := replayAgent(entries, "write_file")
+		if err != nil {
+			t.Fatalf("the journal of %s: %v", a.ID, err)
 		}
-		states[a.ID] = loop.Replay(ins)
+		for id, n := range rep.succeeded {
+			writes[id] += n
+		}
+		interrupted += rep.interrupted
+		states[a.ID] = rep.state
 	}
 	want := []cadre.AgentID{cadre.RootID, "root/alpha.1", "root/beta.1", "root/gamma.1", "root/alpha.1/leaf.1"}
 	if len(states) != len(want) {

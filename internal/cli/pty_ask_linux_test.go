@@ -13,7 +13,7 @@ import (
 // for approval there too. The user's answers reach the model.
 func TestPtyAskUserAndApprove(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, ".cadre", "agents", "asker.md"), "---\nname: asker\ndescription: Asks before it writes.\naskCaller: true\n---\nYou ask.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "asker.md"), askerAgent)
 	writeFile(t, filepath.Join(dir, "script.yaml"), `
 root:
   - delay: 200ms
@@ -29,25 +29,17 @@ root:
   - text: "The user did not say blue."
     repeat: true
 `)
-	var asked, approved bool
-	var opt ptyOptions
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		if !asked && strings.Contains(all, "root asks: Which colour should the file say?") && strings.Contains(all, "Your answer:") {
-			asked = true
-			opt.master.Write([]byte("blue\r"))
-		}
-		if asked && !approved && strings.Contains(all, "root wants to run write_file") && strings.Contains(all, "Allow? [y/N]") {
-			approved = true
-			opt.master.Write([]byte("y\r"))
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "run", "--store", "none", "--agent", "asker", "-m", "scripted:"+filepath.Join(dir, "script.yaml"), "Write the colour")
-	if !asked || !approved {
-		t.Fatalf("asked %v, approved %v; the terminal:\n%s", asked, approved, strings.Join(run.screen.history(), "\n"))
-	}
-	if run.code != 0 || strings.TrimSpace(run.stdout) != "I wrote blue." {
-		t.Fatalf("exit %d, stdout %q; the terminal:\n%s", run.code, run.stdout, strings.Join(run.screen.history(), "\n"))
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{func(_ *screen, all string) bool {
+			return strings.Contains(all, "root asks: Which colour should the file say?") && strings.Contains(all, "Your answer:")
+		}, "blue\r"},
+		{func(_ *screen, all string) bool {
+			return strings.Contains(all, "root wants to run write_file") && strings.Contains(all, "Allow? [y/N]")
+		}, "y\r"},
+	}, "run", "--store", "none", "--agent", "asker", "-m", "scripted:"+filepath.Join(dir, "script.yaml"), "Write the colour")
+	if strings.TrimSpace(run.stdout) != "I wrote blue." {
+		t.Fatalf("stdout %q; the terminal:\n%s", run.stdout, shown)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "colour.txt")); err != nil || string(b) != "blue\n" {
 		t.Errorf("colour.txt: %q, %v", b, err)

@@ -19,7 +19,7 @@ import (
 // ends, and /exit ends the session.
 func TestPtyChatSession(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), "---\nname: helper\ndescription: Helps for as long as it takes.\n---\nYou help.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), helperAgent)
 	writeFile(t, filepath.Join(dir, "script.yaml"), `
 root:
   - when: "say hello"
@@ -56,41 +56,16 @@ helper:
     repeat: true
 `)
 	state := t.TempDir()
-	step := 0
-	var opt ptyOptions
-	typeLine := func(s string) { opt.master.Write([]byte(s + "\r")) }
-	opt = ptyOptions{cols: 120, rows: 40, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		prompts := strings.Count(all, "›")
-		switch {
-		case step == 0 && prompts >= 1:
-			step++
-			typeLine("say hello")
-		case step == 1 && strings.Contains(all, "Hello from cadre.") && prompts >= 2:
-			step++
-			typeLine("start the helper")
-		case step == 2 && strings.Contains(all, "root/helper.1"):
-			step++
-			typeLine("/stop root/helper.1")
-		case step == 3 && strings.Contains(all, "The helper was stopped.") && prompts >= 3:
-			step++
-			typeLine("write two files")
-		case step == 4 && strings.Contains(all, "Allow? [y/N]"):
-			step++
-			typeLine("a")
-		case step == 5 && strings.Contains(all, "Both written.") && prompts >= 4:
-			step++
-			typeLine("write a third")
-		case step == 6 && strings.Contains(all, "Third written.") && prompts >= 5:
-			step++
-			typeLine("/exit")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
-	screen := strings.Join(run.screen.history(), "\n")
-	if step != 7 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, screen)
-	}
+	opt := ptyOptions{cols: 120, rows: 40, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}}
+	run, screen := runSteps(t, dir, opt, []ptyStep{
+		{shows("", 1), "say hello\r"},
+		{shows("Hello from cadre.", 2), "start the helper\r"},
+		{shows("root/helper.1", 0), "/stop root/helper.1\r"},
+		{shows("The helper was stopped.", 3), "write two files\r"},
+		{shows("Allow? [y/N]", 0), "a\r"},
+		{shows("Both written.", 4), "write a third\r"},
+		{shows("Third written.", 5), "/exit\r"},
+	}, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	for _, want := range []string{"Hello from cadre.", "The helper was stopped.", "Both written.", "Third written."} {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("stdout lacks %q: %q", want, run.stdout)
@@ -141,6 +116,67 @@ root:
 // cursorLine is the line of the screen the cursor is on.
 func cursorLine(s *screen) string { return s.line(s.row) }
 
+// Agents the sessions use: one that works until it is stopped, and one
+// that may ask its caller.
+const (
+	helperAgent = "---\nname: helper\ndescription: Helps for as long as it takes.\n---\nYou help.\n"
+	askerAgent  = "---\nname: asker\ndescription: Asks before it writes.\naskCaller: true\n---\nYou ask.\n"
+)
+
+// ptyStep is one step of a session on a terminal: once ready says the
+// screen (all is its history, joined) shows what the step waits for, the
+// user types keys.
+type ptyStep struct {
+	ready func(s *screen, all string) bool
+	keys  string
+}
+
+// runSteps runs the binary with args in dir on a terminal as opt says and
+// takes the steps in order, each once. The session must take them all and
+// exit 0. It returns the run and the terminal's history, joined.
+func runSteps(t *testing.T, dir string, opt ptyOptions, steps []ptyStep, args ...string) (*ptyRun, string) {
+	t.Helper()
+	step := 0
+	opt.watch = func(s *screen) {
+		if step < len(steps) && steps[step].ready(s, strings.Join(s.history(), "\n")) {
+			step++
+			opt.master.Write([]byte(steps[step-1].keys))
+		}
+	}
+	run := runOnPty(t, dir, &opt, args...)
+	shown := strings.Join(run.screen.history(), "\n")
+	if step != len(steps) || run.code != 0 {
+		t.Fatalf("the session stopped at step %d of %d, exit %d; the terminal:\n%s", step, len(steps), run.code, shown)
+	}
+	return run, shown
+}
+
+// cursorAt is ready when the cursor is on line.
+func cursorAt(line string) func(*screen, string) bool {
+	return func(s *screen, _ string) bool { return cursorLine(s) == line }
+}
+
+// shows is ready when the terminal shows text and the prompt at least
+// prompts times.
+func shows(text string, prompts int) func(*screen, string) bool {
+	return func(_ *screen, all string) bool {
+		return strings.Contains(all, text) && strings.Count(all, "›") >= prompts
+	}
+}
+
+// idleAfter is ready when the terminal shows text and the prompt at least
+// prompts times, and the cursor waits on an empty line.
+func idleAfter(text string, prompts int) func(*screen, string) bool {
+	return func(s *screen, all string) bool {
+		return strings.Contains(all, text) && strings.Count(all, "›") >= prompts && cursorLine(s) == "›"
+	}
+}
+
+// rootRunning is ready when the tree shows the root running.
+func rootRunning(s *screen, _ string) bool {
+	return slices.ContainsFunc(s.lines(), func(l string) bool { return treeRootLine.MatchString(l) && strings.Contains(l, " running ") })
+}
+
 // The line editor of cadre chat: Up recalls the line typed before, Ctrl+A
 // goes to its start, and the edited line is the follow-up the model gets.
 // Ctrl+C clears a line and, on an empty one, says how to leave without
@@ -153,44 +189,19 @@ func TestPtyChatLineEditing(t *testing.T) {
 	model := "scripted:" + filepath.Join(dir, "script.yaml")
 	env := []string{"XDG_STATE_HOME=" + state}
 
-	step := 0
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: env, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		prompts := strings.Count(all, "›")
-		switch {
-		case step == 0 && prompts >= 1:
-			step++
-			send("say hello\r")
-		case step == 1 && strings.Contains(all, "Hello from cadre.") && prompts >= 2 && cursorLine(s) == "›":
-			step++
-			send("\x1b[A") // Up
-		case step == 2 && cursorLine(s) == "› say hello":
-			step++
-			send("\x01again, \r") // Ctrl+A, then text before the recalled line
-		case step == 3 && strings.Contains(all, "The edited line arrived.") && prompts >= 3 && cursorLine(s) == "›":
-			step++
-			send("scratch\x03") // Ctrl+C on a line with text: cleared
-		case step == 4 && strings.Contains(all, "› scratch^C") && cursorLine(s) == "›":
-			step++
-			send("\x03") // Ctrl+C on an empty line
-		case step == 5 && strings.Contains(all, "(type /exit or press Ctrl+D to leave)") && cursorLine(s) == "›":
-			step++
-			send("/he\t")
-		case step == 6 && cursorLine(s) == "› /help":
-			step++
-			send("\r")
-		case step == 7 && slices.Contains(s.history(), chatHelp) && cursorLine(s) == "›":
-			step++
-			send("\x04") // Ctrl+D
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", model)
-	shown := strings.Join(run.screen.history(), "\n")
-	if step != 8 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: env}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{shows("", 1), "say hello\r"},
+		{idleAfter("Hello from cadre.", 2), "\x1b[A"},             // Up
+		{cursorAt("› say hello"), "\x01again, \r"},                // Ctrl+A, then text before the recalled line
+		{idleAfter("The edited line arrived.", 3), "scratch\x03"}, // Ctrl+C on a line with text: cleared
+		{idleAfter("› scratch^C", 0), "\x03"},                     // Ctrl+C on an empty line
+		{idleAfter("(type /exit or press Ctrl+D to leave)", 0), "/he\t"},
+		{cursorAt("› /help"), "\r"},
+		{func(s *screen, _ string) bool {
+			return slices.Contains(s.history(), chatHelp) && cursorLine(s) == "›"
+		}, "\x04"}, // Ctrl+D
+	}, "chat", "--no-tree", "-m", model)
 	if want := "Hello from cadre.\nThe edited line arrived.\n"; run.stdout != want {
 		t.Errorf("stdout %q, want %q", run.stdout, want)
 	}
@@ -215,26 +226,11 @@ func TestPtyChatLineEditing(t *testing.T) {
 	}
 
 	// The next session: Up twice recalls the edited line of the first.
-	step = 0
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: env, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("\x1b[A\x1b[A")
-		case step == 1 && cursorLine(s) == "› again, say hello":
-			step++
-			send("\r")
-		case step == 2 && strings.Contains(all, "The edited line arrived.") && cursorLine(s) == "›":
-			step++
-			send("\x04")
-		}
-	}}
-	run = runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", model)
-	shown = strings.Join(run.screen.history(), "\n")
-	if step != 3 || run.code != 0 {
-		t.Fatalf("the second session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
+	run, _ = runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "\x1b[A\x1b[A"},
+		{cursorAt("› again, say hello"), "\r"},
+		{idleAfter("The edited line arrived.", 0), "\x04"},
+	}, "chat", "--no-tree", "-m", model)
 	if want := "The edited line arrived.\n"; run.stdout != want {
 		t.Errorf("the second session's stdout %q, want %q", run.stdout, want)
 	}
@@ -254,31 +250,13 @@ root:
   - text: "I did not understand."
     repeat: true
 `)
-	step := 0
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("wait forever\r")
-		case step == 1 && slices.ContainsFunc(s.lines(), func(l string) bool { return treeRootLine.MatchString(l) && strings.Contains(l, " running ") }):
-			step++
-			send("\x03")
-		case step == 2 && strings.Contains(all, "stopping the run") && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
-			step++
-			send("are you there\r")
-		case step == 3 && strings.Count(all, "›") >= 3 && cursorLine(s) == "›":
-			step++
-			send("\x04")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
-	shown := strings.Join(run.screen.history(), "\n")
-	if step != 4 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "wait forever\r"},
+		{rootRunning, "\x03"},
+		{idleAfter("stopping the run", 2), "are you there\r"},
+		{idleAfter("", 3), "\x04"},
+	}, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	if run.stdout != "Still here.\n" {
 		t.Errorf("stdout %q, want the follow-up's answer alone", run.stdout)
 	}
@@ -298,7 +276,7 @@ root:
 // after make the whole command.
 func TestPtyChatTypingDuringRedraws(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), "---\nname: helper\ndescription: Helps for as long as it takes.\n---\nYou help.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "helper.md"), helperAgent)
 	writeFile(t, filepath.Join(dir, "script.yaml"), `
 root:
   - when: "start the helper"
@@ -327,38 +305,36 @@ helper:
 		}
 		return ""
 	}
-	step, redraws, last := 0, 0, ""
+	redraws, last := 0, ""
 	var typedLine string
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 120, rows: 30, stdoutPipe: true, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("start the helper\r")
-		case step == 1 && elapsed(s) != "":
-			step++
+	defer func() {
+		if t.Failed() {
+			t.Logf("the tree was drawn again %d times with the line typed on screen", redraws)
+		}
+	}()
+	opt := ptyOptions{cols: 120, rows: 30, stdoutPipe: true}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "start the helper\r"},
+		{func(s *screen, _ string) bool {
 			last = elapsed(s)
-			send("/stop ro")
-		case step == 2 && cursorLine(s) == "/stop ro" && elapsed(s) != last && elapsed(s) != "":
+			return last != ""
+		}, "/stop ro"},
+		{func(s *screen, _ string) bool {
+			if cursorLine(s) != "/stop ro" || elapsed(s) == last || elapsed(s) == "" {
+				return false
+			}
 			// The frame above was drawn again with the line on screen.
 			last = elapsed(s)
-			if redraws++; redraws == 3 {
-				step++
-				typedLine = cursorLine(s)
-				send("ot/helper.1\r")
+			if redraws++; redraws < 3 {
+				return false
 			}
-		case step == 3 && helperCancelled.MatchString(all) && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
-			step++
-			send("\x04")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
-	shown := strings.Join(run.screen.history(), "\n")
-	if step != 4 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d after %d redraws, exit %d; the terminal:\n%s", step, redraws, run.code, shown)
-	}
+			typedLine = cursorLine(s)
+			return true
+		}, "ot/helper.1\r"},
+		{func(s *screen, all string) bool {
+			return helperCancelled.MatchString(all) && strings.Count(all, "›") >= 2 && cursorLine(s) == "›"
+		}, "\x04"},
+	}, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	if typedLine != "/stop ro" {
 		t.Errorf("after three redraws of the tree the line typed shows %q, want %q", typedLine, "/stop ro")
 	}
@@ -399,31 +375,16 @@ root:
   - text: "I did not understand."
     repeat: true
 `)
-	step := 0
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 100, rows: 30, watch: func(s *screen) {
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("say hel")
-		case step == 1 && cursorLine(s) == "› say hel":
-			step++
-			send("lo\r")
-		case step == 2 && slices.Contains(s.history(), "Hello from cadre.") && cursorLine(s) == "›":
-			step++
-			send("wait forever\r")
-		case step == 3 && slices.ContainsFunc(s.lines(), func(l string) bool { return treeRootLine.MatchString(l) && strings.Contains(l, " running ") }):
-			step++
-			send("\x04")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
+	opt := ptyOptions{cols: 100, rows: 30}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "say hel"},
+		{cursorAt("› say hel"), "lo\r"},
+		{func(s *screen, _ string) bool {
+			return slices.Contains(s.history(), "Hello from cadre.") && cursorLine(s) == "›"
+		}, "wait forever\r"},
+		{rootRunning, "\x04"},
+	}, "chat", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	hist := run.screen.history()
-	shown := strings.Join(hist, "\n")
-	if step != 4 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
 	// The answer is on a line of its own, once, below its turn's tree.
 	at := slices.Index(hist, "Hello from cadre.")
 	if at < 1 || strings.Count(shown, "Hello from cadre.") != 1 || !strings.HasPrefix(hist[at-1], "tokens ") {
@@ -447,7 +408,7 @@ root:
 func TestPtyChatQuestionAndApproval(t *testing.T) {
 	dir := t.TempDir()
 	state := t.TempDir()
-	writeFile(t, filepath.Join(dir, ".cadre", "agents", "asker.md"), "---\nname: asker\ndescription: Asks before it writes.\naskCaller: true\n---\nYou ask.\n")
+	writeFile(t, filepath.Join(dir, ".cadre", "agents", "asker.md"), askerAgent)
 	writeFile(t, filepath.Join(dir, "script.yaml"), `
 root:
   - when: "blue"
@@ -463,31 +424,17 @@ root:
   - text: "The user did not say blue."
     repeat: true
 `)
-	step := 0
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("Write the colour\r")
-		case step == 1 && strings.Contains(all, "root asks: Which colour should the file say?") && cursorLine(s) == "Your answer:":
-			step++
-			send("blue\r")
-		case step == 2 && strings.Contains(all, "root wants to run write_file") && strings.HasPrefix(cursorLine(s), "Allow? [y/N]"):
-			step++
-			send("y\r")
-		case step == 3 && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
-			step++
-			send("\x04")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "--agent", "asker", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
-	shown := strings.Join(run.screen.history(), "\n")
-	if step != 4 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true, env: []string{"XDG_STATE_HOME=" + state}}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "Write the colour\r"},
+		{func(s *screen, all string) bool {
+			return strings.Contains(all, "root asks: Which colour should the file say?") && cursorLine(s) == "Your answer:"
+		}, "blue\r"},
+		{func(s *screen, all string) bool {
+			return strings.Contains(all, "root wants to run write_file") && strings.HasPrefix(cursorLine(s), "Allow? [y/N]")
+		}, "y\r"},
+		{idleAfter("", 2), "\x04"},
+	}, "chat", "--agent", "asker", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	if run.stdout != "I wrote blue.\n" {
 		t.Errorf("stdout %q, want the answer; the terminal:\n%s", run.stdout, shown)
 	}
@@ -518,28 +465,12 @@ root:
   - text: "Done."
     repeat: true
 `)
-	step := 0
-	var opt ptyOptions
-	send := func(s string) { opt.master.Write([]byte(s)) }
-	opt = ptyOptions{cols: 100, rows: 30, stdoutPipe: true, watch: func(s *screen) {
-		all := strings.Join(s.history(), "\n")
-		switch {
-		case step == 0 && cursorLine(s) == "›":
-			step++
-			send("write it\r")
-		case step == 1 && strings.HasPrefix(cursorLine(s), "Allow? [y/N]"):
-			step++
-			send("\x03")
-		case step == 2 && strings.Contains(all, "stopping the run") && strings.Count(all, "›") >= 2 && cursorLine(s) == "›":
-			step++
-			send("\x04")
-		}
-	}}
-	run := runOnPty(t, dir, &opt, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
-	shown := strings.Join(run.screen.history(), "\n")
-	if step != 3 || run.code != 0 {
-		t.Fatalf("the session stopped at step %d, exit %d; the terminal:\n%s", step, run.code, shown)
-	}
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true}
+	_, shown := runSteps(t, dir, opt, []ptyStep{
+		{cursorAt("›"), "write it\r"},
+		{func(s *screen, _ string) bool { return strings.HasPrefix(cursorLine(s), "Allow? [y/N]") }, "\x03"},
+		{idleAfter("stopping the run", 2), "\x04"},
+	}, "chat", "--no-tree", "-m", "scripted:"+filepath.Join(dir, "script.yaml"))
 	if _, err := os.Stat(filepath.Join(dir, "out.txt")); err == nil {
 		t.Error("out.txt was written though its approval was interrupted")
 	}

@@ -1,24 +1,18 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -186,25 +180,18 @@ func (k *soakKill) String() string {
 // A reply depends only on the agent, its turn and what the request holds;
 // the script also checks what each agent sees, and records what is wrong.
 type soakModel struct {
-	*httptest.Server
-	mu       sync.Mutex
-	seq      int
-	served   map[int]int            // phase -> requests
-	calls    map[int]map[string]int // phase -> key#turn -> calls
-	kills    map[int]*soakKill      // phase -> its kill point
-	dirs     map[int]string         // phase -> project folder
-	problems []string
+	phasedModel
+	served map[int]int       // phase -> requests
+	kills  map[int]*soakKill // phase -> its kill point
+	dirs   map[int]string    // phase -> project folder
 }
 
 func newSoakModel(t *testing.T) *soakModel {
 	t.Helper()
-	m := &soakModel{served: map[int]int{}, calls: map[int]map[string]int{}, kills: map[int]*soakKill{}, dirs: map[int]string{}}
-	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
-	t.Cleanup(m.Close)
+	m := &soakModel{served: map[int]int{}, kills: map[int]*soakKill{}, dirs: map[int]string{}}
+	m.start(t, m.serve)
 	return m
 }
-
-func (m *soakModel) baseURL(phase int) string { return fmt.Sprintf("%s/p%d/v1", m.URL, phase) }
 
 // prepare tells the server the project and the kill point of phase.
 func (m *soakModel) prepare(phase int, dir string, k *soakKill) {
@@ -216,31 +203,6 @@ func (m *soakModel) prepare(phase int, dir string, k *soakKill) {
 	}
 }
 
-func (m *soakModel) problem(format string, args ...any) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.problems = append(m.problems, fmt.Sprintf(format, args...))
-}
-
-func (m *soakModel) takeProblems() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.problems
-	m.problems = nil
-	return p
-}
-
-// phaseCalls returns the calls made in phase, by key#turn.
-func (m *soakModel) phaseCalls(phase int) map[string]int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := map[string]int{}
-	for k, n := range m.calls[phase] {
-		out[k] = n
-	}
-	return out
-}
-
 func (m *soakModel) phaseServed(phase int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -248,14 +210,8 @@ func (m *soakModel) phaseServed(phase int) int {
 }
 
 func (m *soakModel) serve(w http.ResponseWriter, r *http.Request) {
-	var phase int
-	if _, err := fmt.Sscanf(r.URL.Path, "/p%d/", &phase); err != nil || !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	phase, req, ok := readPhased(w, r)
+	if !ok {
 		return
 	}
 	var first []string
@@ -276,14 +232,9 @@ func (m *soakModel) serve(w http.ResponseWriter, r *http.Request) {
 	turn := req.assistantTurns() + 1
 	call := fmt.Sprintf("%s#%d", key, turn)
 	m.mu.Lock()
-	if m.calls[phase] == nil {
-		m.calls[phase] = map[string]int{}
-	}
-	m.calls[phase][call]++
+	id := m.countLocked(phase, call)
 	m.served[phase]++
 	n := m.served[phase]
-	m.seq++
-	id := fmt.Sprintf("chatcmpl-%d", m.seq)
 	dir := m.dirs[phase]
 	kill := m.kills[phase]
 	m.mu.Unlock()
@@ -300,24 +251,13 @@ func (m *soakModel) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no reply in the script for "+call, http.StatusBadRequest)
 		return
 	}
-	// A short wait, so that a run lasts long enough to be killed in the
-	// middle of it; a client that goes away ends it.
-	h := fnv.New32a()
-	h.Write([]byte(call))
-	select {
-	case <-time.After(time.Duration(10+h.Sum32()%41) * time.Millisecond):
-	case <-r.Context().Done():
+	if !holdReply(r, call, 10, 41) {
 		return
 	}
 	writeChatStream(w, id, req.Model, rep)
 	if kill != nil && kill.kind == "reply" && n == kill.n {
 		kill.once.Do(func() { close(kill.fire) })
 	}
-}
-
-func soakCall(name string, args map[string]string) toolCall {
-	b, _ := json.Marshal(args)
-	return toolCall{Name: name, Args: string(b)}
 }
 
 // reply is the script.
@@ -366,7 +306,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 			reported = reported || c.Function.Name == loop.ToolSendAgentMessage
 		}
 	}
-	send := chatReply{Calls: []toolCall{soakCall(loop.ToolSendAgentMessage, map[string]string{"text": soakReport(key)})}}
+	send := chatReply{Calls: []toolCall{scriptCall(loop.ToolSendAgentMessage, map[string]string{"text": soakReport(key)})}}
 	if key == "b1" && seenText(soakWake) > 0 {
 		// Woken by the root after its report: it reports again, once.
 		sends := 0
@@ -381,7 +321,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 			m.problem("%s: the wake is in the request %d times, want once", at, n)
 		}
 		if sends < 2 {
-			return chatReply{Calls: []toolCall{soakCall(loop.ToolSendAgentMessage, map[string]string{"text": soakSecond})}}, true
+			return chatReply{Calls: []toolCall{scriptCall(loop.ToolSendAgentMessage, map[string]string{"text": soakSecond})}}, true
 		}
 	}
 	if reported && key != "root" {
@@ -393,7 +333,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		var calls []toolCall
 		for i := from; i <= to; i++ {
 			k := fmt.Sprintf("%s.%d", b, i)
-			calls = append(calls, soakCall(loop.ToolSpawnAgent, map[string]string{"agent": soakLeaves[b][i-1], "task": soakTask(k)}))
+			calls = append(calls, scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": soakLeaves[b][i-1], "task": soakTask(k)}))
 		}
 		return calls
 	}
@@ -417,36 +357,36 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		switch turn {
 		case 1:
 			return chatReply{Text: "Onboarding b6 and starting b4 and b5 in the background.", Calls: []toolCall{
-				soakCall(loop.ToolOnboard, map[string]string{"agent": "b6", "context": "[[b6o]] the soak's onboarding context"}),
-				soakCall(loop.ToolStartBackground, map[string]string{"agent": "b4", "prompt": soakTask("b4")}),
-				soakCall(loop.ToolStartBackground, map[string]string{"agent": "b5", "prompt": soakTask("b5")}),
+				scriptCall(loop.ToolOnboard, map[string]string{"agent": "b6", "context": "[[b6o]] the soak's onboarding context"}),
+				scriptCall(loop.ToolStartBackground, map[string]string{"agent": "b4", "prompt": soakTask("b4")}),
+				scriptCall(loop.ToolStartBackground, map[string]string{"agent": "b5", "prompt": soakTask("b5")}),
 			}}, true
 		case 2:
 			if !strings.Contains(toolText, soakQuestion("b6")) {
 				m.problem("%s: the result of agent_onboard is not b6's question: %q", at, toolText)
 			}
 			return chatReply{Calls: []toolCall{
-				soakCall(loop.ToolOnboardReply, map[string]string{"handle": "onboard-1", "answer": soakReply("b6")}),
-				soakCall(loop.ToolSpawnAgent, map[string]string{"agent": "b1", "task": soakTask("b1")}),
-				soakCall(loop.ToolSpawnAgent, map[string]string{"agent": "b2", "task": soakTask("b2")}),
-				soakCall(loop.ToolSpawnAgent, map[string]string{"agent": "b3", "task": soakTask("b3")}),
+				scriptCall(loop.ToolOnboardReply, map[string]string{"handle": "onboard-1", "answer": soakReply("b6")}),
+				scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "b1", "task": soakTask("b1")}),
+				scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "b2", "task": soakTask("b2")}),
+				scriptCall(loop.ToolSpawnAgent, map[string]string{"agent": "b3", "task": soakTask("b3")}),
 			}}, true
 		case 3:
 			if strings.Count(toolText, `"ready":true`) != 1 {
 				m.problem("%s: the handle onboard-1 is not ready once in the results: %q", at, toolText)
 			}
 			expect("b1", "b2", "b3")
-			calls := []toolCall{soakCall(loop.ToolCallAgent, map[string]string{"handle": "onboard-1", "input": soakTask("b6")})}
+			calls := []toolCall{scriptCall(loop.ToolCallAgent, map[string]string{"handle": "onboard-1", "input": soakTask("b6")})}
 			for _, k := range atMostOnce("b4", "b5") {
-				calls = append(calls, soakCall(loop.ToolWaitAgent, map[string]string{"agentId": string(tree[k].id)}))
+				calls = append(calls, scriptCall(loop.ToolWaitAgent, map[string]string{"agentId": string(tree[k].id)}))
 			}
 			return chatReply{Calls: calls}, true
 		case 4:
 			expect("b1", "b2", "b3", "b4", "b5", "b6")
 			id := string(tree["b1"].id)
 			return chatReply{Calls: []toolCall{
-				soakCall(loop.ToolSendAgentMessage, map[string]string{"agentId": id, "text": soakWake}),
-				soakCall(loop.ToolWaitAgent, map[string]string{"agentId": id}),
+				scriptCall(loop.ToolSendAgentMessage, map[string]string{"agentId": id, "text": soakWake}),
+				scriptCall(loop.ToolWaitAgent, map[string]string{"agentId": id}),
 			}}, true
 		case 5:
 			expect("b1", "b2", "b3", "b4", "b5", "b6")
@@ -465,7 +405,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		if turn == 1 {
 			var calls []toolCall
 			for i, def := range soakLeaves["b2"] {
-				calls = append(calls, soakCall(loop.ToolStartBackground, map[string]string{"agent": def, "prompt": soakTask(fmt.Sprintf("b2.%d", i+1))}))
+				calls = append(calls, scriptCall(loop.ToolStartBackground, map[string]string{"agent": def, "prompt": soakTask(fmt.Sprintf("b2.%d", i+1))}))
 			}
 			return chatReply{Calls: calls}, true
 		}
@@ -475,7 +415,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		}
 		var calls []toolCall
 		for _, k := range missing {
-			calls = append(calls, soakCall(loop.ToolWaitAgent, map[string]string{"agentId": string(tree[k].id)}))
+			calls = append(calls, scriptCall(loop.ToolWaitAgent, map[string]string{"agentId": string(tree[k].id)}))
 		}
 		return chatReply{Calls: calls}, true
 	case key == "b3":
@@ -523,8 +463,8 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 			expect(leafKeys("b5", 2, 7)...)
 			id := string(tree["b5.1"].id)
 			return chatReply{Calls: []toolCall{
-				soakCall(loop.ToolAnswerAgent, map[string]string{"agentId": id, "answer": soakReply("b5.1")}),
-				soakCall(loop.ToolWaitAgent, map[string]string{"agentId": id}),
+				scriptCall(loop.ToolAnswerAgent, map[string]string{"agentId": id, "answer": soakReply("b5.1")}),
+				scriptCall(loop.ToolWaitAgent, map[string]string{"agentId": id}),
 			}}, true
 		case 3:
 			expect(leafKeys("b5", 1, 7)...)
@@ -533,7 +473,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 	case key == "b6o":
 		switch turn {
 		case 1:
-			return chatReply{Calls: []toolCall{soakCall(loop.ToolAskCaller, map[string]string{"question": soakQuestion("b6")})}}, true
+			return chatReply{Calls: []toolCall{scriptCall(loop.ToolAskCaller, map[string]string{"question": soakQuestion("b6")})}}, true
 		case 2:
 			if n := strings.Count(toolText, soakReply("b6")); n != 1 {
 				m.problem("%s: the answer to the onboarding question is in the results %d times, want once", at, n)
@@ -552,7 +492,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 	case def == "asker":
 		switch turn {
 		case 1:
-			return chatReply{Calls: []toolCall{soakCall(loop.ToolAskCaller, map[string]string{"question": soakQuestion(key)})}}, true
+			return chatReply{Calls: []toolCall{scriptCall(loop.ToolAskCaller, map[string]string{"question": soakQuestion(key)})}}, true
 		case 2:
 			if n := strings.Count(toolText, soakReply(key)); n != 1 {
 				m.problem("%s: the answer is in the results %d times, want once: %q", at, n, toolText)
@@ -565,7 +505,7 @@ func (m *soakModel) reply(key string, turn int, req *chatRequest, dir string) (c
 		// The command takes effect at once and then lasts a while, so that
 		// kills often find it done but its result not yet journaled: a
 		// resumed run that ran it again would show.
-		run := soakCall("run_command", map[string]string{"command": "echo '" + soakLine(key) + "' >> " + soakLog + " && sleep 0.3"})
+		run := scriptCall("run_command", map[string]string{"command": "echo '" + soakLine(key) + "' >> " + soakLog + " && sleep 0.3"})
 		if turn == 1 {
 			return chatReply{Calls: []toolCall{run}}, true
 		}
@@ -609,14 +549,8 @@ type soakStats struct {
 
 // soakRun is one trial: a project, its store and its processes.
 type soakRun struct {
-	t     *testing.T
-	bin   string
+	killProject
 	model *soakModel
-	phase *int
-	dir   string
-	home  string
-	db    string
-	log   strings.Builder
 	// called holds the key#turn of every model call the trial's processes
 	// made so far.
 	called map[string]bool
@@ -629,8 +563,8 @@ type soakRun struct {
 
 func newSoakRun(t *testing.T, bin string, model *soakModel, phase *int) *soakRun {
 	dir := soakProject(t)
-	return &soakRun{t: t, bin: bin, model: model, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db"),
-		called: map[string]bool{}, limits: []string{"--max-agents", strconv.Itoa(soakAgents)}}
+	return &soakRun{killProject: killProject{t: t, bin: bin, server: &model.phasedModel, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db")},
+		model: model, called: map[string]bool{}, limits: []string{"--max-agents", strconv.Itoa(soakAgents)}}
 }
 
 func (c *soakRun) runArgs() []string {
@@ -651,9 +585,8 @@ func (c *soakRun) runResumeArgs() []string {
 // at k unless it ends first.
 func (c *soakRun) exec(k *soakKill, args ...string) crashProc {
 	c.t.Helper()
-	*c.phase++
-	p := crashProc{phase: *c.phase, args: args}
-	var fire <-chan struct{}
+	p := c.nextProc(args)
+	var fire chan struct{}
 	if k != nil {
 		k.fire = make(chan struct{})
 		if k.kind == "delay" {
@@ -663,128 +596,18 @@ func (c *soakRun) exec(k *soakKill, args ...string) crashProc {
 		fire = k.fire
 	}
 	c.model.prepare(p.phase, c.dir, k)
-	ctx, cancel := context.WithTimeout(context.Background(), soakProcessTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Dir = c.dir
-	// No wait of the race detector at exit (see crash_test.go).
-	cmd.Env = []string{"HOME=" + c.home, "PATH=" + os.Getenv("PATH"), "GORACE=atexit_sleep_ms=0",
-		"OPENAI_BASE_URL=" + c.model.baseURL(p.phase), "OPENAI_API_KEY=test-key"}
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	cmd.Stdin = strings.NewReader("")
-	cmd.WaitDelay = 10 * time.Second
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-fire:
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		err = <-done
-		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		p.killed = ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
-	}
-	p.took = time.Since(began)
-	p.stdout, p.stderr = so.String(), se.String()
-	p.hung = ctx.Err() != nil
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		p.code = ee.ExitCode()
-	} else if err != nil && !p.hung {
-		c.t.Fatalf("%v: %v", args, err)
-	}
+	c.run(&p, soakProcessTimeout, fire)
 	fmt.Fprintf(&c.log, "  %s (%s, %d model requests)\n", p, k, c.model.phaseServed(p.phase))
-	if strings.Contains(p.stderr, "DATA RACE") {
-		c.t.Errorf("%s: the race detector found a data race:\n%s", p, p.stderr)
-	}
 	return p
 }
 
-// soakState is what the store holds between two processes.
-type soakState struct {
-	run         *cadre.RunRecord
-	rootStarted bool
-	journaled   map[string]bool // key#turn of every model call whose result is journaled
-	journal     string          // the newest run's journals, for failure messages
-}
-
-// soakInspect reads the store while no process is using it.
-func soakInspect(t *testing.T, db string) (soakState, error) {
-	st := soakState{journaled: map[string]bool{}}
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
-		return st, nil
+// soakName is the key of the agent a journal starts.
+func soakName(in loop.Start) string {
+	var first []string
+	for _, m := range in.Messages {
+		first = append(first, m.Content)
 	}
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, db)
-	if err != nil {
-		return st, err
-	}
-	defer s.Close()
-	runs, err := s.ListRuns(ctx, 0)
-	if err != nil {
-		return st, err
-	}
-	for i, r := range runs {
-		agents, err := s.ListAgents(ctx, r.ID)
-		if err != nil {
-			return st, err
-		}
-		var dump strings.Builder
-		for _, a := range agents {
-			entries, err := s.Journal(ctx, r.ID, a.ID)
-			if err != nil {
-				return st, err
-			}
-			if i == 0 && a.ID == cadre.RootID && len(entries) > 0 {
-				st.rootStarted = true
-			}
-			fmt.Fprintf(&dump, "    %s (%s):\n", a.ID, a.Status)
-			key, turn := "", 0
-			for _, e := range entries {
-				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), 201))
-				in, err := loop.Decode(e.Kind, e.Data)
-				if err != nil {
-					return st, fmt.Errorf("run %s, %s, entry %d: %w", r.ID, a.ID, e.Seq, err)
-				}
-				switch in := in.(type) {
-				case loop.Start:
-					var first []string
-					for _, m := range in.Messages {
-						first = append(first, m.Content)
-					}
-					if key = soakKeyOf(first); key == "" {
-						return st, fmt.Errorf("run %s: the journal of %s starts an agent the soak does not know", r.ID, a.ID)
-					}
-				case loop.ModelResult:
-					if in.Response != nil {
-						turn++
-						st.journaled[fmt.Sprintf("%s#%d", key, turn)] = true
-					}
-				}
-			}
-		}
-		if i == 0 {
-			st.run = r
-			st.journal = dump.String()
-		}
-	}
-	return st, nil
-}
-
-func soakProgress(st soakState) string {
-	switch {
-	case st.run == nil:
-		return "no run"
-	case st.run.Status.Terminal():
-		return "the run " + string(st.run.Status)
-	case !st.rootStarted:
-		return "no root"
-	}
-	return fmt.Sprintf("%02d calls journaled", len(st.journaled)/10*10)
+	return soakKeyOf(first)
 }
 
 // soakFail ends a trial with a failure, keeping what is needed to look at
@@ -794,19 +617,6 @@ type soakFail struct{ msg string }
 // fail records a failed check of the trial and stops it.
 func (c *soakRun) fail(format string, args ...any) {
 	panic(soakFail{msg: fmt.Sprintf(format, args...)})
-}
-
-// context is what a failure message needs.
-func (c *soakRun) context(journal string) string {
-	var b strings.Builder
-	b.WriteString(c.log.String())
-	for _, p := range c.model.takeProblems() {
-		fmt.Fprintf(&b, "the model saw: %s\n", p)
-	}
-	if journal != "" {
-		fmt.Fprintf(&b, "journals:\n%s", journal)
-	}
-	return b.String()
 }
 
 // pickKill chooses a kill point for a process; span and calls are the
@@ -836,12 +646,12 @@ func (c *soakRun) trial(rng *rand.Rand, span time.Duration, calls int, stats *so
 		if attempt > 20 {
 			c.fail("the run did not complete after %d processes\n%s", attempt, c.context(""))
 		}
-		st, err := soakInspect(c.t, c.db)
+		st, err := inspectStore(c.db, 201, soakName)
 		if err != nil {
 			c.fail("reading the store: %v\n%s", err, c.context(""))
 		}
 		if killed {
-			stats.at[soakProgress(st)]++
+			stats.at[st.progress(10)]++
 			if st.rootStarted && len(st.journaled) > 0 && len(st.journaled) < calls {
 				stats.mid++
 			}
@@ -922,7 +732,7 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 	if printed && strings.TrimSpace(stdout) != soakAnswer {
 		bad1("stdout %q, want the answer %q", stdout, soakAnswer)
 	}
-	st, err := soakInspect(c.t, c.db)
+	st, err := inspectStore(c.db, 201, soakName)
 	if err != nil {
 		c.fail("reading the store: %v", err)
 	}
@@ -951,35 +761,17 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 		if err != nil {
 			c.fail("journal of %s: %v", a.ID, err)
 		}
-		var ins []loop.Input
-		cmds := map[string]bool{}
-		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				c.fail("journal of %s, entry %d: %v", a.ID, e.Seq, err)
-			}
-			ins = append(ins, in)
-			switch in := in.(type) {
-			case loop.ModelResult:
-				if in.Response != nil {
-					for _, tc := range in.Response.Message.ToolCalls {
-						if tc.Name == "run_command" {
-							cmds[tc.ID] = true
-						}
-					}
-				}
-			case loop.ToolResults:
-				for _, r := range in.Results {
-					if cmds[r.CallID] && !r.IsError {
-						succeeded[string(a.ID)+" "+r.CallID]++
-					}
-					if strings.Contains(r.Content, interruptedText) {
-						stats.interrupted++
-					}
-				}
+		rep, err := replayAgent(entries, "run_command")
+		if err != nil {
+			c.fail("journal of %s, %v", a.ID, err)
+		}
+		for id, n := range rep.succeeded {
+			if n > 0 {
+				succeeded[string(a.ID)+" "+id] += n
 			}
 		}
-		states[a.ID] = loop.Replay(ins)
+		stats.interrupted += rep.interrupted
+		states[a.ID] = rep.state
 	}
 	if len(states) != soakAgents || len(tree) != soakAgents {
 		var ids []string
