@@ -18,7 +18,7 @@ targets=(
   "./tagproto/ FuzzTagExtract"
   "./model/openai/ FuzzStream"
   "./model/anthropic/ FuzzStream"
-  "./tool/ FuzzValidate"
+  "./schema/ FuzzValidate"
   "./tool/ FuzzResolve"
   "./tool/builtin/ FuzzFetchRule"
   "./tool/builtin/ FuzzHTMLText"
@@ -34,7 +34,10 @@ for t in "${targets[@]}"; do
   out=$(go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel 1 "$pkg" 2>&1)
   rc=$?
   execs=$(printf '%s\n' "$out" | grep -o 'execs: [0-9]*' | tail -1)
-  if [ $rc -eq 0 ]; then
+  if printf '%s\n' "$out" | grep -q 'no fuzz tests to fuzz'; then
+    echo "fuzz $pkg $name: there is no such fuzz target: correct the list in .ci/fuzz.sh"
+    failed=1
+  elif [ $rc -eq 0 ]; then
     echo "fuzz $pkg $name: ok (${execs:-execs: ?})"
   elif printf '%s\n' "$out" | grep -q 'Failing input written to'; then
     echo "fuzz $pkg $name: FOUND A FAILING INPUT"
