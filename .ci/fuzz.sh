@@ -12,6 +12,7 @@ targets=(
   "./agentdef/ FuzzParse"
   "./agentdef/ FuzzParseSkill"
   "./mcp/ FuzzForwardLines"
+  "./mcp/ FuzzResult"
   "./tagproto/ FuzzSpawn"
   "./tagproto/ FuzzTag"
   "./tagproto/ FuzzParseSpawn"
