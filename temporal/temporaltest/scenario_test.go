@@ -16,7 +16,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/enginetest"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/temporal"
@@ -61,23 +60,7 @@ func runToEnd(t *testing.T, e cadre.Engine, task string) (*cadre.Result, []cadre
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), enginetest.Timeout)
-	defer cancel()
-	res, err := e.Wait(ctx, id)
-	if ctx.Err() != nil {
-		t.Fatalf("run %s did not end within %s", id, enginetest.Timeout)
-	}
-	if err != nil {
-		t.Fatalf("run %s: %v", id, err)
-	}
-	var evs []cadre.Event
-	for ev, err := range e.Events(ctx, id) {
-		if err != nil {
-			t.Fatalf("events: %v", err)
-		}
-		evs = append(evs, ev)
-	}
-	return res, evs
+	return finish(t, e, id)
 }
 
 // reportsOnce checks that each child's report reached its parent once.
