@@ -154,12 +154,7 @@ func exportEntry(e cadre.JournalEntry) journalExport {
 	if de, ok := errors.AsType[*cadre.DamagedError](e.Verify()); ok {
 		je.Damaged = true
 		je.Error = fmt.Sprintf("damaged: the entry does not match the checksum stored with it (stored %08x, its content gives %08x)", de.Stored, de.Computed)
-		if json.Valid(e.Data) {
-			je.Input = e.Data
-		} else {
-			b, _ := json.Marshal(string(e.Data))
-			je.Input = b
-		}
+		je.Input = asStored(e.Data)
 		return je
 	}
 	in, err := loop.Decode(e.Kind, e.Data)
@@ -171,11 +166,16 @@ func exportEntry(e cadre.JournalEntry) journalExport {
 		}
 	}
 	je.Error = err.Error()
-	if json.Valid(e.Data) {
-		je.Input = e.Data
-	} else {
-		b, _ := json.Marshal(string(e.Data))
-		je.Input = b
-	}
+	je.Input = asStored(e.Data)
 	return je
+}
+
+// asStored is an entry's data as the store holds it: as JSON when it is
+// JSON, else as a JSON string of its bytes.
+func asStored(data []byte) json.RawMessage {
+	if json.Valid(data) {
+		return data
+	}
+	b, _ := json.Marshal(string(data))
+	return b
 }
