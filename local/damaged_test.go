@@ -12,17 +12,17 @@ import (
 	"github.com/cadre-ai/cadre/sqlite"
 )
 
-// A journal entry changed in the database file behind cadre's back stops
-// Resume and Continue before anything is replayed or any model is called,
-// with an error naming the run, the agent and the entry.
-func TestResumeRefusesDamagedJournal(t *testing.T) {
-	checkNoLeaks(t)
+// finishedTree runs the tree of treeConfig to its answer in a SQLite file
+// and returns the store, the file opened beside it for changing rows behind
+// cadre's back, and the run; both are closed when t ends.
+func finishedTree(t *testing.T) (*sqlite.Store, *sql.DB, testRun) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "cadre.db")
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	cc := &callCounter{calls: map[string]int{}}
 	r, err := begin(New(treeConfig(cc.model(), s, &mutator{runs: map[string]int{}})), "build the tree")
 	if err != nil {
@@ -31,13 +31,22 @@ func TestResumeRefusesDamagedJournal(t *testing.T) {
 	if res, err := r.Wait(); err != nil || res.Answer != "final answer" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	// Flip one byte of beta's third entry, and mark the run as stopped
-	// half way, as a crash leaves it.
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return s, db, r
+}
+
+// A journal entry changed in the database file behind cadre's back stops
+// Resume and Continue before anything is replayed or any model is called,
+// with an error naming the run, the agent and the entry.
+func TestResumeRefusesDamagedJournal(t *testing.T) {
+	checkNoLeaks(t)
+	s, db, r := finishedTree(t)
+	// Flip one byte of beta's third entry, and mark the run as stopped
+	// half way, as a crash leaves it.
 	const agent, seq = "root/beta.1", 3
 	var kind string
 	var data []byte
@@ -90,26 +99,9 @@ func TestResumeRefusesDamagedJournal(t *testing.T) {
 // writes none again.
 func TestReportEventsRestoredOnce(t *testing.T) {
 	checkNoLeaks(t)
-	path := filepath.Join(t.TempDir(), "cadre.db")
-	s, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, db, r := finishedTree(t)
 	cc := &callCounter{calls: map[string]int{}}
 	cfg := treeConfig(cc.model(), s, &mutator{runs: map[string]int{}})
-	r, err := begin(New(cfg), "build the tree")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := r.Wait(); err != nil || res.Answer != "final answer" {
-		t.Fatalf("run: %v %+v", err, res)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	res, err := db.Exec(`DELETE FROM events WHERE run = ? AND type = 'agent_reported'`, r.ID())
 	if err != nil {
 		t.Fatal(err)

@@ -629,15 +629,24 @@ func testRequestShape(t *testing.T, h *Harness) {
 	}
 }
 
-func testRateLimited(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			w.Header().Set("Retry-After", "7")
-			h.WriteError(w, http.StatusTooManyRequests, "rate limit reached, slow down")
+// failFirst serves the first k requests with fail, and every one after
+// them with a reply of text.
+func failFirst(t *testing.T, h *Harness, k int, fail func(w http.ResponseWriter), text ...string) *server {
+	t.Helper()
+	return newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if n <= k {
+			fail(w)
 			return
 		}
-		h.WriteReply(w, Reply{Text: []string{"second time lucky"}})
+		h.WriteReply(w, Reply{Text: text})
 	})
+}
+
+func testRateLimited(t *testing.T, h *Harness) {
+	srv := failFirst(t, h, 1, func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "7")
+		h.WriteError(w, http.StatusTooManyRequests, "rate limit reached, slow down")
+	}, "second time lucky")
 	var sl sleeps
 	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if resp.Message.Content != "second time lucky" {
@@ -654,14 +663,10 @@ func testRateLimited(t *testing.T, h *Harness) {
 func testRateLimitedDate(t *testing.T, h *Harness) {
 	var sl sleeps
 	pol := sl.policy(4)
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n == 1 {
-			w.Header().Set("Retry-After", pol.Now().Add(12*time.Second).Format(http.TimeFormat))
-			h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"on time"}})
-	})
+	srv := failFirst(t, h, 1, func(w http.ResponseWriter) {
+		w.Header().Set("Retry-After", pol.Now().Add(12*time.Second).Format(http.TimeFormat))
+		h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
+	}, "on time")
 	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", pol), request()))
 	if resp.Message.Content != "on time" || srv.requests() != 2 {
 		t.Errorf("got %q after %d requests, want %q after 2", resp.Message.Content, srv.requests(), "on time")
@@ -672,13 +677,9 @@ func testRateLimitedDate(t *testing.T, h *Harness) {
 }
 
 func testRateLimitedBackoff(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n <= 2 {
-			h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"patience"}})
-	})
+	srv := failFirst(t, h, 2, func(w http.ResponseWriter) {
+		h.WriteError(w, http.StatusTooManyRequests, "rate limit reached")
+	}, "patience")
 	var sl sleeps
 	resp := mustSucceed(t, collect(t, open(h, srv, "test-key", sl.policy(4)), request()))
 	if resp.Message.Content != "patience" || srv.requests() != 3 {
@@ -694,13 +695,9 @@ func testRateLimitedBackoff(t *testing.T, h *Harness) {
 // testServerErrorStorm checks that a run of 503s shorter than the attempts
 // ends in the reply, after backoff between every try.
 func testServerErrorStorm(t *testing.T, h *Harness) {
-	srv := newServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		if n <= 4 {
-			h.WriteError(w, http.StatusServiceUnavailable, "service unavailable")
-			return
-		}
-		h.WriteReply(w, Reply{Text: []string{"the storm ", "passed"}})
-	})
+	srv := failFirst(t, h, 4, func(w http.ResponseWriter) {
+		h.WriteError(w, http.StatusServiceUnavailable, "service unavailable")
+	}, "the storm ", "passed")
 	var sl sleeps
 	r := collect(t, open(h, srv, "test-key", sl.policy(5)), request())
 	resp := mustSucceed(t, r)
