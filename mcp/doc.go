@@ -9,7 +9,8 @@
 // resources) is described in a few words; a result the server marks as an
 // error becomes a *ToolError. Tools are cadre.MediaTools: images and
 // sounds also travel as they are, for the models that take them, within
-// Config.MaxMediaBytes each and Config.MaxResultMediaBytes per result.
+// Config.MaxMediaBytes each and Config.MaxResultMediaBytes and 100 items
+// per result.
 //
 // As a server, an AgentServer offers cadre's agents to other MCP clients
 // (Claude Code, editors): one tool per user-facing agent definition and a

@@ -3,17 +3,28 @@ package mcp
 import (
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cadre-ai/cadre"
 )
 
 // headerTransport adds the configured headers to every request to a
 // server, and remembers the last refusal the server sent, so an error can
 // give its HTTP status and what the server said.
+//
+// It also bounds a response that is one message (anything but an event
+// stream, whose events the SDK bounds one by one) to maxBody bytes, 0
+// meaning maxResponseBytes: the SDK reads such a body whole, and a server
+// must not be able to make cadre hold as much as it sends.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	maxBody int64
 
 	mu      sync.Mutex
 	refusal string // such as `HTTP 401 Unauthorized: "bad token"`
@@ -27,8 +38,18 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.StatusCode < 400 {
+	if err != nil {
 		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		limit := t.maxBody
+		if limit <= 0 {
+			limit = maxResponseBytes
+		}
+		resp.Body = &cappedBody{r: resp.Body, left: limit, limit: limit, url: req.URL.Redacted()}
+	}
+	if resp.StatusCode < 400 {
+		return resp, nil
 	}
 	// Read a little of the body for the message, and give the rest back.
 	head := make([]byte, 300)
@@ -66,3 +87,35 @@ func httpHint(name, refusal string) string {
 	}
 	return fmt.Sprintf("check the url and headers of mcpServers.%s, and that the server is up", name)
 }
+
+// maxResponseBytes bounds an HTTP response that is one message, as the
+// SDK bounds one message of a server run as a command.
+const maxResponseBytes = sdk.DefaultMaxLineLength
+
+// cappedBody is a response body that fails once more than limit bytes are
+// read from it.
+type cappedBody struct {
+	r     io.ReadCloser
+	left  int64
+	limit int64
+	url   string
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more says whether the body ends at the limit.
+		var one [1]byte
+		if n, err := b.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, fmt.Errorf("the response from %s is over %s, the most cadre reads of one message from an MCP server", b.url, cadre.ByteSize(int(b.limit)))
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.r.Close() }

@@ -8,6 +8,12 @@ import (
 	"github.com/cadre-ai/cadre"
 )
 
+// maxResultMedia bounds the number of images and sounds passed on from
+// one result. Without it, thousands of tiny images would each be journaled
+// and, once a request holds more than it may send, each described in the
+// text every request sends, past what MaxResultBytes allows the text.
+const maxResultMedia = 100
+
 // mediaBudget decides which images and sounds of one result are passed on:
 // those whose bytes are of a type cadre knows, within the limits of one
 // item and of the whole result.
@@ -28,6 +34,8 @@ func (b *mediaBudget) add(kind cadre.MediaKind, mime string, data []byte) string
 		why = fmt.Sprintf("it is over the limit of %s for one image or sound", cadre.ByteSize(b.perItem))
 	case b.used+len(data) > b.total:
 		why = fmt.Sprintf("the images and sounds of this result are over the limit of %s in all", cadre.ByteSize(b.total))
+	case len(b.media) >= maxResultMedia:
+		why = fmt.Sprintf("a result passes on at most %d images and sounds", maxResultMedia)
 	default:
 		typ := sniff(kind, data)
 		if typ == "" {

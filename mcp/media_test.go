@@ -151,3 +151,19 @@ func TestSniff(t *testing.T) {
 		})
 	}
 }
+
+// A result passes on at most maxResultMedia items, however small; the
+// text says why the rest stayed behind.
+func TestMediaBudgetItems(t *testing.T) {
+	b := &mediaBudget{perItem: DefaultMaxMediaBytes, total: DefaultMaxResultMediaBytes}
+	var last string
+	for range maxResultMedia + 1 {
+		last = b.add(cadre.MediaImage, "image/png", pngBytes)
+	}
+	if len(b.media) != maxResultMedia {
+		t.Errorf("%d items passed on, want %d", len(b.media), maxResultMedia)
+	}
+	if want := "[image: image/png, 100 bytes; not passed on: a result passes on at most 100 images and sounds]"; last != want {
+		t.Errorf("the last item reads %q, want %q", last, want)
+	}
+}

@@ -84,7 +84,8 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (string, error) {
 // of the result besides the text that describes them. It passes on PNG,
 // JPEG, GIF and WebP images and WAV and MP3 sounds, by what their bytes
 // are, within Config.MaxMediaBytes each and Config.MaxResultMediaBytes in
-// all; the text says why any other was not passed on.
+// all, and 100 of them at most; the text says why any other was not passed
+// on.
 func (t *Tool) CallMedia(ctx context.Context, args json.RawMessage) (cadre.ToolOutput, error) {
 	s := t.server
 	if !s.client.beginCall() {

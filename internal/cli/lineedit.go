@@ -326,6 +326,12 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), privateDir); err != nil {
 		return fail(err)
 	}
+	// A link at path is refused, not followed: what is typed would be
+	// appended to the file it names (a shell's startup file, say), which
+	// would be made private too.
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fail(fmt.Errorf("it is not a regular file but a %s: remove it, or set CADRE_HISTORY to the path of a file", fileKind(fi.Mode())))
+	}
 	b, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
@@ -350,6 +356,19 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 	if err != nil {
 		return fail(err)
 	}
+	// The file opened must be the one at path, not one a link put there
+	// since it was checked names.
+	opened, err := f.Stat()
+	if err == nil {
+		var at fs.FileInfo
+		if at, err = os.Lstat(path); err == nil && !os.SameFile(opened, at) {
+			err = fmt.Errorf("it was replaced by a %s while cadre opened it: remove it, or set CADRE_HISTORY to the path of a file", fileKind(at.Mode()))
+		}
+	}
+	if err != nil {
+		f.Close()
+		return fail(err)
+	}
 	// A file written by hand, or by another program, may be readable by
 	// others: what was typed may hold anything.
 	if err := f.Chmod(privateFile); err != nil {
@@ -361,6 +380,17 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 		h.last = lines[len(lines)-1]
 	}
 	return h, lines, nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "folder"
+	}
+	return "special file"
 }
 
 // replaceFile writes text to path through a file beside it, which takes

@@ -133,6 +133,28 @@ func TestHistoryFile(t *testing.T) {
 			t.Errorf("error %v, want one naming the file and how to turn history off", err)
 		}
 	})
+	t.Run("a link in the way", func(t *testing.T) {
+		dir := t.TempDir()
+		target := filepath.Join(dir, "profile")
+		if err := os.WriteFile(target, []byte("export A=1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "chat_history")
+		if err := os.Symlink(target, path); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+		h, _, err := openHistory(path, 10)
+		if err == nil {
+			h.close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "CADRE_HISTORY=off") {
+			t.Errorf("error %v, want one saying the history file is a symbolic link", err)
+		}
+		got, _ := os.ReadFile(target)
+		if fi, err := os.Stat(target); string(got) != "export A=1\n" || err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("the linked file was changed: %q, mode %v", got, fi.Mode().Perm())
+		}
+	})
 }
 
 func TestCommandCompleter(t *testing.T) {
