@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 FUZZTIME=${FUZZTIME:-10s}
 targets=(
   "./loop/ FuzzJournal"
+  "./loop/ FuzzQuickArgs"
   "./agentdef/ FuzzParse"
   "./agentdef/ FuzzParseSkill"
   "./mcp/ FuzzForwardLines"

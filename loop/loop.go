@@ -252,7 +252,8 @@ func (s *State) Step(in Input) []Action {
 	acts := s.step(in)
 	for _, a := range acts {
 		if f, ok := a.(Finish); ok {
-			s.finished = &f
+			s.finished = new(Finish) // only now: f itself stays on the stack
+			*s.finished = f
 		}
 	}
 	return acts

@@ -41,10 +41,20 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 	if raw == "" || raw == "null" {
 		raw = "{}"
 	}
+	if !quickArgs(argShapes[c.Name], raw, &args) && !s.readArgs(i, c, raw, &args) {
+		return nil
+	}
+	return s.subagentDo(i, c, &args, spawn)
+}
+
+// readArgs reads the arguments of a subagent call in full, checking them
+// against the tool's parameters. When they do not match, it fills the
+// call's slot with what is wrong and returns false.
+func (s *State) readArgs(i int, c cadre.ToolCall, raw string, args *subagentArgs) bool {
 	if !json.Valid([]byte(raw)) || raw[0] != '{' {
 		s.fill(i, fmt.Sprintf("Error: the arguments of %s are not a valid JSON object (%s). Call it again with a JSON object.", c.Name, clipArgs(raw)), true)
 		s.refusal = ReasonBadArguments + ": not a JSON object"
-		return nil
+		return false
 	}
 	if err := subagentSchemas[c.Name].Check(json.RawMessage(raw)); err != nil {
 		s.refusal = fmt.Sprintf("%s: %v", ReasonBadArguments, err)
@@ -54,13 +64,21 @@ func (s *State) subagentCall(i int, c cadre.ToolCall, spawn *Spawn) []Action {
 			msg += " Available agents: " + s.available() + "."
 		}
 		s.fill(i, msg, true)
-		return nil
+		return false
 	}
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+	var full subagentArgs // apart from args, which would escape with it
+	if err := json.Unmarshal([]byte(raw), &full); err != nil {
 		s.refusal = fmt.Sprintf("%s: %v", ReasonBadArguments, err)
 		s.fill(i, fmt.Sprintf("Error: the arguments of %s do not match its parameters (%v). Call it again with arguments that do.", c.Name, err), true)
-		return nil
+		return false
 	}
+	*args = full
+	return true
+}
+
+// subagentDo carries out a subagent call whose arguments were read.
+func (s *State) subagentDo(i int, c cadre.ToolCall, a *subagentArgs, spawn *Spawn) []Action {
+	args := *a
 	switch c.Name {
 	case ToolSpawnAgent:
 		if blank(args.Agent) || blank(args.Task) {
