@@ -78,15 +78,17 @@ type State struct {
 	refused  bool // a text-protocol spawn past the depth limit was refused once
 
 	reported      bool
-	report        *Deliver // the one report, kept to deliver again after a replay
+	report        Deliver // the one report once reported, kept to deliver again after a replay
 	schemaRetried bool
 
 	asked    int    // ask_caller questions asked
 	askCall  string // the ask_caller call waiting for an answer
 	question string
 
-	slots  []slot
-	slotOf map[string]int // call ID -> index in slots
+	slots []slot
+	// slotOf maps call IDs to indexes in slots when a reply has more than
+	// slotsIndexed calls; fewer are found by a scan.
+	slotOf map[string]int
 	open   int
 	queue  []cadre.Message // inbox messages for the next model call
 	// interrupting is set while an Interrupt awaits its ModelResult.
@@ -120,11 +122,12 @@ type State struct {
 
 	finished *Finish
 
-	// specs and offered (the names of the subagent tools among them) are
-	// the tools offered to the model, computed once and again when the
-	// catalogue changes; offered is not nil once they are.
-	specs   []cadre.ToolSpec
-	offered []string
+	// specs and offered (the subagent tools among them) are the tools
+	// offered to the model, computed once and again when the catalogue
+	// changes; toolsKnown is set once they are.
+	specs      []cadre.ToolSpec
+	offered    toolSet
+	toolsKnown bool
 }
 
 // New returns a State ready for its Start input.
@@ -169,10 +172,10 @@ func (s *State) Reported() bool { return s.reported }
 // Report returns the agent's report to its parent once it was made, so an
 // engine can deliver it again after a replay (the parent ignores repeats).
 func (s *State) Report() (Deliver, bool) {
-	if s.report == nil {
+	if !s.reported {
 		return Deliver{}, false
 	}
-	return *s.report, true
+	return s.report, true
 }
 
 // Pending returns what the engine must redo after a replay: children that
@@ -297,9 +300,18 @@ func (s *State) start(in Start) []Action {
 		return nil
 	}
 	s.cfg = in.Config
-	s.cfg.Catalog = append([]CatalogEntry(nil), in.Config.Catalog...)
+	// The catalogue is only ever appended to (see agentCreated): clipped,
+	// it is copied then, never written over.
+	s.cfg.Catalog = slices.Clip(in.Config.Catalog)
+	if len(s.cfg.Catalog) == 0 {
+		s.cfg.Catalog = nil
+	}
 	s.task = in.Task
-	s.messages = append([]cadre.Message(nil), in.Messages...)
+	if n := len(in.Messages); n > 0 {
+		// Room for the model's first reply and the result of one call.
+		s.messages = make([]cadre.Message, n, n+2)
+		copy(s.messages, in.Messages)
+	}
 	return []Action{s.modelCall()}
 }
 
@@ -325,27 +337,27 @@ func (s *State) modelCall() CallModel {
 // while onboarding), then the subagent tools. The slice is shared and must
 // not be modified.
 func (s *State) toolSpecs() []cadre.ToolSpec {
-	if s.offered == nil {
-		names := s.cfg.subagentTools()
+	if !s.toolsKnown {
+		ts := s.cfg.subagentTools()
 		var specs []cadre.ToolSpec
 		if !s.cfg.onboarding() {
-			specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+len(names))
+			specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+ts.len())
 			specs = append(specs, s.cfg.Tools...)
+		} else if ts != 0 {
+			specs = make([]cadre.ToolSpec, 0, ts.len())
 		}
-		for _, name := range names {
-			specs = append(specs, subagentSpecs[name])
+		for i, name := range subagentOrder {
+			if ts&(1<<i) != 0 {
+				specs = append(specs, subagentSpecs[name])
+			}
 		}
-		s.specs = specs[:len(specs):len(specs)]
-		if names == nil {
-			names = []string{}
-		}
-		s.offered = names
+		s.specs, s.offered, s.toolsKnown = specs, ts, true
 	}
 	return s.specs
 }
 
 // catalogChanged drops the tools computed from the catalogue.
-func (s *State) catalogChanged() { s.specs, s.offered = nil, nil }
+func (s *State) catalogChanged() { s.specs, s.offered, s.toolsKnown = nil, 0, false }
 
 func (s *State) hasTool(name string) bool {
 	if s.cfg.onboarding() {
@@ -361,7 +373,7 @@ func (s *State) hasTool(name string) bool {
 
 func (s *State) offers(name string) bool {
 	s.toolSpecs()
-	return slices.Contains(s.offered, name)
+	return s.offered.has(name)
 }
 
 func (s *State) toolNames() []string {
@@ -420,15 +432,18 @@ func (s *State) modelResult(in ModelResult) []Action {
 		}
 	}
 	if len(msg.ToolCalls) == 0 {
-		return append(acts, s.endTurn()...)
+		return join(acts, s.endTurn())
 	}
-	return append(acts, s.dispatch(msg.ToolCalls)...)
+	return join(acts, s.dispatch(msg.ToolCalls))
 }
 
 // dispatch handles the tool calls of one assistant message.
 func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	s.slots = make([]slot, len(calls))
-	s.slotOf = make(map[string]int, len(calls))
+	s.slotOf = nil
+	if len(calls) > slotsIndexed {
+		s.slotOf = make(map[string]int, len(calls))
+	}
 	s.open = len(calls)
 	s.toParent = 0
 	s.phase = phaseTools
@@ -438,11 +453,11 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		spawn    Spawn
 	)
 	for i, c := range calls {
-		if _, dup := s.slotOf[c.ID]; c.ID == "" || dup {
+		if c.ID == "" || s.slotByCall(c.ID) >= 0 {
 			// Every call needs an ID of its own to be answered.
 			c.ID = fmt.Sprintf("call_%d_%d", s.turns, i+1)
 			for n := 2; ; n++ {
-				if _, taken := s.slotOf[c.ID]; !taken {
+				if s.slotByCall(c.ID) < 0 {
 					break
 				}
 				c.ID = fmt.Sprintf("call_%d_%d_%d", s.turns, i+1, n)
@@ -452,11 +467,13 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 			s.messages[len(s.messages)-1].ToolCalls = calls
 		}
 		s.slots[i].call = c
-		s.slotOf[c.ID] = i
+		if s.slotOf != nil {
+			s.slotOf[c.ID] = i
+		}
 		switch {
 		case IsSubagentTool(c.Name) && s.offers(c.Name):
 			s.refusal = ""
-			acts = append(acts, s.subagentCall(i, c, &spawn)...)
+			acts = join(acts, s.subagentCall(i, c, &spawn))
 			if s.refusal != "" {
 				acts = append(acts, refused(c, s.refusal))
 				s.refusal = ""
@@ -508,6 +525,14 @@ func (s *State) endOnReport() Action {
 	return Finish{Result: s.report.Text}
 }
 
+// join returns a followed by b, reusing a or b when the other is empty.
+func join(a, b []Action) []Action {
+	if len(a) == 0 {
+		return b
+	}
+	return append(a, b...)
+}
+
 func (s *State) fill(i int, content string, isError bool) {
 	if i < 0 || i >= len(s.slots) || s.slots[i].filled {
 		return
@@ -525,9 +550,26 @@ func (sl *slot) message() cadre.Message {
 	}
 }
 
+// slotsIndexed is the most calls of one reply whose slots are found by a
+// scan rather than through a map.
+const slotsIndexed = 8
+
+// slotByCall returns the index of the slot of call id of the current
+// reply, or -1.
 func (s *State) slotByCall(id string) int {
-	if i, ok := s.slotOf[id]; ok && id != "" {
-		return i
+	if id == "" {
+		return -1
+	}
+	if s.slotOf != nil {
+		if i, ok := s.slotOf[id]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range s.slots {
+		if s.slots[i].call.ID == id {
+			return i
+		}
 	}
 	return -1
 }
@@ -605,7 +647,7 @@ func (s *State) endTurn() []Action {
 		switch {
 		case s.cfg.onboarding():
 			// Ending the turn without a question means ready.
-			acts = append(acts, s.deliverReport(strings.TrimSpace(s.lastText), cadre.StatusDone, s.final)...)
+			acts = s.deliverReport(acts, strings.TrimSpace(s.lastText), cadre.StatusDone, s.final)
 		case s.cfg.textProtocol():
 			a, retry := s.checkedReport(s.resultText(), prompt.NudgeTag)
 			if retry {
@@ -628,7 +670,7 @@ func (s *State) endTurn() []Action {
 			} else if !s.nudged {
 				return s.nudge(prompt.NudgeTag)
 			} else {
-				acts = append(acts, s.deliverReport(prompt.NoResponseError, cadre.StatusFailed, false)...)
+				acts = s.deliverReport(acts, prompt.NoResponseError, cadre.StatusFailed, false)
 				if len(s.queue) == 0 {
 					s.phase = phaseDone
 					return append(acts, Finish{Result: prompt.NoResponseError, Failed: true})
@@ -699,23 +741,23 @@ func (s *State) checkedReport(text, how string) (acts []Action, retry bool) {
 		}
 		acts = append(acts, schemaDelivered(err))
 	}
-	return append(acts, s.deliverReport(text, cadre.StatusDone, false)...), false
+	return s.deliverReport(acts, text, cadre.StatusDone, false), false
 }
 
-// deliverReport makes the agent's one report to its parent.
-func (s *State) deliverReport(text string, status cadre.Status, incomplete bool) []Action {
+// deliverReport makes the agent's one report to its parent: it appends
+// the Deliver to acts, unless the report was made already.
+func (s *State) deliverReport(acts []Action, text string, status cadre.Status, incomplete bool) []Action {
 	if s.reported || !s.cfg.isChild() {
-		return nil
+		return acts
 	}
 	s.reported = true
 	if strings.TrimSpace(text) == "" && !s.cfg.onboarding() {
 		// The parent hears back even from a child with nothing to say.
 		text = EmptyReport
 	}
-	d := Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone,
+	s.report = Deliver{To: s.cfg.Parent, Text: text, Report: true, Failed: status != cadre.StatusDone,
 		Cancelled: status == cadre.StatusCancelled, Incomplete: incomplete, Round: s.round}
-	s.report = &d
-	return []Action{d}
+	return append(acts, s.report)
 }
 
 // live is the number of children that have not ended.
@@ -723,7 +765,7 @@ func (s *State) live() int { return len(s.children) - s.endedKids }
 
 func (s *State) fail(reason string) []Action {
 	s.phase = phaseDone
-	acts := s.deliverReport("Error: "+reason, cadre.StatusFailed, false)
+	acts := s.deliverReport(make([]Action, 0, 2), "Error: "+reason, cadre.StatusFailed, false)
 	return append(acts, Finish{Result: reason, Failed: true})
 }
 
@@ -733,7 +775,7 @@ func (s *State) cancel(in Cancel) []Action {
 	if in.Reason != "" {
 		reason += ": " + in.Reason
 	}
-	acts := s.deliverReport("Error: "+reason, cadre.StatusCancelled, false)
+	acts := s.deliverReport(make([]Action, 0, 2), "Error: "+reason, cadre.StatusCancelled, false)
 	return append(acts, Finish{Result: reason, Cancelled: true})
 }
 
@@ -743,7 +785,7 @@ func (s *State) stopForBudget() []Action {
 	if text == "" {
 		text = s.budgetText()
 	}
-	acts := s.deliverReport(text, cadre.StatusDone, true)
+	acts := s.deliverReport(make([]Action, 0, 2), text, cadre.StatusDone, true)
 	return append(acts, Finish{Result: text, BudgetExhausted: true})
 }
 

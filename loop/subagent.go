@@ -370,13 +370,15 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 				s.fill(i, "Error: "+schemaRetryText(err, prompt.NudgeTool), true)
 				return nil
 			}
-			acts := []Action{event}
+			// The message, maybe a warning, the report, and the
+			// EndOnReport Finish that may follow.
+			acts := append(make([]Action, 0, 4), event)
 			if err != nil {
 				acts = append(acts, schemaDelivered(err))
 			}
 			s.fill(i, "Your results were delivered to your parent agent.", false)
 			s.toParent++
-			return append(acts, s.deliverReport(checked, cadre.StatusDone, false)...)
+			return s.deliverReport(acts, checked, cadre.StatusDone, false)
 		}
 		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once).", false)
 		s.toParent++

@@ -219,34 +219,67 @@ var subagentSchemas = func() map[string]*schema.Schema {
 	return m
 }()
 
-// subagentTools names the subagent tools an agent with cfg is offered.
-func (c *Config) subagentTools() []string {
-	if c.onboarding() {
-		return []string{ToolAskCaller}
+// subagentOrder is the order in which subagent tools are offered; a
+// toolSet has bit i set for subagentOrder[i].
+var subagentOrder = [...]string{
+	ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent, ToolWaitAgent,
+	ToolAnswerAgent, ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall,
+	ToolAskCaller,
+}
+
+// A toolSet is a set of subagent tools (see subagentOrder).
+type toolSet uint32
+
+func toolBit(name string) toolSet {
+	for i, t := range subagentOrder {
+		if t == name {
+			return 1 << i
+		}
 	}
-	var names []string
-	add := func(tools ...string) {
-		for _, t := range tools {
-			if c.Granted(t) {
-				names = append(names, t)
-			}
+	return 0
+}
+
+func (ts toolSet) has(name string) bool { return ts&toolBit(name) != 0 }
+
+func (ts toolSet) len() int {
+	n := 0
+	for ; ts != 0; ts &= ts - 1 {
+		n++
+	}
+	return n
+}
+
+// subagentTools returns the subagent tools an agent with cfg is offered.
+func (c *Config) subagentTools() toolSet {
+	if c.onboarding() {
+		return toolBit(ToolAskCaller)
+	}
+	var ts toolSet
+	grant := func(t string) {
+		if c.Granted(t) {
+			ts |= toolBit(t)
 		}
 	}
 	if c.Delegate {
-		add(ToolSpawnAgent, ToolStartBackground)
+		grant(ToolSpawnAgent)
+		grant(ToolStartBackground)
 	}
 	if c.Delegate || c.isChild() {
-		names = append(names, ToolSendAgentMessage)
+		ts |= toolBit(ToolSendAgentMessage)
 	}
 	if c.Delegate {
-		add(ToolListAgents, ToolCancelAgent, ToolWaitAgent)
+		grant(ToolListAgents)
+		grant(ToolCancelAgent)
+		grant(ToolWaitAgent)
 		if c.anyAskCaller() {
-			add(ToolAnswerAgent)
+			grant(ToolAnswerAgent)
 		}
-		add(ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall)
+		for _, t := range []string{ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall} {
+			grant(t)
+		}
 	}
 	if c.AskCaller {
-		names = append(names, ToolAskCaller)
+		ts |= toolBit(ToolAskCaller)
 	}
-	return names
+	return ts
 }

@@ -61,7 +61,7 @@ func (s *State) wake(w Wake) []Action {
 	s.lastText = ""
 	if s.cfg.isChild() {
 		s.round++
-		s.reported, s.report = false, nil
+		s.reported, s.report = false, Deliver{}
 	}
 	s.messages = append(s.messages, s.wakeMessage(w))
 	return []Action{Emit{Event: cadre.AgentWoken{From: w.From, Message: w.Text}}, s.modelCall()}
