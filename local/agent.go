@@ -39,7 +39,7 @@ type agent struct {
 	timeout  time.Duration
 
 	st    *loop.State
-	box   *mailbox
+	box   mailbox
 	first *loop.Start // the Start to step first, for a new agent
 	seq   int64       // the last journaled entry's Seq
 
@@ -51,8 +51,10 @@ type agent struct {
 	busy        int                    // model and tool calls in flight
 	started     bool                   // made its first model call
 	woken       bool                   // a finished agent given new work: its Wake is in its mailbox
-	kids        map[cadre.AgentID]bool // children that have not ended
-	activity    atomic.Int64           // unix nanos of the last sign of life
+	kids        map[cadre.AgentID]bool // children that have not ended; made by addKid
+	// fin is the Finish do returns a pointer to.
+	fin      loop.Finish
+	activity atomic.Int64 // unix nanos of the last sign of life
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
@@ -60,9 +62,11 @@ func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m 
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
-		callable: make(map[string]cadre.Tool, len(tools)), plain: make(map[string]cadre.Tool, len(tools)),
 		timeout: cfg.Timeout,
-		st:      loop.New(), box: newMailbox(), ctx: ctx, cancel: cancel, kids: map[cadre.AgentID]bool{},
+		st:      loop.New(), box: mailbox{notify: make(chan struct{}, 1)}, ctx: ctx, cancel: cancel,
+	}
+	if len(tools) > 0 {
+		a.callable, a.plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
 	}
 	for _, t := range tools {
 		a.callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
@@ -308,9 +312,18 @@ func (a *agent) do(act loop.Action) *loop.Finish {
 	case loop.Wait:
 		a.run.setStatus(a, cadre.StatusWaiting)
 	case loop.Finish:
-		return &act
+		a.fin = act
+		return &a.fin
 	}
 	return nil
+}
+
+// addKid notes a child that has not ended.
+func (a *agent) addKid(id cadre.AgentID) {
+	if a.kids == nil {
+		a.kids = map[cadre.AgentID]bool{}
+	}
+	a.kids[id] = true
 }
 
 // acquire takes a concurrency slot. An agent that has not made its first

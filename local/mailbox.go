@@ -6,14 +6,13 @@ import (
 	"github.com/cadre-ai/cadre/loop"
 )
 
-// mailbox is an unbounded FIFO of inputs with a wake-up channel.
+// mailbox is an unbounded FIFO of inputs with a wake-up channel, made
+// with notify of capacity 1.
 type mailbox struct {
 	mu     sync.Mutex
 	items  []loop.Input
 	notify chan struct{}
 }
-
-func newMailbox() *mailbox { return &mailbox{notify: make(chan struct{}, 1)} }
 
 func (m *mailbox) put(in loop.Input) {
 	m.mu.Lock()

@@ -219,7 +219,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, []lostWake, er
 		a := r.newAgent(cfg, parent, r.defs[cfg.Definition], m, tools, rules)
 		a.st, a.seq, a.started = st, x.seq, st.Turns() > 0
 		for _, id := range st.LiveChildren() {
-			a.kids[id] = true
+			a.addKid(id)
 		}
 		agents[cfg.ID] = a
 

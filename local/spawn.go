@@ -66,7 +66,7 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			r.born(b.child, b.spec)
 		}
 		if b.err == "" {
-			a.kids[b.spec.ID] = true
+			a.addKid(b.spec.ID)
 		}
 		a.box.put(loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
 		if b.child != nil {

@@ -198,7 +198,7 @@ func (r *run) wake(from *agent, d loop.Deliver) {
 	}
 	a := r.newAgent(old.cfg, from, old.def, old.model, old.tools, old.rules)
 	a.st, a.seq, a.started = old.st, old.seq, true
-	from.kids[a.id] = true
+	from.addKid(a.id)
 	r.rouse(a, loop.Wake{From: from.id, Text: d.Text})
 }
 
@@ -217,7 +217,7 @@ func (r *run) rouse(a *agent, w loop.Wake) {
 	a.woken = true
 	a.box.put(w)
 	for _, id := range a.st.LiveChildren() {
-		a.kids[id] = true
+		a.addKid(id)
 		r.mu.Lock()
 		k := r.slept[id]
 		r.mu.Unlock()
