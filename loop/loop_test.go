@@ -537,3 +537,55 @@ func TestQueuedMessageNotLeftWaiting(t *testing.T) {
 		})
 	}
 }
+
+// TestCallIDs checks that the calls of a reply keep the IDs the model gave
+// them, and that a call without one, or with one an earlier call of the
+// reply has, gets one of its own; for replies of a few calls (found by a
+// scan) and of many (found through a map).
+func TestCallIDs(t *testing.T) {
+	tests := []struct {
+		name     string
+		ids, out []string
+	}{
+		{"kept", []string{"a", "b"}, []string{"a", "b"}},
+		{"missing", []string{"a", ""}, []string{"a", "call_1_2"}},
+		{"repeated", []string{"a", "a", "b"}, []string{"a", "call_1_2", "b"}},
+		{"taken", []string{"call_1_2", ""}, []string{"call_1_2", "call_1_2_2"}},
+		{"many", []string{"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c1", "", "c11"},
+			[]string{"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "call_1_9", "call_1_10", "c11"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := start(t, rootConfig(), "task")
+			calls := make([]cadre.ToolCall, len(tt.ids))
+			for i, id := range tt.ids {
+				calls[i] = call(id, "read_file", `{}`)
+			}
+			ct, ok := only[CallTools](h.reply("", calls...))
+			if !ok {
+				t.Fatalf("want one CallTools, got %#v", h.acts)
+			}
+			var got, inConversation []string
+			for _, c := range ct.Calls {
+				got = append(got, c.ID)
+			}
+			msgs := h.s.Messages()
+			for _, c := range msgs[len(msgs)-1].ToolCalls {
+				inConversation = append(inConversation, c.ID)
+			}
+			if diff := cmp.Diff(tt.out, got); diff != "" {
+				t.Errorf("IDs of the calls to run (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.out, inConversation); diff != "" {
+				t.Errorf("IDs of the calls in the conversation (-want +got):\n%s", diff)
+			}
+			results := make([]ToolResult, len(tt.out))
+			for i, id := range tt.out {
+				results[i] = ToolResult{CallID: id, Content: "ok " + id}
+			}
+			if _, ok := only[CallModel](h.step(ToolResults{Results: results})); !ok {
+				t.Fatalf("the results of every call should lead to the next model call, got %#v", h.acts)
+			}
+		})
+	}
+}
