@@ -43,9 +43,15 @@ type agent struct {
 	first *loop.Start // the Start to step first, for a new agent
 	seq   int64       // the last journaled entry's Seq
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	work   sync.WaitGroup
+	// ctx is the context of the agent's calls: the run's, with the values
+	// the Observer adds. callCtx is ctx made cancellable (by cancel) when
+	// the agent finishes, for its tool calls, questions and agent
+	// creations; it is made with the first of them (see calls). A model
+	// call has a context of its own, cancelled by modelCancel.
+	ctx     context.Context
+	callCtx context.Context
+	cancel  context.CancelFunc
+	work    sync.WaitGroup
 
 	modelCancel context.CancelCauseFunc
 	busy        int                    // model and tool calls in flight
@@ -58,12 +64,11 @@ type agent struct {
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
-	ctx, cancel := context.WithCancel(r.ctx)
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
 		timeout: cfg.Timeout,
-		st:      loop.New(), box: mailbox{notify: make(chan struct{}, 1)}, ctx: ctx, cancel: cancel,
+		st:      loop.New(), box: mailbox{notify: make(chan struct{}, 1)}, ctx: r.ctx,
 	}
 	if len(tools) > 0 {
 		a.callable, a.plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
@@ -140,7 +145,13 @@ func (a *agent) main(pending []loop.Action) {
 	if timer != nil {
 		timer.Stop()
 	}
-	a.cancel()
+	// What the agent started stops with it.
+	if a.modelCancel != nil {
+		a.modelCancel(nil)
+	}
+	if a.cancel != nil {
+		a.cancel()
+	}
 	a.endChildren(fin)
 	a.work.Wait()
 	a.run.ended(a, *fin)
@@ -326,6 +337,16 @@ func (a *agent) addKid(id cadre.AgentID) {
 	a.kids[id] = true
 }
 
+// calls returns the context of the agent's tool calls, questions and agent
+// creations, cancelled when it finishes; it is made on first use, in the
+// agent's goroutine, before any goroutine that reads it starts.
+func (a *agent) calls() context.Context {
+	if a.callCtx == nil {
+		a.callCtx, a.cancel = context.WithCancel(a.ctx)
+	}
+	return a.callCtx
+}
+
 // acquire takes a concurrency slot. An agent that has not made its first
 // call yet is queued while it waits for one.
 func (a *agent) acquire(ctx context.Context, first bool) bool {
@@ -416,10 +437,11 @@ const interruptedCall = "Error: this call was in progress when cadre stopped, so
 func (a *agent) callTools(act loop.CallTools) {
 	a.busy += len(act.Calls)
 	byName := a.callable
+	ctx := a.calls()
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
-		if !a.acquire(a.ctx, false) {
+		if !a.acquire(ctx, false) {
 			res := make([]loop.ToolResult, 0, len(act.Calls))
 			for _, c := range act.Calls {
 				res = append(res, loop.ToolResult{CallID: c.ID, Content: "Error: the tool call was aborted: the agent is stopping.", IsError: true})
@@ -440,7 +462,7 @@ func (a *agent) callTools(act loop.CallTools) {
 					res = loop.ToolResult{CallID: c.ID, Content: interruptedCall, IsError: true}
 				} else {
 					a.emit(cadre.ToolCalled{CallID: c.ID, Tool: c.Name, Arguments: c.Arguments})
-					res = a.run.e.runTool(a.ctx, a.id, a.plain[c.Name], t, a.rules, c)
+					res = a.run.e.runTool(ctx, a.id, a.plain[c.Name], t, a.rules, c)
 				}
 				a.touch()
 				// The event has the text, which describes any media: never
@@ -472,7 +494,7 @@ func (a *agent) ask(act loop.Ask) {
 	}
 	// The question is pending until AskUser returns or Engine.Answer
 	// answers it, whichever comes first.
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := context.WithCancel(a.calls())
 	q := &question{cancel: cancel}
 	a.run.mu.Lock()
 	a.run.questions[a.id] = q
@@ -512,6 +534,7 @@ func (r *run) reply(act loop.Reply) {
 func (a *agent) createAgent(act loop.CreateAgent) {
 	r := a.run
 	create := r.e.cfg.CreateAgent
+	ctx := a.calls()
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
@@ -524,7 +547,7 @@ func (a *agent) createAgent(act loop.CreateAgent) {
 			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: "this run does not allow creating agents"})
 			return
 		}
-		file, err := create(a.ctx, a.id, &def)
+		file, err := create(ctx, a.id, &def)
 		if err != nil {
 			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: err.Error()})
 			return
