@@ -284,13 +284,15 @@ func filterTools(from []cadre.Tool, def *cadre.Definition) []cadre.Tool {
 // those of its parent (nil: every one): the parent's, narrowed by the
 // definition's allowlist and denylist. Nil means every one.
 func delegationFor(def *cadre.Definition, parent []string) []string {
+	if def == nil || def.Tools == nil && len(def.DisallowedTools) == 0 {
+		// Nothing narrows the parent's: the same list, which no one
+		// changes.
+		return parent
+	}
 	all := loop.DelegationTools()
 	out := parent
 	if out == nil {
 		out = all
-	}
-	if def == nil {
-		return parent
 	}
 	out = slices.DeleteFunc(slices.Clone(out), func(t string) bool {
 		return def.Tools != nil && !slices.Contains(def.Tools, t) || slices.Contains(def.DisallowedTools, t)
