@@ -346,9 +346,9 @@ func (s *State) toolSpecs() []cadre.ToolSpec {
 		} else if ts != 0 {
 			specs = make([]cadre.ToolSpec, 0, ts.len())
 		}
-		for i, name := range subagentOrder {
+		for i := range orderedSpecs {
 			if ts&(1<<i) != 0 {
-				specs = append(specs, subagentSpecs[name])
+				specs = append(specs, orderedSpecs[i])
 			}
 		}
 		s.specs, s.offered, s.toolsKnown = specs, ts, true

@@ -589,3 +589,54 @@ func TestCallIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestOfferedTools pins the tools a model is offered, in order: the
+// ordinary ones, then the subagent tools the agent's configuration allows.
+func TestOfferedTools(t *testing.T) {
+	asking := []CatalogEntry{{Name: "researcher"}, {Name: "asker", AskCaller: true}}
+	child := func(mod func(*Config)) Config {
+		cfg := childConfig(cadre.ReportTool)
+		mod(&cfg)
+		return cfg
+	}
+	root := func(mod func(*Config)) Config {
+		cfg := rootConfig()
+		mod(&cfg)
+		return cfg
+	}
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"root", rootConfig(), []string{"read_file", ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents,
+			ToolCancelAgent, ToolWaitAgent, ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall}},
+		{"root with an asking agent", root(func(c *Config) { c.Catalog = asking; c.AskCaller = true }), []string{"read_file",
+			ToolSpawnAgent, ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent, ToolWaitAgent, ToolAnswerAgent,
+			ToolOnboard, ToolOnboardReply, ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall, ToolAskCaller}},
+		{"spawn_agent granted", root(func(c *Config) { c.Catalog = asking; c.Delegation = []string{ToolSpawnAgent} }),
+			[]string{"read_file", ToolSpawnAgent, ToolSendAgentMessage, ToolWaitAgent, ToolAnswerAgent}},
+		{"nothing granted", root(func(c *Config) { c.Delegation = []string{} }), []string{"read_file", ToolSendAgentMessage}},
+		{"root that does not delegate", root(func(c *Config) { c.Delegate = false }), []string{"read_file"}},
+		{"child", childConfig(cadre.ReportTool), []string{"read_file", ToolSendAgentMessage}},
+		{"child without tools", child(func(c *Config) { c.Tools = nil }), []string{ToolSendAgentMessage}},
+		{"child that asks", child(func(c *Config) { c.AskCaller = true }), []string{"read_file", ToolSendAgentMessage, ToolAskCaller}},
+		{"onboarding", child(func(c *Config) { c.Mode = ModeOnboarding }), []string{ToolAskCaller}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New()
+			cm, ok := only[CallModel](s.Step(Start{Config: tt.cfg, Task: "task", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "task"}}}))
+			if !ok {
+				t.Fatal("Start: want one CallModel")
+			}
+			var got []string
+			for _, spec := range cm.Request.Tools {
+				got = append(got, spec.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("offered tools (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -227,6 +227,14 @@ var subagentOrder = [...]string{
 	ToolAskCaller,
 }
 
+// orderedSpecs are the specs of the subagent tools in subagentOrder.
+var orderedSpecs = func() (out [len(subagentOrder)]cadre.ToolSpec) {
+	for i, name := range subagentOrder {
+		out[i] = subagentSpecs[name]
+	}
+	return out
+}()
+
 // A toolSet is a set of subagent tools (see subagentOrder).
 type toolSet uint32
 
