@@ -452,6 +452,9 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		ordinary []cadre.ToolCall
 		spawn    Spawn
 	)
+	if n := spawnCalls(calls); n > 1 {
+		spawn.Children = make([]ChildSpec, 0, n)
+	}
 	for i, c := range calls {
 		if c.ID == "" || s.slotByCall(c.ID) >= 0 {
 			// Every call needs an ID of its own to be answered.
@@ -506,6 +509,18 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 		acts = append(acts, s.afterTools()...)
 	}
 	return acts
+}
+
+// spawnCalls counts the calls that may each start one child.
+func spawnCalls(calls []cadre.ToolCall) int {
+	n := 0
+	for _, c := range calls {
+		switch c.Name {
+		case ToolSpawnAgent, ToolAgentCall, ToolStartBackground, ToolCallAgent, ToolOnboard:
+			n++
+		}
+	}
+	return n
 }
 
 // saidAll reports whether a child with EndOnReport is done after a reply
@@ -623,6 +638,7 @@ func (s *State) afterTools() []Action {
 // appendResults adds the results of the current reply's calls to the
 // conversation, in call order.
 func (s *State) appendResults() {
+	s.messages = slices.Grow(s.messages, len(s.slots))
 	for _, sl := range s.slots {
 		s.messages = append(s.messages, sl.message())
 	}
