@@ -40,8 +40,8 @@ type agent struct {
 
 	st    *loop.State
 	box   mailbox
-	first *loop.Start // the Start to step first, for a new agent
-	seq   int64       // the last journaled entry's Seq
+	first loop.Input // the Start to step first, for a new agent
+	seq   int64      // the last journaled entry's Seq
 
 	// ctx is the context of the agent's calls: the run's, with the values
 	// the Observer adds. callCtx is ctx made cancellable (by cancel) when
@@ -116,7 +116,7 @@ func (a *agent) main(pending []loop.Action) {
 	if a.first != nil {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName})
 		// The Start is already in the journal (see Run.create).
-		fin = a.apply([]loop.Input{*a.first})
+		fin = a.apply([]loop.Input{a.first})
 		a.first = nil
 	} else if !a.woken {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})

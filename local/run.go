@@ -373,7 +373,7 @@ func (r *run) create(a *agent, start loop.Start) error {
 		start = ins[0].(loop.Start)
 		a.cfg, a.timeout = start.Config, start.Config.Timeout
 	}
-	a.first = &start
+	a.first = start
 	return nil
 }
 

@@ -61,6 +61,9 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			create(&births[i])
 		}
 	}
+	if a.kids == nil && len(births) > 1 {
+		a.kids = make(map[cadre.AgentID]bool, len(births))
+	}
 	for _, b := range births {
 		if b.child != nil {
 			r.born(b.child, b.spec)

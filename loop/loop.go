@@ -454,6 +454,9 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	)
 	if n := spawnCalls(calls); n > 1 {
 		spawn.Children = make([]ChildSpec, 0, n)
+		if s.children == nil {
+			s.counters, s.children = map[string]int{}, make(map[cadre.AgentID]*child, n)
+		}
 	}
 	for i, c := range calls {
 		if c.ID == "" || s.slotByCall(c.ID) >= 0 {
