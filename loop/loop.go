@@ -340,16 +340,14 @@ func (s *State) toolSpecs() []cadre.ToolSpec {
 	if !s.toolsKnown {
 		ts := s.cfg.subagentTools()
 		var specs []cadre.ToolSpec
-		if !s.cfg.onboarding() {
-			specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+ts.len())
-			specs = append(specs, s.cfg.Tools...)
-		} else if ts != 0 {
-			specs = make([]cadre.ToolSpec, 0, ts.len())
-		}
-		for i := range orderedSpecs {
-			if ts&(1<<i) != 0 {
-				specs = append(specs, orderedSpecs[i])
+		if shared, ok := sharedSpecs[ts]; ok && (len(s.cfg.Tools) == 0 || s.cfg.onboarding()) {
+			specs = shared
+		} else {
+			if !s.cfg.onboarding() {
+				specs = make([]cadre.ToolSpec, 0, len(s.cfg.Tools)+ts.len())
+				specs = append(specs, s.cfg.Tools...)
 			}
+			specs = ts.appendSpecs(specs)
 		}
 		s.specs, s.offered, s.toolsKnown = specs, ts, true
 	}

@@ -235,6 +235,40 @@ var orderedSpecs = func() (out [len(subagentOrder)]cadre.ToolSpec) {
 	return out
 }()
 
+// sharedSpecs are the tools offered to an agent without ordinary tools,
+// for each set of subagent tools such an agent is offered when every
+// delegation tool is granted (see Config.subagentTools): built once, never
+// changed, and shared by the agents offered the same set.
+var sharedSpecs = func() map[toolSet][]cadre.ToolSpec {
+	m := map[toolSet][]cadre.ToolSpec{}
+	for bits := range 1 << 5 {
+		on := func(i int) bool { return bits&(1<<i) != 0 }
+		c := Config{Delegate: on(0), AskCaller: on(1), Catalog: []CatalogEntry{{Name: "a", AskCaller: on(2)}}}
+		if on(3) {
+			c.Parent = "parent"
+		}
+		if on(4) {
+			c.Mode = ModeOnboarding
+		}
+		ts := c.subagentTools()
+		if _, ok := m[ts]; !ok {
+			m[ts] = ts.appendSpecs(make([]cadre.ToolSpec, 0, ts.len()))
+		}
+	}
+	return m
+}()
+
+// appendSpecs appends the specs of the tools of ts to specs, in the order
+// they are offered.
+func (ts toolSet) appendSpecs(specs []cadre.ToolSpec) []cadre.ToolSpec {
+	for i := range orderedSpecs {
+		if ts&(1<<i) != 0 {
+			specs = append(specs, orderedSpecs[i])
+		}
+	}
+	return specs
+}
+
 // A toolSet is a set of subagent tools (see subagentOrder).
 type toolSet uint32
 
