@@ -621,6 +621,12 @@ func TestOfferedTools(t *testing.T) {
 		{"child", childConfig(cadre.ReportTool), []string{"read_file", ToolSendAgentMessage}},
 		{"child without tools", child(func(c *Config) { c.Tools = nil }), []string{ToolSendAgentMessage}},
 		{"child that asks", child(func(c *Config) { c.AskCaller = true }), []string{"read_file", ToolSendAgentMessage, ToolAskCaller}},
+		{"delegating child without tools", child(func(c *Config) { c.Tools, c.Delegate = nil, true }), []string{ToolSpawnAgent,
+			ToolStartBackground, ToolSendAgentMessage, ToolListAgents, ToolCancelAgent, ToolWaitAgent, ToolOnboard, ToolOnboardReply,
+			ToolCallAgent, ToolFork, ToolCreateAgent, ToolAgentCall}},
+		{"delegating child without tools, spawn_agent granted", child(func(c *Config) {
+			c.Tools, c.Delegate, c.Delegation = nil, true, []string{ToolSpawnAgent}
+		}), []string{ToolSpawnAgent, ToolSendAgentMessage}},
 		{"onboarding", child(func(c *Config) { c.Mode = ModeOnboarding }), []string{ToolAskCaller}},
 	}
 	for _, tt := range tests {
