@@ -7,6 +7,8 @@ type Action interface{ action() }
 
 // CallModel asks for one model call. The engine answers with ModelResult.
 type CallModel struct {
+	// Request's Messages and Tools may be shared with the agent's state
+	// and other requests: they must not be modified.
 	Request cadre.Request
 	// Final is set on the last call after max turns, made without tools.
 	Final bool

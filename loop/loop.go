@@ -334,8 +334,9 @@ func (s *State) modelCall() CallModel {
 }
 
 // toolSpecs are the tools offered to the model: the ordinary ones (none
-// while onboarding), then the subagent tools. The slice is shared and must
-// not be modified.
+// while onboarding), then the subagent tools. The slice is shared, by the
+// agent's model calls and, without ordinary tools, by other agents (see
+// sharedSpecs): it must not be modified.
 func (s *State) toolSpecs() []cadre.ToolSpec {
 	if !s.toolsKnown {
 		ts := s.cfg.subagentTools()
