@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/cadre-ai/cadre/internal/jsonw"
 )
 
 // EventType names what happened.
@@ -131,61 +132,8 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it: quote and backslash, \b \f \n \r \t, other control
-// characters and <, >, &, U+2028 and U+2029 as \u escapes, and each byte of
-// invalid UTF-8 as \ufffd. FuzzAppendJSONString holds it to json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// escapes it.
+func appendJSONString(b []byte, s string) []byte { return jsonw.AppendString(b, s) }
 
 // eventCommon are the JSON names of Event's own fields; no payload uses
 // them.
