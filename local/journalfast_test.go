@@ -153,7 +153,8 @@ func TestRoundTripProperty(t *testing.T) {
 // not, raw JSON written as encoding/json writes it and otherwise.
 var (
 	fillStrings = []string{"", "plain", "tool", "é ü 日本", "<b>&amp;</b>", "\u2028", "\x00 nul", "bad \xff byte", "\xc3"}
-	fillRaw     = []json.RawMessage{nil, {}, json.RawMessage(`{"type":"object"}`), json.RawMessage(`{"type": "object"}`),
+	fillRaw     = []json.RawMessage{nil, {}, json.RawMessage(`{"type":"object"}`), json.RawMessage(`[]`),
+		json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","description":"é \"q\""}}}`), json.RawMessage(`{"type": "object"}`),
 		json.RawMessage(`{"a":"<b>"}`), json.RawMessage("null"), json.RawMessage(`{"a":"\u00e9 \\" }`), json.RawMessage("[1,2]"),
 		json.RawMessage("{\"a\":\"x y\"}"), json.RawMessage("{\n\"a\":1}"), json.RawMessage(`"\ud800"`)}
 )
@@ -214,5 +215,44 @@ func fill(rng *rand.Rand, v reflect.Value, depth int) {
 		}
 	default:
 		panic(fmt.Sprintf("fill: no case for %v", v.Type()))
+	}
+}
+
+// benchStart is a worker's start as the delegation benchmark journals it.
+func benchStart() loop.Start {
+	return loop.Start{Config: loop.Config{ID: "root/worker.17", Parent: "root", Depth: 1, MaxDepth: 3, Definition: "worker",
+		Model: "scripted", System: strings.Repeat("You do one unit of work and report it. ", 60), Tools: []cadre.ToolSpec{},
+		Delegate: true, Catalog: []loop.CatalogEntry{{Name: "mid", MaxQuestions: 5}, {Name: "worker", MaxQuestions: 5}},
+		Report: "tool", Protocol: "tools", MaxTurns: 25, Timeout: 300 * time.Second, MaxQuestions: 5, EndOnReport: true},
+		Task: "unit 17", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "unit 17"}}}
+}
+
+// BenchmarkRoundTrip is the cost of journaling a worker's start and its
+// model's reply, against encoding/json's round trip.
+func BenchmarkRoundTrip(b *testing.B) {
+	reply := loop.ModelResult{Response: &cadre.Response{Message: cadre.Message{Role: cadre.RoleAssistant,
+		ToolCalls: []cadre.ToolCall{{ID: "r1", Name: loop.ToolSendAgentMessage, Arguments: `{"text":"Unit done: nothing to add."}`}}},
+		Usage: cadre.Usage{InputTokens: 10, OutputTokens: 10}}}
+	for _, in := range []loop.Input{benchStart(), reply} {
+		b.Run(in.Kind(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := roundTrip(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(in.Kind()+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				data, err := json.Marshal(in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := loop.Decode(in.Kind(), data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -666,14 +667,26 @@ func (r *run) allow(a *agent) bool {
 // roundTrip encodes an input for the journal and decodes it as a replay
 // will. The error says which input could not make the trip and why.
 func roundTrip(in loop.Input) (json.RawMessage, loop.Input, error) {
+	back, same := asReadBack(in)
+	if same {
+		buf := journalBufs.Get().(*[]byte)
+		b, ok := appendInput((*buf)[:0], back)
+		if ok {
+			data := bytes.Clone(b)
+			*buf = b
+			journalBufs.Put(buf)
+			return data, back, nil
+		}
+		journalBufs.Put(buf)
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be journaled: %w", in.Kind(), err)
 	}
-	if back, ok := asReadBack(in); ok {
+	if same {
 		return b, back, nil
 	}
-	back, err := loop.Decode(in.Kind(), b)
+	back, err = loop.Decode(in.Kind(), b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be read back from the journal: %w", in.Kind(), err)
 	}

@@ -2,6 +2,7 @@ package jsonw
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 )
 
@@ -18,6 +19,23 @@ func FuzzAppendString(f *testing.F) {
 		}
 		if got := AppendString([]byte("x"), s); string(got[1:]) != string(want) || got[0] != 'x' {
 			t.Fatalf("AppendString(%q) = %s, json.Marshal writes %s", s, got[1:], want)
+		}
+	})
+}
+
+// FuzzAppendFloat holds AppendFloat to encoding/json's numbers.
+func FuzzAppendFloat(f *testing.F) {
+	for _, x := range []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 0.1, 1e-6, 9.99e-7, 1e-7, 1.5e-300, 1e20, 1e21, 123456789e15, -2.5e-8, math.MaxFloat64, math.SmallestNonzeroFloat64, math.NaN(), math.Inf(1)} {
+		f.Add(x)
+	}
+	f.Fuzz(func(t *testing.T, x float64) {
+		want, err := json.Marshal(x)
+		got, ok := AppendFloat([]byte("x"), x)
+		if (err == nil) != ok {
+			t.Fatalf("AppendFloat(%v) ok=%v, json.Marshal error %v", x, ok, err)
+		}
+		if ok && (string(got[1:]) != string(want) || got[0] != 'x') {
+			t.Fatalf("AppendFloat(%v) = %s, json.Marshal writes %s", x, got[1:], want)
 		}
 	})
 }
