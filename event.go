@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -118,6 +119,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(e.Depth), 10)
 	}
 	if e.Data != nil {
+		if fs, ok := payloadFields[reflect.TypeOf(e.Data)]; ok {
+			if out, ok := appendFields(b, reflect.ValueOf(e.Data), fs); ok {
+				return append(out, '}'), nil
+			}
+		}
 		p, err := json.Marshal(e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("cadre: encode the %s event's payload: %w", e.Type, err)
