@@ -36,7 +36,7 @@ func TestRoundTripMatchesDecode(t *testing.T) {
 		)
 	}
 	for _, in := range inputs {
-		data, got, err := roundTrip(in)
+		data, got, err := roundTrip(in, nil)
 		if err != nil {
 			t.Fatalf("%#v: %v", in, err)
 		}
@@ -107,6 +107,7 @@ func TestRoundTripProperty(t *testing.T) {
 	kinds := []loop.Input{loop.Start{}, loop.ModelResult{}, loop.ToolResults{}, loop.Spawned{},
 		loop.ChildReport{}, loop.ChildEnded{}, loop.ChildQuestion{}, loop.Answer{},
 		loop.InboxMessage{}, loop.Wake{}, loop.Cancel{}, loop.Timeout{}}
+	var cache stringCache // long strings are written from it after their first time
 	fast := map[string]int{}
 	slow := map[string]int{}
 	for i := range 20_000 {
@@ -117,7 +118,7 @@ func TestRoundTripProperty(t *testing.T) {
 		enc, err := json.Marshal(in)
 		if err != nil {
 			// Raw JSON that is not JSON: roundTrip must refuse it too.
-			if _, _, rerr := roundTrip(in); rerr == nil {
+			if _, _, rerr := roundTrip(in, nil); rerr == nil {
 				t.Fatalf("%#v cannot be encoded (%v), but roundTrip took it", in, err)
 			}
 			continue
@@ -126,7 +127,7 @@ func TestRoundTripProperty(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", enc, err)
 		}
-		data, got, err := roundTrip(in)
+		data, got, err := roundTrip(in, &cache)
 		if err != nil {
 			t.Fatalf("%#v: %v", in, err)
 		}
@@ -142,6 +143,9 @@ func TestRoundTripProperty(t *testing.T) {
 			slow[in.Kind()]++
 		}
 	}
+	if cache.n.Load() == 0 {
+		t.Error("no long string was written from the cache")
+	}
 	for _, k := range kinds {
 		if k.Kind() != "timeout" && (fast[k.Kind()] == 0 || slow[k.Kind()] == 0) {
 			t.Errorf("%s: %d inputs read back as they are and %d did not; the generator must make both", k.Kind(), fast[k.Kind()], slow[k.Kind()])
@@ -152,7 +156,8 @@ func TestRoundTripProperty(t *testing.T) {
 // Values fill draws from: strings that survive JSON and strings that do
 // not, raw JSON written as encoding/json writes it and otherwise.
 var (
-	fillStrings = []string{"", "plain", "tool", "é ü 日本", "<b>&amp;</b>", "\u2028", "\x00 nul", "bad \xff byte", "\xc3"}
+	fillStrings = []string{"", "plain", "tool", "é ü 日本", strings.Repeat("a long prompt <b>\n", 20), "<b>&amp;</b>", "\u2028", "\x00 nul",
+		"bad \xff byte", "\xc3", strings.Repeat("a long prompt, then a bad byte: \xff", 10)}
 	fillRaw     = []json.RawMessage{nil, {}, json.RawMessage(`{"type":"object"}`), json.RawMessage(`[]`),
 		json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","description":"é \"q\""}}}`), json.RawMessage(`{"type": "object"}`),
 		json.RawMessage(`{"a":"<b>"}`), json.RawMessage("null"), json.RawMessage(`{"a":"\u00e9 \\" }`), json.RawMessage("[1,2]"),
@@ -174,7 +179,7 @@ func fill(rng *rand.Rand, v reflect.Value, depth int) {
 	case reflect.String:
 		// Mostly strings that survive, so that whole inputs often do.
 		if rng.IntN(4) > 0 {
-			v.SetString(fillStrings[rng.IntN(5)])
+			v.SetString(fillStrings[rng.IntN(6)])
 		} else {
 			v.SetString(fillStrings[rng.IntN(len(fillStrings))])
 		}
@@ -236,8 +241,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 	for _, in := range []loop.Input{benchStart(), reply} {
 		b.Run(in.Kind(), func(b *testing.B) {
 			b.ReportAllocs()
+			var cache stringCache
 			for b.Loop() {
-				if _, _, err := roundTrip(in); err != nil {
+				if _, _, err := roundTrip(in, &cache); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"encoding/base64"
 	"strconv"
 	"sync"
@@ -17,10 +18,10 @@ import (
 // spawning, report and end). It reports false for the other kinds, which
 // roundTrip hands to encoding/json. TestRoundTripProperty holds it to
 // json.Marshal on random inputs.
-func appendInput(b []byte, in loop.Input) ([]byte, bool) {
+func appendInput(b []byte, in loop.Input, c *stringCache) ([]byte, bool) {
 	switch v := in.(type) {
 	case loop.Start:
-		return appendStart(b, &v)
+		return appendStart(b, &v, c)
 	case loop.ModelResult:
 		return appendModelResult(b, &v)
 	case loop.ToolResults:
@@ -69,7 +70,7 @@ func appendInput(b []byte, in loop.Input) ([]byte, bool) {
 	return b, false
 }
 
-func appendStart(b []byte, s *loop.Start) ([]byte, bool) {
+func appendStart(b []byte, s *loop.Start, sc *stringCache) ([]byte, bool) {
 	c := &s.Config
 	b = str(append(b, `{"config":{"id":`...), string(c.ID))
 	b = optStr(b, `,"parent":`, string(c.Parent))
@@ -77,7 +78,7 @@ func appendStart(b []byte, s *loop.Start) ([]byte, bool) {
 	b = strconv.AppendInt(append(b, `,"max_depth":`...), int64(c.MaxDepth), 10)
 	b = str(append(b, `,"definition":`...), c.Definition)
 	b = optStr(b, `,"model":`, c.Model)
-	b = cachedStr(append(b, `,"system":`...), c.System)
+	b = sc.appendString(append(b, `,"system":`...), c.System)
 	if len(c.Tools) > 0 {
 		b = append(b, `,"tools":[`...)
 		for i := range c.Tools {
@@ -86,7 +87,7 @@ func appendStart(b []byte, s *loop.Start) ([]byte, bool) {
 				b = append(b, ',')
 			}
 			b = str(append(b, `{"name":`...), t.Name)
-			b = cachedStr(append(b, `,"description":`...), t.Description)
+			b = sc.appendString(append(b, `,"description":`...), t.Description)
 			b = append(append(b, `,"parameters":`...), t.Parameters...) // compact: see sameRaw
 			b = append(b, '}')
 		}
@@ -294,33 +295,34 @@ func optInt(b []byte, key string, n int64) []byte {
 	return strconv.AppendInt(append(b, key...), n, 10)
 }
 
-// Long strings repeat from agent to agent (the system prompt of every
-// worker of a definition, a tool's description), so their JSON is kept:
-// the map is keyed by the string itself, and strings do not change, so a
-// hit is always right. It holds at most longStringsMax strings of at
-// least longStringMin bytes.
+// A stringCache keeps the JSON of the long strings of a run's journal
+// entries, which repeat from agent to agent (the system prompt of every
+// worker of a definition, a tool's description). It is keyed by the string
+// itself, and strings do not change, so a hit is always right. It holds at
+// most stringCacheMax strings of at least stringCacheMin bytes; nil keeps
+// nothing.
+type stringCache struct {
+	m sync.Map // string → []byte, its JSON
+	n atomic.Int64
+}
+
 const (
-	longStringMin  = 256
-	longStringsMax = 1024
+	stringCacheMin = 256
+	stringCacheMax = 256
 )
 
-var (
-	longStrings  sync.Map // string → []byte, its JSON
-	longStringsN atomic.Int64
-)
-
-func cachedStr(b []byte, s string) []byte {
-	if len(s) < longStringMin {
+func (c *stringCache) appendString(b []byte, s string) []byte {
+	if c == nil || len(s) < stringCacheMin {
 		return str(b, s)
 	}
-	if q, ok := longStrings.Load(s); ok {
+	if q, ok := c.m.Load(s); ok {
 		return append(b, q.([]byte)...)
 	}
 	n := len(b)
 	b = str(b, s)
-	if longStringsN.Load() < longStringsMax {
-		if _, loaded := longStrings.LoadOrStore(s, append([]byte(nil), b[n:]...)); !loaded {
-			longStringsN.Add(1)
+	if c.n.Load() < stringCacheMax {
+		if _, loaded := c.m.LoadOrStore(s, bytes.Clone(b[n:])); !loaded {
+			c.n.Add(1)
 		}
 	}
 	return b
