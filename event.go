@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
+
+	"github.com/cadre-ai/cadre/internal/jsonw"
 )
 
 // EventType names what happened.
@@ -116,6 +119,11 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(e.Depth), 10)
 	}
 	if e.Data != nil {
+		if fs, ok := payloadFields[reflect.TypeOf(e.Data)]; ok {
+			if out, ok := appendFields(b, reflect.ValueOf(e.Data), fs); ok {
+				return append(out, '}'), nil
+			}
+		}
 		p, err := json.Marshal(e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("cadre: encode the %s event's payload: %w", e.Type, err)
@@ -131,10 +139,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always encodes
-	return append(b, q...)
-}
+func appendJSONString(b []byte, s string) []byte { return jsonw.AppendString(b, s) }
 
 // eventCommon are the JSON names of Event's own fields; no payload uses
 // them.

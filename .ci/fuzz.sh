@@ -27,6 +27,7 @@ targets=(
   "./rule/ FuzzCommand"
   "./redact/ FuzzString"
   "./ FuzzEventJSON"
+  "./internal/jsonw/ FuzzAppendString"
   "./internal/cli/ FuzzConfig"
 )
 failed=0

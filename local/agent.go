@@ -275,7 +275,7 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	now := time.Now().UTC()
 	seq := a.seq
 	for i, in := range ins {
-		data, back, err := roundTrip(in)
+		data, back, err := roundTrip(in, &a.run.strs)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", a.id, err)
 		}

@@ -71,6 +71,10 @@ type workload struct {
 	// replies are plain text, which ends its turn (sync) or makes it wait
 	// for the next background report.
 	rootFirst *cadre.Response
+	// childrenOnly keeps the root's replies instant: latency is the
+	// children's alone, as in BenchmarkDelegation, whose floor is then
+	// one latency.
+	childrenOnly bool
 	// hold, when not nil, blocks every worker's first call until it is
 	// closed (or the call is cancelled); parked counts the blocked calls.
 	hold   <-chan struct{}
@@ -128,7 +132,7 @@ func (w *workload) reply(ctx context.Context, req *cadre.Request) (*cadre.Respon
 			return nil, ctx.Err()
 		}
 	}
-	if w.latency > 0 {
+	if w.latency > 0 && !(w.childrenOnly && name == "root") {
 		t := time.NewTimer(w.latency)
 		select {
 		case <-t.C:

@@ -4,7 +4,7 @@ package local_test
 // to compare with other agent runtimes: a root fans out to N workers through
 // one delegation tool called N times in one reply (spawn_agent, so the root
 // waits for every report as the calls' results), and each worker's model
-// answers after L. It runs without a store, with the in-memory store and
+// answers after L (the root's at once, so a run takes at least L). It runs without a store, with the in-memory store and
 // with the SQLite journal, and prints
 //
 //	cpu-µs/child   CPU of the whole process (user + system) / N
@@ -123,7 +123,7 @@ func (c *countingModel) reply(ctx context.Context, req *cadre.Request) (*cadre.R
 // time and reports its figures.
 func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool string, n int, latency time.Duration) {
 	first := fanOutReply(n, tool)
-	w := &workload{latency: latency, rootFirst: first}
+	w := &workload{latency: latency, rootFirst: first, childrenOnly: true}
 	cm := &countingModel{w: w}
 	m := scripted.Func(cm.reply)
 	m.SetRecordLimit(0)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ type run struct {
 	id     string
 	task   string
 	store  cadre.Store     // the engine's, as the run writes to it; nil for none
+	strs   stringCache     // the JSON of long strings its journal entries repeat
 	lease  *lease          // set before the run does anything, when it has a store
 	ctx    context.Context // hard: cancelling it aborts calls at once
 	cancel context.CancelCauseFunc
@@ -664,16 +666,28 @@ func (r *run) allow(a *agent) bool {
 }
 
 // roundTrip encodes an input for the journal and decodes it as a replay
-// will. The error says which input could not make the trip and why.
-func roundTrip(in loop.Input) (json.RawMessage, loop.Input, error) {
+// will; c keeps the JSON of long strings for the run. The error says which input could not make the trip and why.
+func roundTrip(in loop.Input, c *stringCache) (json.RawMessage, loop.Input, error) {
+	back, same := asReadBack(in)
+	if same {
+		buf := journalBufs.Get().(*[]byte)
+		b, ok := appendInput((*buf)[:0], back, c)
+		if ok {
+			data := bytes.Clone(b)
+			*buf = b
+			journalBufs.Put(buf)
+			return data, back, nil
+		}
+		journalBufs.Put(buf)
+	}
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be journaled: %w", in.Kind(), err)
 	}
-	if sameAfterJSON(in) {
-		return b, in, nil
+	if same {
+		return b, back, nil
 	}
-	back, err := loop.Decode(in.Kind(), b)
+	back, err = loop.Decode(in.Kind(), b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be read back from the journal: %w", in.Kind(), err)
 	}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -240,7 +241,10 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		agent cadre.AgentID
 		seq   int64
 	}
-	seen := make(map[key]bool, len(entries))
+	var seen map[key]bool // for a batch of more than one entry
+	if len(entries) > 1 {
+		seen = make(map[key]bool, len(entries))
+	}
 	for i := range entries {
 		e := &entries[i]
 		cur, ok := s.runs[e.Run]
@@ -248,10 +252,12 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 			return fmt.Errorf("memstore: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
 		}
 		k := key{e.Run, e.Agent, e.Seq}
-		if seen[k] || hasSeq(cur.journal[e.Agent], e.Seq) {
+		if seen[k] || hasSeq(cur.journal[e.Agent], e.Seq) { // a nil map reads false
 			return fmt.Errorf("memstore: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
 		}
-		seen[k] = true
+		if seen != nil {
+			seen[k] = true
+		}
 	}
 	for i := range entries {
 		e := entries[i]
@@ -260,6 +266,10 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		e.Lease = "" // not stored
 		cur := s.runs[e.Run]
 		j := cur.journal[e.Agent]
+		if n := len(j); n == 0 || j[n-1].Seq < e.Seq {
+			cur.journal[e.Agent] = append(j, e) // the usual case: the next entry
+			continue
+		}
 		at, _ := slices.BinarySearchFunc(j, e.Seq, func(x cadre.JournalEntry, seq int64) int { return cmp.Compare(x.Seq, seq) })
 		cur.journal[e.Agent] = slices.Insert(j, at, e)
 	}
@@ -307,37 +317,37 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("memstore: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), events[i].Type)
 		}
 	}
+	// Each event is written without its number, outside the lock; the
+	// number goes in front once it is known.
+	bodies := make([][]byte, len(events))
+	for i := range events {
+		ev := events[i]
+		ev.Seq = 0
+		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
+		if err != nil {
+			return fmt.Errorf("memstore: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
+		}
+		bodies[i] = b
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	next := map[string]int64{}
-	seqs := make([]int64, len(events))
-	payloads := make([][]byte, len(events))
 	for i := range events {
-		ev := events[i]
-		cur, ok := s.runs[ev.Run]
-		if !ok {
-			return fmt.Errorf("memstore: append event %d of %d (%s): run %q: %w", i+1, len(events), ev.Type, ev.Run, cadre.ErrNotFound)
+		if _, ok := s.runs[events[i].Run]; !ok {
+			return fmt.Errorf("memstore: append event %d of %d (%s): run %q: %w", i+1, len(events), events[i].Type, events[i].Run, cadre.ErrNotFound)
 		}
-		seq, ok := next[ev.Run]
-		if !ok {
-			seq = int64(len(cur.events))
-		}
-		seq++
-		next[ev.Run] = seq
-		ev.Seq = seq
-		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
-		if err != nil {
-			return fmt.Errorf("memstore: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
-		}
-		seqs[i], payloads[i] = seq, b
 	}
 	for i := range events {
 		cur := s.runs[events[i].Run]
-		cur.events = append(cur.events, payloads[i])
-		events[i].Seq = seqs[i]
+		seq := int64(len(cur.events)) + 1
+		body := bodies[i] // {"type":…}
+		b := make([]byte, 0, len(body)+24)
+		b = strconv.AppendInt(append(b, `{"seq":`...), seq, 10)
+		b = append(append(b, ','), body[1:]...)
+		cur.events = append(cur.events, b)
+		events[i].Seq = seq
 	}
 	return nil
 }
