@@ -19,6 +19,7 @@ var ErrClosed = errors.New("sqlite: the store is closed")
 type write struct {
 	op   string // what the write does, for messages: "append journal"
 	fn   func(ctx context.Context, tx *sql.Tx) error
+	rows *rows      // when not nil, the rows fn writes, for the committer to batch
 	done chan error // receives the outcome once; buffered
 }
 
@@ -51,6 +52,8 @@ type committer struct {
 	exited chan struct{} // closed when the committer has returned
 
 	groups atomic.Int64 // transactions committed
+
+	batch batch // the rows of a group, used by the committer's goroutine only
 }
 
 func newCommitter(grouped bool) *committer {
@@ -64,11 +67,17 @@ func newCommitter(grouped bool) *committer {
 // context's error returned; once started it is waited for, so that nil
 // always means committed and an error always means nothing was written.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.writeRows(ctx, op, nil, fn)
+}
+
+// writeRows is write for a write of rows r, which the committer may write
+// together with the rows of other writes instead of calling fn.
+func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	c := s.c
-	w := &write{op: op, fn: fn, done: make(chan error, 1)}
+	w := &write{op: op, fn: fn, rows: r, done: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -164,7 +173,7 @@ func (s *Store) commit(group []*write) {
 		}
 		finish()
 	}
-	if len(group) > 1 {
+	if len(group) > 1 || group[0].rows != nil {
 		committed, err := s.commitAll(group)
 		switch {
 		case committed:
@@ -230,11 +239,27 @@ func (s *Store) commitAll(group []*write) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
+	// The rows of consecutive writes of rows are written together, before
+	// the next write of another kind, so that each write still sees those
+	// before it (a run created, a lease taken) and none after it.
+	b := &s.c.batch
 	for _, w := range group {
+		if w.rows != nil {
+			b.add(w.rows)
+			continue
+		}
+		if err := s.flush(ctx, tx, b); err != nil {
+			_ = tx.Rollback()
+			return false, nil
+		}
 		if err := w.fn(ctx, tx); err != nil {
 			_ = tx.Rollback()
 			return false, nil
 		}
+	}
+	if err := s.flush(ctx, tx, b); err != nil {
+		_ = tx.Rollback()
+		return false, nil
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err
