@@ -180,6 +180,15 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	return s, nil
 }
 
+// PageSize is the page size, in bytes, of the databases Open creates.
+// Twice SQLite's default of 4096: a delegated child's rows take about
+// 4.5 KiB (its start entry alone 2.5 KiB), and a commit writes each page
+// it changed to the -wal file in two system calls (a frame's header, then
+// the page) and copies it to the database at the next checkpoint, so
+// larger pages cost fewer calls for the same bytes. A database keeps the
+// page size it was created with.
+const PageSize = 8192
+
 // create makes a new database at abs with cadre's schema. It is built
 // under another name beside abs and linked to abs only once complete, so
 // that a database at abs is never seen empty or half made, by another
@@ -200,7 +209,12 @@ func create(ctx context.Context, abs, path string) error {
 	}
 	f.Close()
 	defer os.Remove(tmp)
-	db, err := sql.Open("sqlite", dsn(tmp, url.Values{"_journal_mode": {"WAL"}, "_synchronous": {"FULL"}, "_txlock": {"immediate"}}))
+	db, err := sql.Open("sqlite", dsn(tmp, url.Values{
+		"_pragma":       {"page_size = " + strconv.Itoa(PageSize)},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_txlock":       {"immediate"},
+	}))
 	if err != nil {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
