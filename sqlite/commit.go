@@ -51,7 +51,8 @@ type committer struct {
 	quit   chan struct{} // closed by Close
 	exited chan struct{} // closed when the committer has returned
 
-	groups atomic.Int64 // transactions committed
+	groups  atomic.Int64 // transactions committed
+	retried atomic.Int64 // groups applied again write by write, after one of them failed
 
 	batch batch // the rows of a group, used by the committer's goroutine only
 }
@@ -183,6 +184,7 @@ func (s *Store) commit(group []*write) {
 			failAll("commit: %w", err)
 			return
 		}
+		s.c.retried.Add(1)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {

@@ -16,6 +16,10 @@ func OpenWith(ctx context.Context, path string, grouped bool, synchronous string
 // Groups is the number of transactions the store has committed.
 func (s *Store) Groups() int64 { return s.c.groups.Load() }
 
+// Retried is the number of groups the committer applied again write by
+// write because the group failed as a whole.
+func (s *Store) Retried() int64 { return s.c.retried.Load() }
+
 // Queued is the number of writes waiting for the committer.
 func (s *Store) Queued() int {
 	s.c.mu.Lock()
