@@ -204,13 +204,16 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	}
 	if b.n.entries > 0 {
 		w, k := 0, 0 // the write and its entry
+		var run, agent, kind, when boxed
 		err := s.insertRows(ctx, tx, &s.insJournals, b.n.entries, journalTable.cols, b, func(args []any, _ int) []any {
 			for k == len(b.entries[w].entries) {
 				w, k = w+1, 0
 			}
-			e, when := &b.entries[w].entries[k], b.entries[w].when[k]
+			e := &b.entries[w].entries[k]
+			args = append(args, run.of(e.Run), agent.of(string(e.Agent)), e.Seq, kind.of(e.Kind), blob(e.Data),
+				when.of(b.entries[w].when[k]), int64(e.Sum))
 			k++
-			return append(args, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when, int64(e.Sum))
+			return args
 		})
 		if err != nil {
 			return err
@@ -221,13 +224,15 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 			return err
 		}
 		w, k := 0, 0
+		var run, typ, when, agent boxed
 		err := s.insertRows(ctx, tx, &s.insEvents, b.n.events, eventsTable.cols, b, func(args []any, _ int) []any {
 			for k == len(b.events[w].events) {
 				w, k = w+1, 0
 			}
 			r := b.events[w]
 			ev := &r.events[k]
-			args = append(args, ev.Run, r.seqs[k], string(ev.Type), r.evWhen[k], string(ev.Agent), withSeq(r.payloads[k], r.seqs[k]))
+			args = append(args, run.of(ev.Run), r.seqs[k], typ.of(string(ev.Type)), when.of(r.evWhen[k]), agent.of(string(ev.Agent)),
+				withSeq(r.payloads[k], r.seqs[k]))
 			k++
 			return args
 		})
@@ -236,6 +241,21 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		}
 	}
 	return nil
+}
+
+// boxed is a string as a statement's argument. Consecutive rows often
+// share a value (the run, an agent, a time), which is then put in an
+// interface once instead of once per row: each costs an allocation.
+type boxed struct {
+	s string
+	v any
+}
+
+func (b *boxed) of(s string) any {
+	if b.v == nil || b.s != s {
+		b.s, b.v = s, s
+	}
+	return b.v
 }
 
 // insertRows inserts n rows with the statements of stmts, largest first;
