@@ -33,13 +33,21 @@ type write struct {
 // costs its statements and one commit, without two more statements per
 // write for savepoints.
 //
-// What a sync covers: with WAL and synchronous=FULL, the commit of a
-// group appends the group's pages to the -wal file and syncs it before the
-// commit returns; only then is any write of the group told it succeeded.
-// One sync covers every write of the group (journal entries, agent
-// records, events, run records, leases), and a crash keeps either all of a
-// group or none of it. Checkpoints, which copy the -wal file into the
-// database, sync the database file too.
+// What a sync covers. The database is in WAL mode with synchronous=FULL.
+// A group is one transaction: every write queued while the previous group
+// was committing, whatever its kind (journal entries, agent records,
+// events, run records, leases). Its commit appends each page the group
+// changed to the -wal file, once, as a frame (two writes: the frame's
+// header, then the page), and calls fsync on the -wal file once; only
+// then is any write of the group told it succeeded. So one fsync makes
+// every row of the group durable, and a crash keeps either all of a group
+// or none of it. When the -wal file has grown past SQLite's automatic
+// checkpoint (1,000 pages), the commit that crossed it also copies the
+// -wal file into the database: one more fsync of the -wal file before the
+// copy, one of the database after it, and one of the -wal file's header
+// when the next commit starts writing it from the beginning again. Traced
+// (strace) over 3,000 commits of one entry each: 3,014 fsyncs of the -wal
+// file and 7 of the database, for 7 checkpoints.
 type committer struct {
 	grouped bool // false: one transaction per write, for benchmarks
 

@@ -12,9 +12,11 @@
 // Concurrency: a Store is safe for concurrent use. All writes of a Store go
 // through one goroutine and one connection, which group-commits them:
 // writes that arrive while a transaction is being written to disk are
-// applied together in the next one, each in a savepoint of its own, so
-// that concurrent writers share one sync to disk while a write that fails
-// still fails alone. A write returns once it is durable. Reads use a pool
+// applied together in the next one, the rows of their journal entries,
+// agent records and events in INSERTs of many rows each, so that
+// concurrent writers share one sync to disk. When one write of a group
+// fails, the group is applied again with each write in a savepoint of its
+// own, so that it fails alone. A write returns once it is durable. Reads use a pool
 // of read-only connections and are not blocked by writes. Other processes
 // may open the same file; their writes wait for each other up to
 // BusyTimeout.
