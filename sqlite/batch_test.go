@@ -295,6 +295,20 @@ func TestBatchedFence(t *testing.T) {
 	}
 }
 
+// TestStatementJournalInMemory checks that the connection that writes
+// keeps statement journals in memory (see open).
+func TestStatementJournalInMemory(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	defer s.Close()
+	n, err := s.TempStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("temp_store is %d on the connection that writes, want 2 (MEMORY)", n)
+	}
+}
+
 // TestBatchedWritesConcurrently has many writers of every kind write at
 // once, so that groups of all sizes form, and checks that all of it was
 // stored.

@@ -60,3 +60,11 @@ func (s *Store) SetMaxPages(n int) error {
 	_, err := s.w.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
 	return err
 }
+
+// TempStore is PRAGMA temp_store on the connection that writes: 2 when
+// temporary files, statement journals among them, are kept in memory.
+func (s *Store) TempStore() (int, error) {
+	var n int
+	err := s.w.QueryRow(`PRAGMA temp_store`).Scan(&n)
+	return n, err
+}

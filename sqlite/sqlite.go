@@ -145,6 +145,12 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		"_synchronous":  {o.synchronous},
 		"_foreign_keys": {"1"},
 		"_txlock":       {"immediate"},
+		// A statement of many rows keeps, until it ends, the pages it
+		// changes as they were, so that it can be undone alone; past 64
+		// KiB SQLite moves them to a temporary file, written with a system
+		// call per page. In memory they cost a copy. Durability is the
+		// -wal file's, untouched by this.
+		"_pragma": {"temp_store = MEMORY"},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
