@@ -19,6 +19,7 @@ var ErrClosed = errors.New("sqlite: the store is closed")
 type write struct {
 	op   string // what the write does, for messages: "append journal"
 	fn   func(ctx context.Context, tx *sql.Tx) error
+	rows *rows      // when not nil, the rows fn writes, for the committer to batch
 	done chan error // receives the outcome once; buffered
 }
 
@@ -32,13 +33,21 @@ type write struct {
 // costs its statements and one commit, without two more statements per
 // write for savepoints.
 //
-// What a sync covers: with WAL and synchronous=FULL, the commit of a
-// group appends the group's pages to the -wal file and syncs it before the
-// commit returns; only then is any write of the group told it succeeded.
-// One sync covers every write of the group (journal entries, agent
-// records, events, run records, leases), and a crash keeps either all of a
-// group or none of it. Checkpoints, which copy the -wal file into the
-// database, sync the database file too.
+// What a sync covers. The database is in WAL mode with synchronous=FULL.
+// A group is one transaction: every write queued while the previous group
+// was committing, whatever its kind (journal entries, agent records,
+// events, run records, leases). Its commit appends each page the group
+// changed to the -wal file, once, as a frame (two writes: the frame's
+// header, then the page), and calls fsync on the -wal file once; only
+// then is any write of the group told it succeeded. So one fsync makes
+// every row of the group durable, and a crash keeps either all of a group
+// or none of it. When the -wal file has grown past SQLite's automatic
+// checkpoint (1,000 pages), the commit that crossed it also copies the
+// -wal file into the database: one more fsync of the -wal file before the
+// copy, one of the database after it, and one of the -wal file's header
+// when the next commit starts writing it from the beginning again. Traced
+// (strace) over 3,000 commits of one entry each: 3,014 fsyncs of the -wal
+// file and 7 of the database, for 7 checkpoints.
 type committer struct {
 	grouped bool // false: one transaction per write, for benchmarks
 
@@ -50,7 +59,10 @@ type committer struct {
 	quit   chan struct{} // closed by Close
 	exited chan struct{} // closed when the committer has returned
 
-	groups atomic.Int64 // transactions committed
+	groups  atomic.Int64 // transactions committed
+	retried atomic.Int64 // groups applied again write by write, after one of them failed
+
+	batch batch // the rows of a group, used by the committer's goroutine only
 }
 
 func newCommitter(grouped bool) *committer {
@@ -64,11 +76,17 @@ func newCommitter(grouped bool) *committer {
 // context's error returned; once started it is waited for, so that nil
 // always means committed and an error always means nothing was written.
 func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.writeRows(ctx, op, nil, fn)
+}
+
+// writeRows is write for a write of rows r, which the committer may write
+// together with the rows of other writes instead of calling fn.
+func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", op, err)
 	}
 	c := s.c
-	w := &write{op: op, fn: fn, done: make(chan error, 1)}
+	w := &write{op: op, fn: fn, rows: r, done: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -164,7 +182,7 @@ func (s *Store) commit(group []*write) {
 		}
 		finish()
 	}
-	if len(group) > 1 {
+	if len(group) > 1 || group[0].rows != nil {
 		committed, err := s.commitAll(group)
 		switch {
 		case committed:
@@ -174,6 +192,7 @@ func (s *Store) commit(group []*write) {
 			failAll("commit: %w", err)
 			return
 		}
+		s.c.retried.Add(1)
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -230,11 +249,27 @@ func (s *Store) commitAll(group []*write) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
+	// The rows of consecutive writes of rows are written together, before
+	// the next write of another kind, so that each write still sees those
+	// before it (a run created, a lease taken) and none after it.
+	b := &s.c.batch
 	for _, w := range group {
+		if w.rows != nil {
+			b.add(w.rows)
+			continue
+		}
+		if err := s.flush(ctx, tx, b); err != nil {
+			_ = tx.Rollback()
+			return false, nil
+		}
 		if err := w.fn(ctx, tx); err != nil {
 			_ = tx.Rollback()
 			return false, nil
 		}
+	}
+	if err := s.flush(ctx, tx, b); err != nil {
+		_ = tx.Rollback()
+		return false, nil
 	}
 	if err := tx.Commit(); err != nil {
 		return false, err

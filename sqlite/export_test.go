@@ -16,6 +16,10 @@ func OpenWith(ctx context.Context, path string, grouped bool, synchronous string
 // Groups is the number of transactions the store has committed.
 func (s *Store) Groups() int64 { return s.c.groups.Load() }
 
+// Retried is the number of groups the committer applied again write by
+// write because the group failed as a whole.
+func (s *Store) Retried() int64 { return s.c.retried.Load() }
+
 // Queued is the number of writes waiting for the committer.
 func (s *Store) Queued() int {
 	s.c.mu.Lock()
@@ -55,4 +59,12 @@ func OpenBusy(ctx context.Context, path string, busy time.Duration) (*Store, err
 func (s *Store) SetMaxPages(n int) error {
 	_, err := s.w.Exec(fmt.Sprintf(`PRAGMA max_page_count = %d`, n))
 	return err
+}
+
+// TempStore is PRAGMA temp_store on the connection that writes: 2 when
+// temporary files, statement journals among them, are kept in memory.
+func (s *Store) TempStore() (int, error) {
+	var n int
+	err := s.w.QueryRow(`PRAGMA temp_store`).Scan(&n)
+	return n, err
 }

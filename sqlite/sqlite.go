@@ -12,9 +12,11 @@
 // Concurrency: a Store is safe for concurrent use. All writes of a Store go
 // through one goroutine and one connection, which group-commits them:
 // writes that arrive while a transaction is being written to disk are
-// applied together in the next one, each in a savepoint of its own, so
-// that concurrent writers share one sync to disk while a write that fails
-// still fails alone. A write returns once it is durable. Reads use a pool
+// applied together in the next one, the rows of their journal entries,
+// agent records and events in INSERTs of many rows each, so that
+// concurrent writers share one sync to disk. When one write of a group
+// fails, the group is applied again with each write in a savepoint of its
+// own, so that it fails alone. A write returns once it is durable. Reads use a pool
 // of read-only connections and are not blocked by writes. Other processes
 // may open the same file; their writes wait for each other up to
 // BusyTimeout.
@@ -67,9 +69,11 @@ type Store struct {
 	w    *sql.DB       // one connection: every write, made by c
 	r    *sql.DB       // read-only connections
 	c    *committer    // group-commits writes
-	// Statements of the busiest writes, prepared once on w.
-	insJournal, insEvent, upAgent *sql.Stmt
-	selLease                      *sql.Stmt // the fence of Append
+	// Statements of the busiest writes, prepared once on w: INSERTs of
+	// 1 to 128 rows (see rowBuckets), the fence of Append, and the
+	// numbering of events.
+	insJournals, insEvents, insAgents rowsStmts
+	selLease, bumpSeq                 *sql.Stmt
 
 	closeOnce sync.Once
 	closeErr  error
@@ -141,6 +145,12 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 		"_synchronous":  {o.synchronous},
 		"_foreign_keys": {"1"},
 		"_txlock":       {"immediate"},
+		// A statement of many rows keeps, until it ends, the pages it
+		// changes as they were, so that it can be undone alone; past 64
+		// KiB SQLite moves them to a temporary file, written with a system
+		// call per page. In memory they cost a copy. Durability is the
+		// -wal file's, untouched by this.
+		"_pragma": {"temp_store = MEMORY"},
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -170,20 +180,22 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	s.r = r
-	if s.insJournal, err = w.PrepareContext(ctx, insertJournal); err == nil {
-		if s.insEvent, err = w.PrepareContext(ctx, insertEvent); err == nil {
-			if s.upAgent, err = w.PrepareContext(ctx, upsertAgent); err == nil {
-				s.selLease, err = w.PrepareContext(ctx, selectLeaseToken)
-			}
-		}
-	}
-	if err != nil {
-		_ = errors.Join(r.Close(), w.Close())
+	if err := s.prepare(ctx); err != nil {
+		_ = errors.Join(s.closeStmts(), r.Close(), w.Close())
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	go s.run()
 	return s, nil
 }
+
+// PageSize is the page size, in bytes, of the databases Open creates.
+// Twice SQLite's default of 4096: a delegated child's rows take about
+// 4.5 KiB (its start entry alone 2.5 KiB), and a commit writes each page
+// it changed to the -wal file in two system calls (a frame's header, then
+// the page) and copies it to the database at the next checkpoint, so
+// larger pages cost fewer calls for the same bytes. A database keeps the
+// page size it was created with.
+const PageSize = 8192
 
 // create makes a new database at abs with cadre's schema. It is built
 // under another name beside abs and linked to abs only once complete, so
@@ -205,7 +217,12 @@ func create(ctx context.Context, abs, path string) error {
 	}
 	f.Close()
 	defer os.Remove(tmp)
-	db, err := sql.Open("sqlite", dsn(tmp, url.Values{"_journal_mode": {"WAL"}, "_synchronous": {"FULL"}, "_txlock": {"immediate"}}))
+	db, err := sql.Open("sqlite", dsn(tmp, url.Values{
+		"_pragma":       {"page_size = " + strconv.Itoa(PageSize)},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+		"_txlock":       {"immediate"},
+	}))
 	if err != nil {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
@@ -256,19 +273,32 @@ func (e *EmptyError) Error() string {
 		"If it held runs, restore it from a backup; to start a new store there, delete the file and cadre creates it again", e.Path)
 }
 
-// The statements of the busiest writes.
-const (
-	insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES (?, ?, ?, ?, ?, ?, ?)`
-	insertEvent   = `INSERT INTO events (run, seq, type, time, agent, payload) VALUES (?, ?, ?, ?, ?, ?)`
-	upsertAgent   = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
-			tokens_in, tokens_out, started, ended, result, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
-			definition = excluded.definition, model = excluded.model, task = excluded.task,
-			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
-			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
-			result = excluded.result, error = excluded.error`
-)
+// prepare prepares the statements of the busiest writes on w.
+func (s *Store) prepare(ctx context.Context) (err error) {
+	if s.insJournals, err = journalTable.prepare(ctx, s.w); err != nil {
+		return err
+	}
+	if s.insEvents, err = eventsTable.prepare(ctx, s.w); err != nil {
+		return err
+	}
+	if s.insAgents, err = agentsTable.prepare(ctx, s.w); err != nil {
+		return err
+	}
+	if s.selLease, err = s.w.PrepareContext(ctx, selectLeaseToken); err != nil {
+		return err
+	}
+	s.bumpSeq, err = s.w.PrepareContext(ctx, bumpEventSeq)
+	return err
+}
+
+// closeStmts closes the statements prepare prepared.
+func (s *Store) closeStmts() error {
+	return errors.Join(closeStmts(s.insJournals[:]), closeStmts(s.insEvents[:]), closeStmts(s.insAgents[:]),
+		closeStmts([]*sql.Stmt{s.selLease, s.bumpSeq}))
+}
+
+// single is the statement of rowsStmts that inserts one row.
+func single(stmts *rowsStmts) *sql.Stmt { return stmts[len(stmts)-1] }
 
 // dsn is a file: URI for the driver, so that any path works.
 func dsn(abs string, q url.Values) string {
@@ -281,7 +311,7 @@ func dsn(abs string, q url.Values) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.c.close()
-		s.closeErr = errors.Join(s.insJournal.Close(), s.insEvent.Close(), s.upAgent.Close(), s.selLease.Close(), s.r.Close(), s.w.Close())
+		s.closeErr = errors.Join(s.closeStmts(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
 }
@@ -421,7 +451,8 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run), func(ctx context.Context, tx *sql.Tx) error {
+	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}}
+	return s.writeRows(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run), r, func(ctx context.Context, tx *sql.Tx) error {
 		return s.putAgent(ctx, tx, a, args)
 	})
 }
@@ -439,7 +470,8 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run)+" and append to its journal", func(ctx context.Context, tx *sql.Tx) error {
+	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}, entries: entries, when: when}
+	return s.writeRows(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run)+" and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.putAgent(ctx, tx, a, args); err != nil {
 			return err
 		}
@@ -463,7 +495,7 @@ func agentArgs(a *cadre.AgentRecord) ([]any, error) {
 
 // putAgent creates or replaces an agent's record in tx.
 func (s *Store) putAgent(ctx context.Context, tx *sql.Tx, a *cadre.AgentRecord, args []any) error {
-	_, err := tx.StmtContext(ctx, s.upAgent).ExecContext(ctx, args...)
+	_, err := tx.StmtContext(ctx, single(&s.insAgents)).ExecContext(ctx, args...)
 	if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 		return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
 	}
@@ -534,7 +566,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, "append journal", func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeRows(ctx, "append journal", &rows{entries: entries, when: when}, func(ctx context.Context, tx *sql.Tx) error {
 		return s.appendTx(ctx, tx, entries, when)
 	})
 }
@@ -565,7 +597,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.Journa
 	if err := s.fence(ctx, tx, entries); err != nil {
 		return err
 	}
-	stmt := tx.StmtContext(ctx, s.insJournal)
+	stmt := tx.StmtContext(ctx, single(&s.insJournals))
 	defer stmt.Close()
 	for i := range entries {
 		e := &entries[i]
@@ -662,11 +694,14 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 		count[ev.Run]++
 	}
 	seqs := make([]int64, len(events))
-	err := s.write(ctx, "append events", func(ctx context.Context, tx *sql.Tx) error {
+	r := &rows{events: events, payloads: payloads, evWhen: when, seqs: seqs}
+	err := s.writeRows(ctx, "append events", r, func(ctx context.Context, tx *sql.Tx) error {
 		next := make(map[string]int64, len(order)) // the next Seq of each run
+		bump := tx.StmtContext(ctx, s.bumpSeq)
+		defer bump.Close()
 		for _, run := range order {
 			var last int64
-			err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`, count[run], run).Scan(&last)
+			err := bump.QueryRowContext(ctx, count[run], run).Scan(&last)
 			if errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
 			}
@@ -675,7 +710,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			}
 			next[run] = last - count[run] + 1
 		}
-		stmt := tx.StmtContext(ctx, s.insEvent)
+		stmt := tx.StmtContext(ctx, single(&s.insEvents))
 		defer stmt.Close()
 		for i := range events {
 			ev := &events[i]
@@ -694,19 +729,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 		events[i].Seq = seqs[i]
 	}
 	return nil
-}
-
-// withSeq puts "seq" first in an event's JSON object, which was encoded
-// without one.
-func withSeq(obj []byte, seq int64) string {
-	b := make([]byte, 0, len(obj)+24)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	if len(obj) > 2 {
-		b = append(b, ',')
-	}
-	b = append(b, obj[1:]...)
-	return string(b)
 }
 
 // Events returns a run's events with Seq greater than after, in order.

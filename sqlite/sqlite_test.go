@@ -95,6 +95,13 @@ func TestMigrationsFromEmpty(t *testing.T) {
 	if mode != "wal" {
 		t.Errorf("journal_mode is %q, want wal", mode)
 	}
+	var page int
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&page); err != nil {
+		t.Fatal(err)
+	}
+	if page != sqlite.PageSize {
+		t.Errorf("page_size is %d, want %d", page, sqlite.PageSize)
+	}
 }
 
 // TestMigrationsIdempotent reopens a database several times: the schema is
