@@ -37,8 +37,18 @@ type agent struct {
 	callable map[string]cadre.Tool
 	plain    map[string]cadre.Tool
 	timeout  time.Duration
+	mode     string // how its parent asked for it (cadre.AgentInfo.Mode)
 
-	st    *loop.State
+	// kinds are what its children have in common, by kind (see kindOf);
+	// verdict is what its rules say about starting an agent of the
+	// definition verdictOf (see agentVerdict). Owned by its goroutine.
+	kinds      []*kind
+	verdict    rule.Verdict
+	verdictOf  string
+	verdictSet bool
+
+	st    *loop.State // state, or the state a replay rebuilt
+	state loop.State
 	box   mailbox
 	first loop.Input // the Start to step first, for a new agent
 	seq   int64      // the last journaled entry's Seq
@@ -64,20 +74,36 @@ type agent struct {
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
+	callable, plain := r.toolMaps(tools, rules)
+	return r.newAgentWith(cfg, parent, def, m, tools, rules, callable, plain)
+}
+
+// newAgentWith is newAgent with the agent's tools by name already made by
+// toolMaps: agents of the same tools and rules share them.
+func (r *run) newAgentWith(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain,
+	callable, plain map[string]cadre.Tool) *agent {
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
-		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
+		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules, callable: callable, plain: plain,
 		timeout: cfg.Timeout,
-		st:      loop.New(), box: mailbox{notify: make(chan struct{}, 1)}, ctx: r.ctx,
+		box:     mailbox{notify: make(chan struct{}, 1)}, ctx: r.ctx,
 	}
-	if len(tools) > 0 {
-		a.callable, a.plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
-	}
-	for _, t := range tools {
-		a.callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
-		a.plain[t.Spec().Name] = t
-	}
+	a.st = &a.state
 	return a
+}
+
+// toolMaps returns tools by name, guarded by rules and as they are; nil
+// for no tools.
+func (r *run) toolMaps(tools []cadre.Tool, rules rule.Chain) (callable, plain map[string]cadre.Tool) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	callable, plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
+	for _, t := range tools {
+		callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
+		plain[t.Spec().Name] = t
+	}
+	return callable, plain
 }
 
 // compileRules compiles the rule sets of an agent into the chain its calls

@@ -287,6 +287,10 @@ func (r *run) warn() {
 func (r *run) userFacing() []*cadre.Definition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.userFacingLocked()
+}
+
+func (r *run) userFacingLocked() []*cadre.Definition {
 	var out []*cadre.Definition
 	for _, d := range r.defs {
 		if d.UserFacing() {
@@ -321,9 +325,26 @@ func (e *Engine) maxQuestions(def *cadre.Definition) int {
 	return e.cfg.Limits.MaxQuestions
 }
 
+// offered returns, from one state of the run's definitions, the
+// user-facing ones rules let an agent start (see userFacingFor) and the
+// catalogue (see catalog).
+func (r *run) offered(rules rule.Chain) ([]*cadre.Definition, []loop.CatalogEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.userFacingLocked()
+	if len(rules) > 0 {
+		all = slices.DeleteFunc(all, func(d *cadre.Definition) bool { return !rules.AllowsAgent(d.Name) })
+	}
+	return all, r.catalogLocked()
+}
+
 func (r *run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.catalogLocked()
+}
+
+func (r *run) catalogLocked() []loop.CatalogEntry {
 	if c, ok := r.catalogs[r.defsGen]; ok {
 		return c
 	}
@@ -355,7 +376,7 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 		parent = a.parent.id
 	}
 	r.infos[a.id] = &cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
-		Task: task, Status: status, Started: time.Now()}
+		Task: task, Status: status, Started: time.Now(), Mode: a.mode}
 }
 
 // create registers a new agent and makes its Start durable: the agent's
