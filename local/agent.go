@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,7 @@ type agent struct {
 	// fin is the Finish do returns a pointer to.
 	fin      loop.Finish
 	activity atomic.Int64 // unix nanos of the last sign of life
+	rung     atomic.Bool  // the inactivity timer rang (see main)
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
@@ -131,6 +133,12 @@ func (a *agent) emit(p cadre.Payload) {
 
 func (a *agent) touch() { a.activity.Store(time.Now().UnixNano()) }
 
+// ring is the agent's inactivity timer ringing.
+func (a *agent) ring() {
+	a.rung.Store(true)
+	a.box.wake()
+}
+
 // main is the agent's owner goroutine. A new agent steps its Start; a
 // resumed one carries out the actions its replay left pending.
 func (a *agent) main(pending []loop.Action) {
@@ -148,26 +156,27 @@ func (a *agent) main(pending []loop.Action) {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})
 		fin = a.doAll(pending)
 	}
+	// The inactivity timer, made with the first call the agent waits for
+	// when it has a time limit, and reset after each step; it rings by
+	// setting rung and waking the agent as an input does.
 	var timer *time.Timer
 	for fin == nil {
-		var timeout <-chan time.Time
 		if a.timeout > 0 && a.busy > 0 {
 			left := a.timeout - time.Since(time.Unix(0, a.activity.Load()))
 			if timer == nil {
-				timer = time.NewTimer(left)
+				timer = time.AfterFunc(left, a.ring)
 			} else {
 				timer.Reset(left)
 			}
-			timeout = timer.C
 		}
-		select {
-		case <-a.box.notify:
-			fin = a.step(a.box.take())
-		case <-timeout:
-			if time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
-				fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
+		<-a.box.notify
+		if a.rung.Swap(false) && a.busy > 0 && time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
+			fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
+			if fin != nil {
+				break
 			}
 		}
+		fin = a.step(a.box.take())
 	}
 	if timer != nil {
 		timer.Stop()
@@ -400,19 +409,32 @@ func (a *agent) callModel(act loop.CallModel) {
 	a.busy++
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.modelCancel = cancel
-	first := !a.started
+	c := &modelCall{a: a, act: act, first: !a.started}
 	a.started = true
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
 		defer cancel(nil)
-		a.box.put(a.model1(ctx, act, first))
+		a.box.put(c.run(ctx))
 	}()
 }
 
-// model1 makes one model call and returns its input for the loop.
-func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop.ModelResult {
-	if !a.acquire(ctx, first) {
+// A modelCall is one model call of an agent: the request it sends, and the
+// reply as its stream gives it. One allocation holds the request, the
+// collector of the stream and what it collects.
+type modelCall struct {
+	a     *agent
+	act   loop.CallModel
+	first bool // the agent's first model call
+	final *cadre.Response
+	err   error
+	over  bool // the stream has been told to stop
+}
+
+// run makes the call and returns its input for the loop.
+func (c *modelCall) run(ctx context.Context) loop.ModelResult {
+	a := c.a
+	if !a.acquire(ctx, c.first) {
 		return a.modelAborted(ctx)
 	}
 	defer a.release()
@@ -421,18 +443,8 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 		return loop.ModelResult{BudgetExhausted: true}
 	}
 	a.touch()
-	req := act.Request
-	resp, err := cadre.CollectFunc(a.model.Stream(ctx, &req), func(c *cadre.Chunk) {
-		a.touch()
-		if c.Restart {
-			// The reply broke off and is asked for again: watchers drop
-			// the text they were shown.
-			a.emit(cadre.ModelDelta{Restart: true})
-		}
-		if c.Text != "" {
-			a.emit(cadre.ModelDelta{Text: c.Text})
-		}
-	})
+	req := &c.act.Request
+	resp, err := c.collect(a.model.Stream(ctx, req))
 	if err != nil {
 		if ctx.Err() != nil {
 			return a.modelAborted(ctx)
@@ -441,8 +453,53 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	}
 	a.run.charge(a, resp.Usage)
 	a.emit(cadre.ModelResponse{Turn: req.Turn, Usage: resp.Usage, Text: resp.Message.Content, ToolCalls: len(resp.Message.ToolCalls),
-		StopReason: resp.StopReason, Model: resp.Model, Final: act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
+		StopReason: resp.StopReason, Model: resp.Model, Final: c.act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
 	return loop.ModelResult{Response: resp}
+}
+
+// collect reads the stream of the call's reply as cadre.CollectFunc does,
+// showing its text to watchers as it comes.
+func (c *modelCall) collect(seq iter.Seq2[*cadre.Chunk, error]) (*cadre.Response, error) {
+	seq(c.chunk)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.final == nil {
+		return nil, cadre.ErrIncompleteStream
+	}
+	return c.final, nil
+}
+
+// chunk takes one chunk of the stream.
+func (c *modelCall) chunk(ch *cadre.Chunk, err error) bool {
+	if c.over {
+		// A stream that goes on after it was told to stop: what comes
+		// next is not read.
+		return false
+	}
+	if err != nil {
+		c.err, c.over = err, true
+		return false
+	}
+	if ch == nil {
+		return true
+	}
+	if ch.Text != "" || ch.Restart {
+		a := c.a
+		a.touch()
+		if ch.Restart {
+			// The reply broke off and is asked for again: watchers drop
+			// the text they were shown.
+			a.emit(cadre.ModelDelta{Restart: true})
+		}
+		if ch.Text != "" {
+			a.emit(cadre.ModelDelta{Text: ch.Text})
+		}
+	}
+	if ch.Response != nil {
+		c.final = ch.Response
+	}
+	return true
 }
 
 func (a *agent) modelAborted(ctx context.Context) loop.ModelResult {

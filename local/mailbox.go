@@ -18,6 +18,11 @@ func (m *mailbox) put(in loop.Input) {
 	m.mu.Lock()
 	m.items = append(m.items, in)
 	m.mu.Unlock()
+	m.wake()
+}
+
+// wake wakes the mailbox's reader, who will find what is queued.
+func (m *mailbox) wake() {
 	select {
 	case m.notify <- struct{}{}:
 	default:
