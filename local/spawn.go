@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
@@ -20,6 +21,10 @@ type birth struct {
 	start loop.Start
 	err   string // why the child may not exist, for the parent's model
 }
+
+// spawnWriters is the most children of one Spawn action whose records and
+// Starts are written to the store at once.
+const spawnWriters = 64
 
 // spawnAll starts the children of a Spawn action. Limits are checked in
 // order; the children's records and Starts are then written together (the
@@ -45,16 +50,18 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 		}
 	}
 	if r.e.cfg.Store != nil && len(births) > 1 {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 64)
-		for i := range births {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				create(&births[i])
-			}()
+		// At most spawnWriters children are written at once, each by one of
+		// as many goroutines, which take the next child until none is left.
+		var (
+			wg   sync.WaitGroup
+			next atomic.Int64
+		)
+		for range min(spawnWriters, len(births)) {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
+					create(&births[i])
+				}
+			})
 		}
 		wg.Wait()
 	} else {
