@@ -39,6 +39,9 @@ type agent struct {
 	plain    map[string]cadre.Tool
 	timeout  time.Duration
 	mode     string // how its parent asked for it (cadre.AgentInfo.Mode)
+	// info is its entry in the run's tree, once registered: the run's
+	// infos point to it, and it is guarded by the run's mu.
+	info cadre.AgentInfo
 
 	// kinds are what its children have in common, by kind (see kindOf);
 	// verdict is what its rules say about starting an agent of the
@@ -203,9 +206,9 @@ func (a *agent) endChildren(fin *loop.Finish) {
 	if fin.Cancelled {
 		reason = fin.Result
 	}
-	for id := range a.kids {
-		a.run.cancelTree(id, reason)
-	}
+	// Its live descendants are those of its children that have not ended:
+	// one pass over the run's agents finds them all.
+	a.run.cancelBelow(a.id, reason)
 	for len(a.kids) > 0 {
 		<-a.box.notify
 		for _, in := range a.box.take() {

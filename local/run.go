@@ -208,10 +208,28 @@ func (r *run) cancelAll(reason string) {
 // each agent then ends only after its children have ended, so descendants
 // end first and none outlives its parent.
 func (r *run) cancelTree(id cadre.AgentID, reason string) {
+	r.cancelAgents(id, true, reason)
+}
+
+// cancelBelow cancels the live descendants of id as cancelTree does, but
+// not id itself.
+func (r *run) cancelBelow(id cadre.AgentID, reason string) {
+	r.cancelAgents(id, false, reason)
+}
+
+// below reports whether other is a descendant of id, as id.IsAncestorOf
+// does, without making a string.
+func below(id, other cadre.AgentID) bool {
+	return len(other) > len(id) && other[len(id)] == '/' && other[:len(id)] == id
+}
+
+// cancelAgents cancels id's live descendants, and id when self is set:
+// shallower agents first.
+func (r *run) cancelAgents(id cadre.AgentID, self bool, reason string) {
 	r.mu.Lock()
 	var targets []*agent
 	for aid, a := range r.agents {
-		if aid == id || id.IsAncestorOf(aid) {
+		if self && aid == id || below(id, aid) {
 			targets = append(targets, a)
 		}
 	}
@@ -363,6 +381,43 @@ func (r *run) catalogLocked() []loop.CatalogEntry {
 	return out
 }
 
+// reserveAt is the fewest agents to come at once for which the run's
+// tables are made larger ahead of them.
+const reserveAt = 256
+
+// reserve makes room in the run's tables for n more agents at once, when
+// there are many, so that they do not grow a step at a time as each is
+// added.
+func (r *run) reserve(n int) {
+	if n < reserveAt {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.infos == nil {
+		return // the run has ended
+	}
+	want := len(r.infos) + n
+	r.agents = grown(r.agents, len(r.agents)+n)
+	r.infos = grown(r.infos, want)
+	r.slept = grown(r.slept, want)
+	r.tasks = grown(r.tasks, len(r.tasks)+n)
+	r.order = slices.Grow(r.order, n)
+}
+
+// grown returns m, or a copy of it made for size entries when m holds far
+// fewer than that.
+func grown[K comparable, V any](m map[K]V, size int) map[K]V {
+	if len(m)*2 >= size {
+		return m // it grows as it would anyway
+	}
+	out := make(map[K]V, size)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // register adds an agent to the run's tables.
 func (r *run) register(a *agent, task string, status cadre.Status) {
 	r.mu.Lock()
@@ -375,8 +430,9 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 	if a.parent != nil {
 		parent = a.parent.id
 	}
-	r.infos[a.id] = &cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
+	a.info = cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
 		Task: task, Status: status, Started: time.Now(), Mode: a.mode}
+	r.infos[a.id] = &a.info
 }
 
 // create registers a new agent and makes its Start durable: the agent's

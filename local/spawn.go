@@ -34,6 +34,7 @@ const spawnWriters = 64
 // created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
+	r.reserve(len(specs))
 	births := make([]birth, len(specs))
 	for i, spec := range specs {
 		births[i] = r.prepare(a, spec)
