@@ -21,6 +21,17 @@ func (m *mailbox) put(in loop.Input) {
 	m.wake()
 }
 
+// putAll queues ins in order, as one put after another would.
+func (m *mailbox) putAll(ins []loop.Input) {
+	if len(ins) == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.items = append(m.items, ins...)
+	m.mu.Unlock()
+	m.wake()
+}
+
 // wake wakes the mailbox's reader, who will find what is queued.
 func (m *mailbox) wake() {
 	select {

@@ -26,16 +26,43 @@ type birth struct {
 // Starts are written to the store at once.
 const spawnWriters = 64
 
-// spawnAll starts the children of a Spawn action. Limits are checked in
-// order; the children's records and Starts are then written together (the
-// store groups them), so that each child is durable before its parent
-// learns of it; last, each child is acknowledged and launched, in order.
-// A child that already exists (after a resume) is acknowledged, not
-// created again.
+// spawnBatch is how many children of a Spawn action are started together,
+// and storeBatch how many with a store: the first children of a large
+// Spawn run while their parent makes the next ones.
+const (
+	spawnBatch = 64
+	storeBatch = 4 * spawnWriters
+)
+
+// spawnAll starts the children of a Spawn action, a batch at a time.
+// Limits are checked in order; the records and Starts of a batch's
+// children are then written together (the store groups them), so that
+// each child is durable before its parent learns of it; last, the batch's
+// children are acknowledged and launched, in order. A child that already
+// exists (after a resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
 	r.reserve(len(specs))
-	births := make([]birth, len(specs))
+	if a.kids == nil && len(specs) > 1 {
+		a.kids = make(map[cadre.AgentID]bool, len(specs))
+	}
+	size := spawnBatch
+	if r.e.cfg.Store != nil {
+		size = storeBatch
+	}
+	births := make([]birth, min(size, len(specs)))
+	acks := make([]loop.Input, 0, len(births))
+	for len(specs) > 0 {
+		n := min(size, len(specs))
+		a.spawnBatch(specs[:n], births[:n], acks[:0])
+		specs = specs[n:]
+	}
+}
+
+// spawnBatch starts the children of specs; births and acks have room for
+// them.
+func (a *agent) spawnBatch(specs []loop.ChildSpec, births []birth, acks []loop.Input) {
+	r := a.run
 	for i, spec := range specs {
 		births[i] = r.prepare(a, spec)
 	}
@@ -70,21 +97,24 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			create(&births[i])
 		}
 	}
-	if a.kids == nil && len(births) > 1 {
-		a.kids = make(map[cadre.AgentID]bool, len(births))
-	}
-	for _, b := range births {
+	for i := range births {
+		b := &births[i]
 		if b.child != nil {
 			r.born(b.child, b.spec)
 		}
 		if b.err == "" {
 			a.addKid(b.spec.ID)
 		}
-		a.box.put(loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
-		if b.child != nil {
-			r.launch(b.child, nil)
-		}
+		acks = append(acks, loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
 	}
+	a.box.putAll(acks)
+	for i := range births {
+		if c := births[i].child; c != nil {
+			r.launch(c, nil)
+		}
+		births[i] = birth{}
+	}
+	clear(acks)
 }
 
 // prepare checks the run-wide limits for spec and builds the child. It
