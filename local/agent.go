@@ -42,6 +42,9 @@ type agent struct {
 	// info is its entry in the run's tree, once registered: the run's
 	// infos point to it, and it is guarded by the run's mu.
 	info cadre.AgentInfo
+	// over is set when it has finished, until it is woken; guarded by the
+	// run's mu.
+	over bool
 
 	// kinds are what its children have in common, by kind (see kindOf);
 	// verdict is what its rules say about starting an agent of the
@@ -609,7 +612,7 @@ func (a *agent) ask(act loop.Ask) {
 // reply delivers a parent's answer to its child's question.
 func (r *run) reply(act loop.Reply) {
 	r.mu.Lock()
-	target := r.agents[act.To]
+	target := r.live(act.To)
 	r.mu.Unlock()
 	if target == nil {
 		return // the child has ended; its question no longer matters

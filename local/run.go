@@ -34,8 +34,10 @@ type run struct {
 	done   chan struct{}
 	stop   chan struct{} // closed when the run starts finishing
 
-	mu        sync.Mutex
-	agents    map[cadre.AgentID]*agent // live agents
+	mu sync.Mutex
+	// agents are the run's agents, live and finished (see agent.over),
+	// which a message from their parent may wake (see wake.go).
+	agents    map[cadre.AgentID]*agent
 	infos     map[cadre.AgentID]*cadre.AgentInfo
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
@@ -53,9 +55,22 @@ type run struct {
 	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
 	failure   string                      // why the run cannot go on here (its store failed, its lease was lost)
 	broken    atomic.Pointer[error]       // why the store failed to journal, once it has: nothing more is written
-	// slept are the agents that have finished, which a message from their
-	// parent may wake (see wake.go).
-	slept map[cadre.AgentID]*agent
+}
+
+// live returns the live agent id, or nil. r.mu is held.
+func (r *run) live(id cadre.AgentID) *agent {
+	if a := r.agents[id]; a != nil && !a.over {
+		return a
+	}
+	return nil
+}
+
+// asleep returns the agent id that has finished, or nil. r.mu is held.
+func (r *run) asleep(id cadre.AgentID) *agent {
+	if a := r.agents[id]; a != nil && a.over {
+		return a
+	}
+	return nil
 }
 
 // newRun makes a run and registers it in the engine, which must not hold
@@ -72,7 +87,6 @@ func (e *Engine) newRun(id, task string) (*run, error) {
 		defs:      make(map[string]*cadre.Definition, len(e.defs)),
 		tasks:     map[string]int{},
 		questions: map[cadre.AgentID]*question{},
-		slept:     map[cadre.AgentID]*agent{},
 	}
 	for k, v := range e.defs {
 		r.defs[k] = v
@@ -159,7 +173,7 @@ func (r *run) abort(reason string) {
 // after its own descendants have ended.
 func (r *run) cancelAgent(id cadre.AgentID, reason string) error {
 	r.mu.Lock()
-	_, ok := r.agents[id]
+	ok := r.live(id) != nil
 	r.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("cancel %s: no live agent with that id in run %s", id, r.id)
@@ -229,7 +243,7 @@ func (r *run) cancelAgents(id cadre.AgentID, self bool, reason string) {
 	r.mu.Lock()
 	var targets []*agent
 	for aid, a := range r.agents {
-		if self && aid == id || below(id, aid) {
+		if !a.over && (self && aid == id || below(id, aid)) {
 			targets = append(targets, a)
 		}
 	}
@@ -398,9 +412,8 @@ func (r *run) reserve(n int) {
 		return // the run has ended
 	}
 	want := len(r.infos) + n
-	r.agents = grown(r.agents, len(r.agents)+n)
+	r.agents = grown(r.agents, want)
 	r.infos = grown(r.infos, want)
-	r.slept = grown(r.slept, want)
 	r.tasks = grown(r.tasks, len(r.tasks)+n)
 	r.order = slices.Grow(r.order, n)
 }
@@ -422,6 +435,7 @@ func grown[K comparable, V any](m map[K]V, size int) map[K]V {
 func (r *run) register(a *agent, task string, status cadre.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	a.over = false
 	r.agents[a.id] = a
 	if _, ok := r.infos[a.id]; !ok {
 		r.order = append(r.order, a.id)
@@ -504,7 +518,7 @@ func (r *run) deliver(from *agent, d loop.Deliver) {
 		return
 	}
 	r.mu.Lock()
-	target := r.agents[d.To]
+	target := r.live(d.To)
 	r.mu.Unlock()
 	if target == nil {
 		from.box.put(loop.InboxMessage{Text: fmt.Sprintf("Your message to %s was not delivered: there is no running agent with that id.", d.To)})
@@ -547,8 +561,7 @@ func finding(from *agent, d loop.Deliver) (cadre.Finding, bool) {
 // children have ended.
 func (r *run) ended(a *agent, fin loop.Finish) {
 	r.mu.Lock()
-	delete(r.agents, a.id)
-	r.slept[a.id] = a
+	a.over = true
 	in := r.infos[a.id]
 	in.Ended = time.Now()
 	switch {
@@ -664,7 +677,7 @@ func (r *run) finish(fin loop.Finish) {
 	// those already watching keep the feed they read.
 	r.mu.Lock()
 	r.defs, r.prompts, r.tasks, r.infos, r.order, r.catalogs = nil, nil, nil, nil, nil, nil
-	r.slept = nil
+	r.agents = nil
 	r.mu.Unlock()
 	if r.e.cfg.Store != nil {
 		r.dropFeed()

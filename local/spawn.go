@@ -127,7 +127,7 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	v := parent.agentVerdict(spec.Definition)
 	norm := strings.ToLower(strings.TrimSpace(spec.Task))
 	r.mu.Lock()
-	_, exists := r.agents[spec.ID]
+	exists := r.live(spec.ID) != nil
 	info, known := r.infos[spec.ID]
 	if exists || known && info.Status.Terminal() {
 		r.mu.Unlock()
