@@ -94,9 +94,10 @@ func (r *run) newAgentWith(cfg loop.Config, parent *agent, def *cadre.Definition
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
 		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules, callable: callable, plain: plain,
 		timeout: cfg.Timeout,
-		box:     mailbox{notify: make(chan struct{}, 1)}, ctx: r.ctx,
+		ctx:     r.ctx,
 	}
 	a.st = &a.state
+	a.box.init()
 	return a
 }
 
@@ -175,14 +176,16 @@ func (a *agent) main(pending []loop.Action) {
 				timer.Reset(left)
 			}
 		}
-		<-a.box.notify
+		a.box.wait()
 		if a.rung.Swap(false) && a.busy > 0 && time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
 			fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
 			if fin != nil {
 				break
 			}
 		}
-		fin = a.step(a.box.take())
+		ins := a.box.take()
+		fin = a.step(ins)
+		a.box.giveBack(ins)
 	}
 	if timer != nil {
 		timer.Stop()
@@ -213,12 +216,14 @@ func (a *agent) endChildren(fin *loop.Finish) {
 	// one pass over the run's agents finds them all.
 	a.run.cancelBelow(a.id, reason)
 	for len(a.kids) > 0 {
-		<-a.box.notify
-		for _, in := range a.box.take() {
+		a.box.wait()
+		ins := a.box.take()
+		for _, in := range ins {
 			if ce, ok := in.(loop.ChildEnded); ok {
 				delete(a.kids, ce.Child)
 			}
 		}
+		a.box.giveBack(ins)
 	}
 }
 
