@@ -67,8 +67,11 @@ type agent struct {
 	// call has a context of its own, cancelled by modelCancel.
 	ctx     context.Context
 	callCtx context.Context
-	cancel  context.CancelFunc
-	work    sync.WaitGroup
+	// storeCtx is ctx without its cancellation, for the agent's journal,
+	// once the Observer has given ctx values; until then the run's is.
+	storeCtx context.Context
+	cancel   context.CancelFunc
+	work     sync.WaitGroup
 
 	modelCancel context.CancelCauseFunc
 	busy        int                    // model and tool calls in flight
@@ -329,7 +332,10 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
 		ins[i] = back
 	}
-	ctx := context.WithoutCancel(a.ctx)
+	ctx := a.storeCtx
+	if ctx == nil {
+		ctx = a.run.storeCtx
+	}
 	var err error
 	if rec != nil {
 		err = a.run.store.(ownedStore).AppendAgent(ctx, rec, entries)

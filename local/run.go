@@ -19,20 +19,23 @@ import (
 
 // run is a run in progress, or ended, in this engine.
 type run struct {
-	e      *Engine
-	id     string
-	task   string
-	store  cadre.Store     // the engine's, as the run writes to it; nil for none
-	strs   stringCache     // the JSON of long strings its journal entries repeat
-	lease  *lease          // set before the run does anything, when it has a store
-	ctx    context.Context // hard: cancelling it aborts calls at once
-	cancel context.CancelCauseFunc
-	sem    chan struct{}
-	wg     sync.WaitGroup // agent goroutines and the run's helpers
-	events *pump
-	feed   *feed
-	done   chan struct{}
-	stop   chan struct{} // closed when the run starts finishing
+	e     *Engine
+	id    string
+	task  string
+	store cadre.Store     // the engine's, as the run writes to it; nil for none
+	strs  stringCache     // the JSON of long strings its journal entries repeat
+	lease *lease          // set before the run does anything, when it has a store
+	ctx   context.Context // hard: cancelling it aborts calls at once
+	// storeCtx is ctx without its cancellation: what the run writes to its
+	// store is written even as the run is aborted.
+	storeCtx context.Context
+	cancel   context.CancelCauseFunc
+	sem      chan struct{}
+	wg       sync.WaitGroup // agent goroutines and the run's helpers
+	events   *pump
+	feed     *feed
+	done     chan struct{}
+	stop     chan struct{} // closed when the run starts finishing
 
 	mu sync.Mutex
 	// agents are the run's agents, live and finished (see agent.over),
@@ -78,7 +81,7 @@ func (r *run) asleep(id cadre.AgentID) *agent {
 func (e *Engine) newRun(id, task string) (*run, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &run{
-		e: e, id: id, task: task, ctx: ctx, cancel: cancel,
+		e: e, id: id, task: task, ctx: ctx, cancel: cancel, storeCtx: context.WithoutCancel(ctx),
 		sem:       make(chan struct{}, e.cfg.Limits.MaxConcurrent),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
