@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,8 +38,24 @@ type agent struct {
 	callable map[string]cadre.Tool
 	plain    map[string]cadre.Tool
 	timeout  time.Duration
+	mode     string // how its parent asked for it (cadre.AgentInfo.Mode)
+	// info is its entry in the run's tree, once registered: the run's
+	// infos point to it, and it is guarded by the run's mu.
+	info cadre.AgentInfo
+	// over is set when it has finished, until it is woken; guarded by the
+	// run's mu.
+	over bool
 
-	st    *loop.State
+	// kinds are what its children have in common, by kind (see kindOf);
+	// verdict is what its rules say about starting an agent of the
+	// definition verdictOf (see agentVerdict). Owned by its goroutine.
+	kinds      []*kind
+	verdict    rule.Verdict
+	verdictOf  string
+	verdictSet bool
+
+	st    *loop.State // state, or the state a replay rebuilt
+	state loop.State
 	box   mailbox
 	first loop.Input // the Start to step first, for a new agent
 	seq   int64      // the last journaled entry's Seq
@@ -50,8 +67,11 @@ type agent struct {
 	// call has a context of its own, cancelled by modelCancel.
 	ctx     context.Context
 	callCtx context.Context
-	cancel  context.CancelFunc
-	work    sync.WaitGroup
+	// storeCtx is ctx without its cancellation, for the agent's journal,
+	// once the Observer has given ctx values; until then the run's is.
+	storeCtx context.Context
+	cancel   context.CancelFunc
+	work     sync.WaitGroup
 
 	modelCancel context.CancelCauseFunc
 	busy        int                    // model and tool calls in flight
@@ -61,23 +81,41 @@ type agent struct {
 	// fin is the Finish do returns a pointer to.
 	fin      loop.Finish
 	activity atomic.Int64 // unix nanos of the last sign of life
+	rung     atomic.Bool  // the inactivity timer rang (see main)
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
+	callable, plain := r.toolMaps(tools, rules)
+	return r.newAgentWith(cfg, parent, def, m, tools, rules, callable, plain)
+}
+
+// newAgentWith is newAgent with the agent's tools by name already made by
+// toolMaps: agents of the same tools and rules share them.
+func (r *run) newAgentWith(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain,
+	callable, plain map[string]cadre.Tool) *agent {
 	a := &agent{
 		run: r, id: cfg.ID, parent: parent, depth: cfg.Depth, definition: cfg.Definition, def: def,
-		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules,
+		modelName: cfg.Model, model: m, tools: tools, cfg: cfg, rules: rules, callable: callable, plain: plain,
 		timeout: cfg.Timeout,
-		st:      loop.New(), box: mailbox{notify: make(chan struct{}, 1)}, ctx: r.ctx,
+		ctx:     r.ctx,
 	}
-	if len(tools) > 0 {
-		a.callable, a.plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
-	}
-	for _, t := range tools {
-		a.callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
-		a.plain[t.Spec().Name] = t
-	}
+	a.st = &a.state
+	a.box.init()
 	return a
+}
+
+// toolMaps returns tools by name, guarded by rules and as they are; nil
+// for no tools.
+func (r *run) toolMaps(tools []cadre.Tool, rules rule.Chain) (callable, plain map[string]cadre.Tool) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	callable, plain = make(map[string]cadre.Tool, len(tools)), make(map[string]cadre.Tool, len(tools))
+	for _, t := range tools {
+		callable[t.Spec().Name] = rule.Guard(t, rules, r.e.ws)
+		plain[t.Spec().Name] = t
+	}
+	return callable, plain
 }
 
 // compileRules compiles the rule sets of an agent into the chain its calls
@@ -105,6 +143,12 @@ func (a *agent) emit(p cadre.Payload) {
 
 func (a *agent) touch() { a.activity.Store(time.Now().UnixNano()) }
 
+// ring is the agent's inactivity timer ringing.
+func (a *agent) ring() {
+	a.rung.Store(true)
+	a.box.wake()
+}
+
 // main is the agent's owner goroutine. A new agent steps its Start; a
 // resumed one carries out the actions its replay left pending.
 func (a *agent) main(pending []loop.Action) {
@@ -122,26 +166,29 @@ func (a *agent) main(pending []loop.Action) {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})
 		fin = a.doAll(pending)
 	}
+	// The inactivity timer, made with the first call the agent waits for
+	// when it has a time limit, and reset after each step; it rings by
+	// setting rung and waking the agent as an input does.
 	var timer *time.Timer
 	for fin == nil {
-		var timeout <-chan time.Time
 		if a.timeout > 0 && a.busy > 0 {
 			left := a.timeout - time.Since(time.Unix(0, a.activity.Load()))
 			if timer == nil {
-				timer = time.NewTimer(left)
+				timer = time.AfterFunc(left, a.ring)
 			} else {
 				timer.Reset(left)
 			}
-			timeout = timer.C
 		}
-		select {
-		case <-a.box.notify:
-			fin = a.step(a.box.take())
-		case <-timeout:
-			if time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
-				fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
+		a.box.wait()
+		if a.rung.Swap(false) && a.busy > 0 && time.Since(time.Unix(0, a.activity.Load())) >= a.timeout {
+			fin = a.step([]loop.Input{loop.Timeout{Limit: a.timeout}})
+			if fin != nil {
+				break
 			}
 		}
+		ins := a.box.take()
+		fin = a.step(ins)
+		a.box.giveBack(ins)
 	}
 	if timer != nil {
 		timer.Stop()
@@ -168,16 +215,18 @@ func (a *agent) endChildren(fin *loop.Finish) {
 	if fin.Cancelled {
 		reason = fin.Result
 	}
-	for id := range a.kids {
-		a.run.cancelTree(id, reason)
-	}
+	// Its live descendants are those of its children that have not ended:
+	// one pass over the run's agents finds them all.
+	a.run.cancelBelow(a.id, reason)
 	for len(a.kids) > 0 {
-		<-a.box.notify
-		for _, in := range a.box.take() {
+		a.box.wait()
+		ins := a.box.take()
+		for _, in := range ins {
 			if ce, ok := in.(loop.ChildEnded); ok {
 				delete(a.kids, ce.Child)
 			}
 		}
+		a.box.giveBack(ins)
 	}
 }
 
@@ -283,7 +332,10 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
 		ins[i] = back
 	}
-	ctx := context.WithoutCancel(a.ctx)
+	ctx := a.storeCtx
+	if ctx == nil {
+		ctx = a.run.storeCtx
+	}
 	var err error
 	if rec != nil {
 		err = a.run.store.(ownedStore).AppendAgent(ctx, rec, entries)
@@ -374,19 +426,32 @@ func (a *agent) callModel(act loop.CallModel) {
 	a.busy++
 	ctx, cancel := context.WithCancelCause(a.ctx)
 	a.modelCancel = cancel
-	first := !a.started
+	c := &modelCall{a: a, act: act, first: !a.started}
 	a.started = true
 	a.work.Add(1)
 	go func() {
 		defer a.work.Done()
 		defer cancel(nil)
-		a.box.put(a.model1(ctx, act, first))
+		a.box.put(c.run(ctx))
 	}()
 }
 
-// model1 makes one model call and returns its input for the loop.
-func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop.ModelResult {
-	if !a.acquire(ctx, first) {
+// A modelCall is one model call of an agent: the request it sends, and the
+// reply as its stream gives it. One allocation holds the request, the
+// collector of the stream and what it collects.
+type modelCall struct {
+	a     *agent
+	act   loop.CallModel
+	first bool // the agent's first model call
+	final *cadre.Response
+	err   error
+	over  bool // the stream has been told to stop
+}
+
+// run makes the call and returns its input for the loop.
+func (c *modelCall) run(ctx context.Context) loop.ModelResult {
+	a := c.a
+	if !a.acquire(ctx, c.first) {
 		return a.modelAborted(ctx)
 	}
 	defer a.release()
@@ -395,18 +460,8 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 		return loop.ModelResult{BudgetExhausted: true}
 	}
 	a.touch()
-	req := act.Request
-	resp, err := cadre.CollectFunc(a.model.Stream(ctx, &req), func(c *cadre.Chunk) {
-		a.touch()
-		if c.Restart {
-			// The reply broke off and is asked for again: watchers drop
-			// the text they were shown.
-			a.emit(cadre.ModelDelta{Restart: true})
-		}
-		if c.Text != "" {
-			a.emit(cadre.ModelDelta{Text: c.Text})
-		}
-	})
+	req := &c.act.Request
+	resp, err := c.collect(a.model.Stream(ctx, req))
 	if err != nil {
 		if ctx.Err() != nil {
 			return a.modelAborted(ctx)
@@ -415,8 +470,53 @@ func (a *agent) model1(ctx context.Context, act loop.CallModel, first bool) loop
 	}
 	a.run.charge(a, resp.Usage)
 	a.emit(cadre.ModelResponse{Turn: req.Turn, Usage: resp.Usage, Text: resp.Message.Content, ToolCalls: len(resp.Message.ToolCalls),
-		StopReason: resp.StopReason, Model: resp.Model, Final: act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
+		StopReason: resp.StopReason, Model: resp.Model, Final: c.act.Final, Cost: a.run.e.cost(a.modelName, resp.Usage)})
 	return loop.ModelResult{Response: resp}
+}
+
+// collect reads the stream of the call's reply as cadre.CollectFunc does,
+// showing its text to watchers as it comes.
+func (c *modelCall) collect(seq iter.Seq2[*cadre.Chunk, error]) (*cadre.Response, error) {
+	seq(c.chunk)
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.final == nil {
+		return nil, cadre.ErrIncompleteStream
+	}
+	return c.final, nil
+}
+
+// chunk takes one chunk of the stream.
+func (c *modelCall) chunk(ch *cadre.Chunk, err error) bool {
+	if c.over {
+		// A stream that goes on after it was told to stop: what comes
+		// next is not read.
+		return false
+	}
+	if err != nil {
+		c.err, c.over = err, true
+		return false
+	}
+	if ch == nil {
+		return true
+	}
+	if ch.Text != "" || ch.Restart {
+		a := c.a
+		a.touch()
+		if ch.Restart {
+			// The reply broke off and is asked for again: watchers drop
+			// the text they were shown.
+			a.emit(cadre.ModelDelta{Restart: true})
+		}
+		if ch.Text != "" {
+			a.emit(cadre.ModelDelta{Text: ch.Text})
+		}
+	}
+	if ch.Response != nil {
+		c.final = ch.Response
+	}
+	return true
 }
 
 func (a *agent) modelAborted(ctx context.Context) loop.ModelResult {
@@ -523,7 +623,7 @@ func (a *agent) ask(act loop.Ask) {
 // reply delivers a parent's answer to its child's question.
 func (r *run) reply(act loop.Reply) {
 	r.mu.Lock()
-	target := r.agents[act.To]
+	target := r.live(act.To)
 	r.mu.Unlock()
 	if target == nil {
 		return // the child has ended; its question no longer matters

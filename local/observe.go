@@ -36,6 +36,7 @@ func (a *agent) observeStart(resumed bool) {
 	info := *a.run.infos[a.id]
 	a.run.mu.Unlock()
 	a.ctx = o.StartAgent(a.ctx, a.run.id, info, resumed)
+	a.storeCtx = context.WithoutCancel(a.ctx)
 }
 
 // cost is what u costs on the named model at the configured prices, zero

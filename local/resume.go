@@ -244,8 +244,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, []lostWake, er
 				in.Error = fin.Result
 			}
 			in.Stopped = fin.BudgetExhausted
-			delete(r.agents, a.id)
-			r.slept[a.id] = a
+			a.over = true
 		}
 		if rep, ok := st.Report(); ok && status == cadre.StatusDone {
 			in.Result = rep.Text

@@ -19,23 +19,28 @@ import (
 
 // run is a run in progress, or ended, in this engine.
 type run struct {
-	e      *Engine
-	id     string
-	task   string
-	store  cadre.Store     // the engine's, as the run writes to it; nil for none
-	strs   stringCache     // the JSON of long strings its journal entries repeat
-	lease  *lease          // set before the run does anything, when it has a store
-	ctx    context.Context // hard: cancelling it aborts calls at once
-	cancel context.CancelCauseFunc
-	sem    chan struct{}
-	wg     sync.WaitGroup // agent goroutines and the run's helpers
-	events *pump
-	feed   *feed
-	done   chan struct{}
-	stop   chan struct{} // closed when the run starts finishing
+	e     *Engine
+	id    string
+	task  string
+	store cadre.Store     // the engine's, as the run writes to it; nil for none
+	strs  stringCache     // the JSON of long strings its journal entries repeat
+	lease *lease          // set before the run does anything, when it has a store
+	ctx   context.Context // hard: cancelling it aborts calls at once
+	// storeCtx is ctx without its cancellation: what the run writes to its
+	// store is written even as the run is aborted.
+	storeCtx context.Context
+	cancel   context.CancelCauseFunc
+	sem      chan struct{}
+	wg       sync.WaitGroup // agent goroutines and the run's helpers
+	events   *pump
+	feed     *feed
+	done     chan struct{}
+	stop     chan struct{} // closed when the run starts finishing
 
-	mu        sync.Mutex
-	agents    map[cadre.AgentID]*agent // live agents
+	mu sync.Mutex
+	// agents are the run's agents, live and finished (see agent.over),
+	// which a message from their parent may wake (see wake.go).
+	agents    map[cadre.AgentID]*agent
 	infos     map[cadre.AgentID]*cadre.AgentInfo
 	order     []cadre.AgentID
 	defs      map[string]*cadre.Definition // the engine's and those created during the run
@@ -53,9 +58,22 @@ type run struct {
 	questions map[cadre.AgentID]*question // the root's question to the user, while it is asked
 	failure   string                      // why the run cannot go on here (its store failed, its lease was lost)
 	broken    atomic.Pointer[error]       // why the store failed to journal, once it has: nothing more is written
-	// slept are the agents that have finished, which a message from their
-	// parent may wake (see wake.go).
-	slept map[cadre.AgentID]*agent
+}
+
+// live returns the live agent id, or nil. r.mu is held.
+func (r *run) live(id cadre.AgentID) *agent {
+	if a := r.agents[id]; a != nil && !a.over {
+		return a
+	}
+	return nil
+}
+
+// asleep returns the agent id that has finished, or nil. r.mu is held.
+func (r *run) asleep(id cadre.AgentID) *agent {
+	if a := r.agents[id]; a != nil && a.over {
+		return a
+	}
+	return nil
 }
 
 // newRun makes a run and registers it in the engine, which must not hold
@@ -63,7 +81,7 @@ type run struct {
 func (e *Engine) newRun(id, task string) (*run, error) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	r := &run{
-		e: e, id: id, task: task, ctx: ctx, cancel: cancel,
+		e: e, id: id, task: task, ctx: ctx, cancel: cancel, storeCtx: context.WithoutCancel(ctx),
 		sem:       make(chan struct{}, e.cfg.Limits.MaxConcurrent),
 		done:      make(chan struct{}),
 		stop:      make(chan struct{}),
@@ -72,7 +90,6 @@ func (e *Engine) newRun(id, task string) (*run, error) {
 		defs:      make(map[string]*cadre.Definition, len(e.defs)),
 		tasks:     map[string]int{},
 		questions: map[cadre.AgentID]*question{},
-		slept:     map[cadre.AgentID]*agent{},
 	}
 	for k, v := range e.defs {
 		r.defs[k] = v
@@ -159,7 +176,7 @@ func (r *run) abort(reason string) {
 // after its own descendants have ended.
 func (r *run) cancelAgent(id cadre.AgentID, reason string) error {
 	r.mu.Lock()
-	_, ok := r.agents[id]
+	ok := r.live(id) != nil
 	r.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("cancel %s: no live agent with that id in run %s", id, r.id)
@@ -208,10 +225,28 @@ func (r *run) cancelAll(reason string) {
 // each agent then ends only after its children have ended, so descendants
 // end first and none outlives its parent.
 func (r *run) cancelTree(id cadre.AgentID, reason string) {
+	r.cancelAgents(id, true, reason)
+}
+
+// cancelBelow cancels the live descendants of id as cancelTree does, but
+// not id itself.
+func (r *run) cancelBelow(id cadre.AgentID, reason string) {
+	r.cancelAgents(id, false, reason)
+}
+
+// below reports whether other is a descendant of id, as id.IsAncestorOf
+// does, without making a string.
+func below(id, other cadre.AgentID) bool {
+	return len(other) > len(id) && other[len(id)] == '/' && other[:len(id)] == id
+}
+
+// cancelAgents cancels id's live descendants, and id when self is set:
+// shallower agents first.
+func (r *run) cancelAgents(id cadre.AgentID, self bool, reason string) {
 	r.mu.Lock()
 	var targets []*agent
 	for aid, a := range r.agents {
-		if aid == id || id.IsAncestorOf(aid) {
+		if !a.over && (self && aid == id || below(id, aid)) {
 			targets = append(targets, a)
 		}
 	}
@@ -287,6 +322,10 @@ func (r *run) warn() {
 func (r *run) userFacing() []*cadre.Definition {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.userFacingLocked()
+}
+
+func (r *run) userFacingLocked() []*cadre.Definition {
 	var out []*cadre.Definition
 	for _, d := range r.defs {
 		if d.UserFacing() {
@@ -321,9 +360,26 @@ func (e *Engine) maxQuestions(def *cadre.Definition) int {
 	return e.cfg.Limits.MaxQuestions
 }
 
+// offered returns, from one state of the run's definitions, the
+// user-facing ones rules let an agent start (see userFacingFor) and the
+// catalogue (see catalog).
+func (r *run) offered(rules rule.Chain) ([]*cadre.Definition, []loop.CatalogEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.userFacingLocked()
+	if len(rules) > 0 {
+		all = slices.DeleteFunc(all, func(d *cadre.Definition) bool { return !rules.AllowsAgent(d.Name) })
+	}
+	return all, r.catalogLocked()
+}
+
 func (r *run) catalog() []loop.CatalogEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.catalogLocked()
+}
+
+func (r *run) catalogLocked() []loop.CatalogEntry {
 	if c, ok := r.catalogs[r.defsGen]; ok {
 		return c
 	}
@@ -342,10 +398,47 @@ func (r *run) catalog() []loop.CatalogEntry {
 	return out
 }
 
+// reserveAt is the fewest agents to come at once for which the run's
+// tables are made larger ahead of them.
+const reserveAt = 256
+
+// reserve makes room in the run's tables for n more agents at once, when
+// there are many, so that they do not grow a step at a time as each is
+// added.
+func (r *run) reserve(n int) {
+	if n < reserveAt {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.infos == nil {
+		return // the run has ended
+	}
+	want := len(r.infos) + n
+	r.agents = grown(r.agents, want)
+	r.infos = grown(r.infos, want)
+	r.tasks = grown(r.tasks, len(r.tasks)+n)
+	r.order = slices.Grow(r.order, n)
+}
+
+// grown returns m, or a copy of it made for size entries when m holds far
+// fewer than that.
+func grown[K comparable, V any](m map[K]V, size int) map[K]V {
+	if len(m)*2 >= size {
+		return m // it grows as it would anyway
+	}
+	out := make(map[K]V, size)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // register adds an agent to the run's tables.
 func (r *run) register(a *agent, task string, status cadre.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	a.over = false
 	r.agents[a.id] = a
 	if _, ok := r.infos[a.id]; !ok {
 		r.order = append(r.order, a.id)
@@ -354,8 +447,9 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 	if a.parent != nil {
 		parent = a.parent.id
 	}
-	r.infos[a.id] = &cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
-		Task: task, Status: status, Started: time.Now()}
+	a.info = cadre.AgentInfo{ID: a.id, Parent: parent, Depth: a.depth, Definition: a.definition, Model: a.modelName,
+		Task: task, Status: status, Started: time.Now(), Mode: a.mode}
+	r.infos[a.id] = &a.info
 }
 
 // create registers a new agent and makes its Start durable: the agent's
@@ -427,7 +521,7 @@ func (r *run) deliver(from *agent, d loop.Deliver) {
 		return
 	}
 	r.mu.Lock()
-	target := r.agents[d.To]
+	target := r.live(d.To)
 	r.mu.Unlock()
 	if target == nil {
 		from.box.put(loop.InboxMessage{Text: fmt.Sprintf("Your message to %s was not delivered: there is no running agent with that id.", d.To)})
@@ -470,8 +564,7 @@ func finding(from *agent, d loop.Deliver) (cadre.Finding, bool) {
 // children have ended.
 func (r *run) ended(a *agent, fin loop.Finish) {
 	r.mu.Lock()
-	delete(r.agents, a.id)
-	r.slept[a.id] = a
+	a.over = true
 	in := r.infos[a.id]
 	in.Ended = time.Now()
 	switch {
@@ -587,7 +680,7 @@ func (r *run) finish(fin loop.Finish) {
 	// those already watching keep the feed they read.
 	r.mu.Lock()
 	r.defs, r.prompts, r.tasks, r.infos, r.order, r.catalogs = nil, nil, nil, nil, nil, nil
-	r.slept = nil
+	r.agents = nil
 	r.mu.Unlock()
 	if r.e.cfg.Store != nil {
 		r.dropFeed()

@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/prompt"
+	"github.com/cadre-ai/cadre/rule"
 	"github.com/cadre-ai/cadre/tool"
 )
 
@@ -20,15 +22,47 @@ type birth struct {
 	err   string // why the child may not exist, for the parent's model
 }
 
-// spawnAll starts the children of a Spawn action. Limits are checked in
-// order; the children's records and Starts are then written together (the
-// store groups them), so that each child is durable before its parent
-// learns of it; last, each child is acknowledged and launched, in order.
-// A child that already exists (after a resume) is acknowledged, not
-// created again.
+// spawnWriters is the most children of one Spawn action whose records and
+// Starts are written to the store at once.
+const spawnWriters = 64
+
+// spawnBatch is how many children of a Spawn action are started together,
+// and storeBatch how many with a store: the first children of a large
+// Spawn run while their parent makes the next ones.
+const (
+	spawnBatch = 64
+	storeBatch = 4 * spawnWriters
+)
+
+// spawnAll starts the children of a Spawn action, a batch at a time.
+// Limits are checked in order; the records and Starts of a batch's
+// children are then written together (the store groups them), so that
+// each child is durable before its parent learns of it; last, the batch's
+// children are acknowledged and launched, in order. A child that already
+// exists (after a resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
-	births := make([]birth, len(specs))
+	r.reserve(len(specs))
+	if a.kids == nil && len(specs) > 1 {
+		a.kids = make(map[cadre.AgentID]bool, len(specs))
+	}
+	size := spawnBatch
+	if r.e.cfg.Store != nil {
+		size = storeBatch
+	}
+	births := make([]birth, min(size, len(specs)))
+	acks := make([]loop.Input, 0, len(births))
+	for len(specs) > 0 {
+		n := min(size, len(specs))
+		a.spawnBatch(specs[:n], births[:n], acks[:0])
+		specs = specs[n:]
+	}
+}
+
+// spawnBatch starts the children of specs; births and acks have room for
+// them.
+func (a *agent) spawnBatch(specs []loop.ChildSpec, births []birth, acks []loop.Input) {
+	r := a.run
 	for i, spec := range specs {
 		births[i] = r.prepare(a, spec)
 	}
@@ -44,16 +78,18 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 		}
 	}
 	if r.e.cfg.Store != nil && len(births) > 1 {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 64)
-		for i := range births {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				create(&births[i])
-			}()
+		// At most spawnWriters children are written at once, each by one of
+		// as many goroutines, which take the next child until none is left.
+		var (
+			wg   sync.WaitGroup
+			next atomic.Int64
+		)
+		for range min(spawnWriters, len(births)) {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
+					create(&births[i])
+				}
+			})
 		}
 		wg.Wait()
 	} else {
@@ -61,54 +97,67 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			create(&births[i])
 		}
 	}
-	if a.kids == nil && len(births) > 1 {
-		a.kids = make(map[cadre.AgentID]bool, len(births))
-	}
-	for _, b := range births {
+	for i := range births {
+		b := &births[i]
 		if b.child != nil {
 			r.born(b.child, b.spec)
 		}
 		if b.err == "" {
 			a.addKid(b.spec.ID)
 		}
-		a.box.put(loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
-		if b.child != nil {
-			r.launch(b.child, nil)
-		}
+		acks = append(acks, loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
 	}
+	a.box.putAll(acks)
+	for i := range births {
+		if c := births[i].child; c != nil {
+			r.launch(c, nil)
+		}
+		births[i] = birth{}
+	}
+	clear(acks)
 }
 
 // prepare checks the run-wide limits for spec and builds the child. It
-// reserves the child's place in the agent count.
+// reserves the child's place in the agent count. Unless a rule asks for
+// approval, the run's tables are read and the limits checked in one
+// section under the run's lock.
 func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
-	e := r.e
-	lim := e.cfg.Limits
+	lim := r.e.cfg.Limits
 	b := birth{spec: spec}
+	v := parent.agentVerdict(spec.Definition)
+	norm := strings.ToLower(strings.TrimSpace(spec.Task))
 	r.mu.Lock()
-	_, exists := r.agents[spec.ID]
+	exists := r.live(spec.ID) != nil
 	info, known := r.infos[spec.ID]
-	r.mu.Unlock()
 	if exists || known && info.Status.Terminal() {
+		r.mu.Unlock()
 		return b
 	}
 	var def *cadre.Definition
 	if spec.Definition != "" {
-		def = r.definition(spec.Definition)
-		if def == nil {
-			b.err = fmt.Sprintf("there is no subagent named %q", spec.Definition)
+		def = r.defs[spec.Definition]
+	}
+	gen := r.defsGen
+	switch {
+	case spec.Definition != "" && def == nil:
+		b.err = fmt.Sprintf("there is no subagent named %q", spec.Definition)
+	case spec.Onboarding && def == nil:
+		b.err = "onboarding needs a subagent definition"
+	case v.Action == cadre.PermissionDeny:
+		b.err = v.Reason
+	}
+	if b.err != "" {
+		r.mu.Unlock()
+		return b
+	}
+	if v.Action != cadre.PermissionAllow {
+		r.mu.Unlock()
+		if msg := r.approveStart(parent, spec, v); msg != "" {
+			b.err = msg
 			return b
 		}
+		r.mu.Lock()
 	}
-	if spec.Onboarding && def == nil {
-		b.err = "onboarding needs a subagent definition"
-		return b
-	}
-	if msg := r.mayStart(parent, spec); msg != "" {
-		b.err = msg
-		return b
-	}
-	norm := strings.ToLower(strings.TrimSpace(spec.Task))
-	r.mu.Lock()
 	if r.created >= lim.MaxAgents {
 		r.mu.Unlock()
 		parent.emit(cadre.AgentLimit{MaxAgents: lim.MaxAgents, Task: spec.Task})
@@ -128,7 +177,7 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	r.created++
 	r.mu.Unlock()
 
-	child, start, msg := r.newChild(parent, spec, def)
+	child, start, msg := r.build(parent, spec, def, gen)
 	if msg != "" {
 		r.mu.Lock()
 		r.created--
@@ -140,11 +189,8 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	return b
 }
 
-// born records how a new child was asked for and announces it.
+// born announces a new child.
 func (r *run) born(a *agent, spec loop.ChildSpec) {
-	r.mu.Lock()
-	r.infos[a.id].Mode = spec.Mode
-	r.mu.Unlock()
 	data := cadre.AgentSpawned{Child: spec.ID, Definition: a.definition, Mode: spec.Mode, Task: spec.Task, Model: a.modelName, Name: spec.Name,
 		CallID: spec.Ref}
 	if spec.Total > 0 {
@@ -155,8 +201,16 @@ func (r *run) born(a *agent, spec loop.ChildSpec) {
 
 // newChild builds a child agent and its Start input.
 func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition) (*agent, loop.Start, string) {
+	r.mu.Lock()
+	gen := r.defsGen
+	r.mu.Unlock()
+	return r.build(parent, spec, def, gen)
+}
+
+// build builds a child agent and its Start input; gen is the generation of
+// the run's definitions the child was asked for under.
+func (r *run) build(parent *agent, spec loop.ChildSpec, def *cadre.Definition, gen int) (*agent, loop.Start, string) {
 	e := r.e
-	lim := e.cfg.Limits
 	var (
 		name string
 		m    cadre.Model
@@ -181,6 +235,89 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 			return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
 		}
 	}
+	k := parent.kindOf(kindKey{def: def, model: name, gen: gen, onboarding: spec.Onboarding})
+	if k.err != "" {
+		return nil, loop.Start{}, k.err
+	}
+	cfg := k.cfg
+	cfg.ID, cfg.Parent, cfg.Definition = spec.ID, parent.id, spec.Definition
+	if cfg.Definition == "" {
+		cfg.Definition = "sub"
+	}
+	var first string
+	switch {
+	case spec.Onboarding:
+		first = prompt.Onboarding(spec.Context, cfg.MaxQuestions)
+	case def == nil:
+		cfg.System = prompt.SubAgent(prompt.SubAgentParams{Soul: e.cfg.Soul, Identity: e.cfg.Identity, Task: spec.Task,
+			Depth: cfg.Depth, MaxDepth: cfg.MaxDepth, Defs: k.userFacing})
+	}
+	if first == "" {
+		first = spec.First
+	}
+	if first == "" {
+		first = prompt.UserMessage(spec.Task, spec.Context)
+	}
+	msgs := make([]cadre.Message, len(spec.Messages)+1)
+	copy(msgs, spec.Messages)
+	msgs[len(spec.Messages)] = cadre.Message{Role: cadre.RoleUser, Content: first}
+	a := r.newAgentWith(cfg, parent, def, m, k.tools, k.rules, k.callable, k.plain)
+	a.mode = spec.Mode
+	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, ""
+}
+
+// A kindKey is what a child's kind depends on besides its parent.
+type kindKey struct {
+	def        *cadre.Definition // nil for a general subagent
+	model      string
+	gen        int // the generation of the run's definitions
+	onboarding bool
+}
+
+// A kind is what every child of one parent with the same kindKey has in
+// common: its configuration but for its ID and parent (and, for a general
+// subagent, its system prompt, which holds its task), its rules and its
+// tools. It depends on nothing else: the parent's configuration, tools and
+// rules and the engine's never change. Read-only once made.
+type kind struct {
+	key        kindKey
+	cfg        loop.Config
+	rules      rule.Chain
+	tools      []cadre.Tool
+	userFacing []*cadre.Definition
+	// callable and plain are the children's tools by name, guarded by
+	// their rules and not (see agent): shared, never changed.
+	callable, plain map[string]cadre.Tool
+	err             string // why no child of this kind can be started
+}
+
+// kindsKept is the most kinds an agent keeps for its children.
+const kindsKept = 8
+
+// kindOf returns the kind of the agent's children with key k, made on
+// first use. It is called by the agent's own goroutine (or with the
+// Planner's lock held), which alone reads and writes a.kinds.
+func (a *agent) kindOf(key kindKey) *kind {
+	for _, k := range a.kinds {
+		if k.key == key {
+			return k
+		}
+	}
+	k := a.run.newKind(a, key)
+	if len(a.kinds) == kindsKept {
+		// The oldest goes: most agents start children of a kind or two.
+		a.kinds = append(a.kinds[:0], a.kinds[1:]...)
+	}
+	a.kinds = append(a.kinds, k)
+	return k
+}
+
+// newKind works out the kind key of parent's children.
+func (r *run) newKind(parent *agent, key kindKey) *kind {
+	e := r.e
+	lim := e.cfg.Limits
+	def, name := key.def, key.model
+	k := &kind{key: key}
 	depth := parent.depth + 1
 	// A definition's maxDepth bounds its whole subtree.
 	maxDepth := min(lim.MaxDepth, parent.cfg.MaxDepth)
@@ -191,46 +328,38 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 	sets := ruleSets(def, parent.cfg.Rules)
 	rules, err := compileRules(sets)
 	if err != nil {
-		return nil, loop.Start{}, fmt.Sprintf("the subagent cannot be started: %v", err)
+		k.err = fmt.Sprintf("the subagent cannot be started: %v", err)
+		return k
 	}
-	userFacing := r.userFacingFor(rules)
+	userFacing, catalog := r.offered(rules)
 	protocol := e.protocolFor(def, name)
 	if def == nil && e.cfg.Protocol != cadre.ProtocolTools {
 		// A general subagent exists only on the text protocol.
 		protocol = cadre.ProtocolText
 	}
 	delegation := delegationFor(def, parent.cfg.Delegation)
-	delegate := depth < maxDepth && parent.cfg.Delegate && loop.StartsAgents(delegation) && !spec.Onboarding &&
+	delegate := depth < maxDepth && parent.cfg.Delegate && loop.StartsAgents(delegation) && !key.onboarding &&
 		(len(userFacing) > 0 || protocol == cadre.ProtocolText && rules.AllowsAgent(""))
 	tools := filterTools(parent.tools, def)
 	report := e.cfg.Report
 	if def != nil && def.Report != "" {
 		report = def.Report
 	}
-	definition := spec.Definition
-	if definition == "" {
-		definition = "sub"
-	}
 	cfg := loop.Config{
-		ID: spec.ID, Parent: parent.id, Depth: depth, MaxDepth: maxDepth, Definition: definition, Model: name,
-		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: r.catalog(), Report: report, Protocol: protocol,
+		Depth: depth, MaxDepth: maxDepth, Model: name,
+		Tools: specs(tools), Delegate: delegate, Delegation: delegation, Rules: sets, Catalog: catalog, Report: report, Protocol: protocol,
 		MaxTurns: lim.MaxTurns, Withheld: withheld(e.cfg.Tools, tools),
 		EndOnReport: !e.cfg.TurnAfterReport && (def == nil || !def.TurnAfterReport),
 	}
-	var first string
 	switch {
-	case spec.Onboarding:
+	case key.onboarding:
 		cfg.Mode = loop.ModeOnboarding
 		cfg.System = def.Prompt
 		cfg.MaxQuestions = e.maxQuestions(def)
 		cfg.Protocol = cadre.ProtocolTools
-		first = prompt.Onboarding(spec.Context, cfg.MaxQuestions)
 	case def != nil:
 		cfg.System = r.childPrompt(prompt.ChildParams{Def: def, Soul: e.cfg.Soul, Identity: e.cfg.Identity, Defs: userFacing,
-			CanDelegate: delegate, Protocol: protocol, Depth: depth, MaxDepth: maxDepth, AskCaller: def.AskCaller, Report: report})
-	default:
-		cfg.System = prompt.SubAgent(prompt.SubAgentParams{Soul: e.cfg.Soul, Identity: e.cfg.Identity, Task: spec.Task,
-			Depth: depth, MaxDepth: maxDepth, Defs: userFacing})
+			CanDelegate: delegate, Protocol: protocol, Depth: depth, MaxDepth: maxDepth, AskCaller: def.AskCaller, Report: report}, key.gen)
 	}
 	if def != nil {
 		if def.MaxTurns > 0 {
@@ -238,21 +367,15 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 		}
 		cfg.Temperature = def.Temperature
 		cfg.Timeout = def.TimeoutOrDefault()
-		if !spec.Onboarding {
+		if !key.onboarding {
 			cfg.AskCaller = def.AskCaller
 			cfg.MaxQuestions = e.maxQuestions(def)
 			cfg.OutputSchema = def.OutputSchema
 		}
 	}
-	if first == "" {
-		first = spec.First
-	}
-	if first == "" {
-		first = prompt.UserMessage(spec.Task, spec.Context)
-	}
-	msgs := append(slices.Clone(spec.Messages), cadre.Message{Role: cadre.RoleUser, Content: first})
-	a := r.newAgent(cfg, parent, def, m, tools, rules)
-	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, ""
+	k.cfg, k.rules, k.tools, k.userFacing = cfg, rules, tools, userFacing
+	k.callable, k.plain = r.toolMaps(tools, rules)
+	return k
 }
 
 func specs(tools []cadre.Tool) []cadre.ToolSpec {
@@ -322,13 +445,31 @@ func ruleSets(def *cadre.Definition, parent []loop.RuleSet) []loop.RuleSet {
 // ancestors') about the agent spec would start, and asks for approval
 // when one says so. It returns why the agent may not start, or "".
 func (r *run) mayStart(parent *agent, spec loop.ChildSpec) string {
-	v := parent.rules.Agent(spec.Definition)
+	v := parent.agentVerdict(spec.Definition)
 	switch v.Action {
 	case cadre.PermissionAllow:
 		return ""
 	case cadre.PermissionDeny:
 		return v.Reason
 	}
+	return r.approveStart(parent, spec, v)
+}
+
+// agentVerdict is what the agent's rules say about starting an agent of
+// the named definition. The last answer is kept: a reply's spawns mostly
+// name one definition. Called by the agent's goroutine (or with the
+// Planner's lock held).
+func (a *agent) agentVerdict(definition string) rule.Verdict {
+	if !a.verdictSet || a.verdictOf != definition {
+		a.verdict, a.verdictOf, a.verdictSet = a.rules.Agent(definition), definition, true
+	}
+	return a.verdict
+}
+
+// approveStart asks the engine's approval policy whether spec's agent may
+// start, as verdict v (which asks for approval) says to. It returns why
+// not, or "".
+func (r *run) approveStart(parent *agent, spec loop.ChildSpec, v rule.Verdict) string {
 	ap, ok := r.e.cfg.Runner.(Approver)
 	if !ok {
 		return v.Reason + ", and this engine has no approval policy to ask"
@@ -358,17 +499,24 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // same text, so children of one definition share one string.
 type promptKey struct {
 	def             *cadre.Definition
-	defs            int // the catalogue's generation
+	defs            int    // the catalogue's generation
+	offered         string // the names of the definitions the prompt offers
 	delegate        bool
 	protocol        cadre.Protocol
 	depth, maxDepth int
 	report          cadre.ReportMode
 }
 
-// childPrompt returns prompt.Child(p), built once per distinct input.
-func (r *run) childPrompt(p prompt.ChildParams) string {
+// childPrompt returns prompt.Child(p), built once per distinct input; gen
+// is the generation of the run's definitions p.Defs come from.
+func (r *run) childPrompt(p prompt.ChildParams, gen int) string {
+	names := make([]string, len(p.Defs))
+	for i, d := range p.Defs {
+		names[i] = d.Name
+	}
+	key := promptKey{def: p.Def, defs: gen, offered: strings.Join(names, "\x00"), delegate: p.CanDelegate, protocol: p.Protocol,
+		depth: p.Depth, maxDepth: p.MaxDepth, report: p.Report}
 	r.mu.Lock()
-	key := promptKey{def: p.Def, defs: r.defsGen, delegate: p.CanDelegate, protocol: p.Protocol, depth: p.Depth, maxDepth: p.MaxDepth, report: p.Report}
 	if s, ok := r.prompts[key]; ok {
 		r.mu.Unlock()
 		return s

@@ -188,7 +188,7 @@ func (r *run) restoreReports(ctx context.Context, all []*restored) error {
 // is reported to from as failed, so that it does not wait for it.
 func (r *run) wake(from *agent, d loop.Deliver) {
 	r.mu.Lock()
-	old := r.slept[d.To]
+	old := r.asleep(d.To)
 	r.mu.Unlock()
 	if old == nil || old.parent == nil || old.parent.id != from.id || !old.st.Done() {
 		from.box.put(loop.ChildReport{Child: d.To, Failed: true, Round: d.Round,
@@ -207,8 +207,8 @@ func (r *run) wake(from *agent, d loop.Deliver) {
 // step before it finished, and starts its goroutine.
 func (r *run) rouse(a *agent, w loop.Wake) {
 	r.mu.Lock()
-	delete(r.slept, a.id)
-	r.agents[a.id] = a
+	r.agents[a.id] = a // a, not the agent it was before it finished
+	a.over = false
 	if in := r.infos[a.id]; in != nil {
 		in.Status, in.Ended, in.Error, in.Stopped = cadre.StatusRunning, time.Time{}, "", false
 	}
@@ -219,7 +219,7 @@ func (r *run) rouse(a *agent, w loop.Wake) {
 	for _, id := range a.st.LiveChildren() {
 		a.addKid(id)
 		r.mu.Lock()
-		k := r.slept[id]
+		k := r.asleep(id)
 		r.mu.Unlock()
 		if k == nil {
 			a.box.put(loop.ChildEnded{Child: id, Status: cadre.StatusFailed, Error: "it was lost when its parent stopped"})
