@@ -158,7 +158,7 @@ func TestRoundTripProperty(t *testing.T) {
 var (
 	fillStrings = []string{"", "plain", "tool", "é ü 日本", strings.Repeat("a long prompt <b>\n", 20), "<b>&amp;</b>", "\u2028", "\x00 nul",
 		"bad \xff byte", "\xc3", strings.Repeat("a long prompt, then a bad byte: \xff", 10)}
-	fillRaw     = []json.RawMessage{nil, {}, json.RawMessage(`{"type":"object"}`), json.RawMessage(`[]`),
+	fillRaw = []json.RawMessage{nil, {}, json.RawMessage(`{"type":"object"}`), json.RawMessage(`[]`),
 		json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","description":"é \"q\""}}}`), json.RawMessage(`{"type": "object"}`),
 		json.RawMessage(`{"a":"<b>"}`), json.RawMessage("null"), json.RawMessage(`{"a":"\u00e9 \\" }`), json.RawMessage("[1,2]"),
 		json.RawMessage("{\"a\":\"x y\"}"), json.RawMessage("{\n\"a\":1}"), json.RawMessage(`"\ud800"`)}
