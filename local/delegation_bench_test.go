@@ -20,6 +20,7 @@ package local_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -31,7 +32,6 @@ import (
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
-	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/sqlite"
 )
 
@@ -103,6 +103,23 @@ func BenchmarkScale(b *testing.B) {
 	}
 }
 
+// replyFunc is the lightest model there can be: a function that answers
+// each request at once, in one chunk, keeping nothing. (The scripted model
+// counts every call under a lock, for its tests; a real provider's cost is
+// its server's.) The benchmark measures the engine around it.
+type replyFunc func(context.Context, *cadre.Request) (*cadre.Response, error)
+
+func (f replyFunc) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*cadre.Chunk, error] {
+	return func(yield func(*cadre.Chunk, error) bool) {
+		resp, err := f(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		yield(&cadre.Chunk{Response: resp}, nil)
+	}
+}
+
 // countingModel counts a benchmark's model calls and their tokens.
 type countingModel struct {
 	w      *workload
@@ -125,8 +142,7 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 	first := fanOutReply(n, tool)
 	w := &workload{latency: latency, rootFirst: first, childrenOnly: true}
 	cm := &countingModel{w: w}
-	m := scripted.Func(cm.reply)
-	m.SetRecordLimit(0)
+	m := replyFunc(cm.reply)
 	b.ReportAllocs()
 	var (
 		cpu         time.Duration
@@ -138,8 +154,8 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 		b.StopTimer()
 		store, closeStore := open(b)
 		e := local.New(local.Config{
-			Models:      local.OneModel{Name: "scripted", Model: m},
-			RootModel:   "scripted",
+			Models:      local.OneModel{Name: "bench", Model: m},
+			RootModel:   "bench",
 			Definitions: benchDefs,
 			Store:       store,
 			Limits:      benchLimits,
