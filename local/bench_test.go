@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/cputime"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/model/scripted"
@@ -202,11 +203,11 @@ func measure(b *testing.B, w *workload, e *local.Engine, agents int) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Process()
 	for b.Loop() {
 		runOnce(b, e, agents)
 	}
-	cpu1 := cpuTime()
+	cpu1 := cputime.Process()
 	runtime.ReadMemStats(&after)
 	n := float64(b.N) * float64(agents)
 	wall := b.Elapsed()

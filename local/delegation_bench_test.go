@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/cputime"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
@@ -162,11 +163,11 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 		})
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		cpu0, t0 := cpuTime(), time.Now()
+		cpu0, t0 := cputime.Process(), time.Now()
 		b.StartTimer()
 		runOnce(b, e, n+1)
 		b.StopTimer()
-		cpu1, t1 := cpuTime(), time.Now()
+		cpu1, t1 := cputime.Process(), time.Now()
 		runtime.ReadMemStats(&aft)
 		cpu += cpu1 - cpu0
 		wall += t1.Sub(t0)
@@ -175,7 +176,7 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 		b.StartTimer()
 	}
 	runs := float64(b.N)
-	if cpuTime() >= 0 {
+	if cputime.Process() >= 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/runs/float64(n), "cpu-µs/child")
 	}
 	b.ReportMetric(float64(wall.Microseconds())/1000/runs, "ms/run")

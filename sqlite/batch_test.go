@@ -46,16 +46,8 @@ func (q *queue) wait() { q.wg.Wait() }
 // in the order of their writes. One append of 300 entries takes
 // statements of several sizes.
 func TestBatchedGroup(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	s, ctx, now := leasedRun(t)
 	defer s.Close()
-	ctx := t.Context()
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "old"}, TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
 
 	worker := cadre.RootID.Child("worker", 1)
 	long := make([]cadre.JournalEntry, 300)
@@ -180,16 +172,8 @@ func TestBatchedGroup(t *testing.T) {
 // missing run, events of a missing run. Each failing write fails alone,
 // with its own error, and the others commit.
 func TestBatchedGroupFailsAlone(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	s, ctx, now := leasedRun(t)
 	defer s.Close()
-	ctx := t.Context()
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: now}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "old"}, TTL: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root", Seq: 1, Kind: "start", Time: now, Lease: "old"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -394,4 +378,19 @@ func TestBatchedWritesConcurrently(t *testing.T) {
 			break
 		}
 	}
+}
+
+// leasedRun opens a new store with run r1, leased by the token "old".
+func leasedRun(t *testing.T) (*sqlite.Store, context.Context, time.Time) {
+	t.Helper()
+	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
+	ctx := t.Context()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "old"}, TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	return s, ctx, now
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/cputime"
 	"github.com/cadre-ai/cadre/sqlite"
 	"github.com/cadre-ai/cadre/storetest"
 )
@@ -97,13 +98,13 @@ func benchChildren(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		w := newChildrenWork(n)
-		cpu0, t0 := cpuTime(), time.Now()
+		cpu0, t0 := cputime.Process(), time.Now()
 		b.StartTimer()
 		if err := w.run(ctx, s); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
-		cpu += cpuTime() - cpu0
+		cpu += cputime.Process() - cpu0
 		wall += time.Since(t0)
 		commits += s.Groups()
 		if err := s.Close(); err != nil {
@@ -112,7 +113,7 @@ func benchChildren(b *testing.B, n int) {
 		b.StartTimer()
 	}
 	runs := float64(b.N)
-	if cpuTime() >= 0 {
+	if cputime.Process() >= 0 {
 		b.ReportMetric(float64(cpu.Microseconds())/runs/float64(n), "cpu-µs/child")
 	}
 	b.ReportMetric(float64(wall.Microseconds())/1000/runs, "ms/run")

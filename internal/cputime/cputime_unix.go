@@ -1,15 +1,17 @@
 //go:build unix
 
-package local_test
+// Package cputime reads the CPU time of the process, for the benchmarks
+// that print it per agent or per child.
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the CPU time the process has used (user and system), or -1
+// Process is the CPU time the process has used (user and system), or -1
 // when it cannot be read.
-func cpuTime() time.Duration {
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return -1
