@@ -28,6 +28,7 @@ targets=(
   "./redact/ FuzzString"
   "./ FuzzEventJSON"
   "./internal/jsonw/ FuzzAppendString"
+  "./internal/jsonw/ FuzzAppendFloat"
   "./internal/cli/ FuzzConfig"
 )
 failed=0
