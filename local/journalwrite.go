@@ -261,6 +261,9 @@ func appendMessage(b []byte, m *cadre.Message) []byte {
 // size the entry has.
 var journalBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
+// maxJournalBuf is the largest buffer journalBufs keeps.
+const maxJournalBuf = 64 << 10
+
 func str(b []byte, s string) []byte { return jsonw.AppendString(b, s) }
 
 func strs(b []byte, ss []string) []byte {

@@ -767,8 +767,10 @@ func roundTrip(in loop.Input, c *stringCache) (json.RawMessage, loop.Input, erro
 		b, ok := appendInput((*buf)[:0], back, c)
 		if ok {
 			data := bytes.Clone(b)
-			*buf = b
-			journalBufs.Put(buf)
+			if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
+				*buf = b
+				journalBufs.Put(buf)
+			}
 			return data, back, nil
 		}
 		journalBufs.Put(buf)
