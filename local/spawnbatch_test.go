@@ -1,0 +1,88 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/memstore"
+	"github.com/cadre-ai/cadre/model/scripted"
+)
+
+// A reply of more spawns than one batch starts (spawnBatch without a
+// store, storeBatch with one) starts every child once, acknowledges each
+// spawn, and gives each call the report of its own child.
+func TestSpawnsOfManyBatches(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		n     int
+		store bool
+	}{
+		{"without a store", 2*spawnBatch + 22, false},
+		{"with a store", storeBatch + 44, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkNoLeaks(t)
+			m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+				if req.Agent == cadre.RootID {
+					if req.Turn == 1 {
+						cs := make([]cadre.ToolCall, c.n)
+						for i := range cs {
+							cs[i] = tc("s"+strconv.Itoa(i), loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "unit " + strconv.Itoa(i)})
+						}
+						return calls(cs...), nil
+					}
+					return text("all done"), nil
+				}
+				// The task is in the worker's first message.
+				task := req.Messages[0].Content
+				i := strings.Index(task, "unit ")
+				if i < 0 {
+					return nil, fmt.Errorf("%s: no unit in %q", req.Agent, task)
+				}
+				unit := strings.Fields(task[i+len("unit "):])[0]
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "report of unit " + unit + "."})), nil
+			})
+			cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"),
+				Limits: cadre.Limits{MaxAgents: 1000}}
+			if c.store {
+				cfg.Store = memstore.New()
+			}
+			res, err, _ := runTask(t, cfg, "go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != cadre.StatusDone || len(res.Agents) != c.n+1 {
+				t.Fatalf("status %s with %d agents, want done with %d", res.Status, len(res.Agents), c.n+1)
+			}
+			for _, a := range res.Agents {
+				if a.Status != cadre.StatusDone {
+					t.Errorf("%s ended %s: %s", a.ID, a.Status, a.Error)
+				}
+			}
+			reqs := m.RequestsOf(cadre.RootID)
+			if len(reqs) != 2 {
+				t.Fatalf("the root made %d model calls, want 2", len(reqs))
+			}
+			results := map[string]string{}
+			for _, msg := range reqs[1].Messages {
+				if msg.Role == cadre.RoleTool {
+					results[msg.ToolCallID] = msg.Content
+				}
+			}
+			if len(results) != c.n {
+				t.Fatalf("%d spawn results, want %d", len(results), c.n)
+			}
+			for i := range c.n {
+				want := "report of unit " + strconv.Itoa(i) + "."
+				if got := results["s"+strconv.Itoa(i)]; !strings.Contains(got, want) {
+					t.Errorf("spawn %d: result %q, want it to hold %q", i, got, want)
+				}
+			}
+		})
+	}
+}
