@@ -28,16 +28,18 @@ const spawnWriters = 64
 
 // spawnBatch is how many children of a Spawn action are started together,
 // and storeBatch how many with a store: the first children of a large
-// Spawn run while their parent makes the next ones.
+// Spawn run while their parent writes the next ones.
 const (
 	spawnBatch = 64
 	storeBatch = 4 * spawnWriters
 )
 
-// spawnAll starts the children of a Spawn action, a batch at a time.
-// Limits are checked in order; the records and Starts of a batch's
-// children are then written together (the store groups them), so that
-// each child is durable before its parent learns of it; last, the batch's
+// spawnAll starts the children of a Spawn action. Limits are checked in
+// order, for every child before any starts, so that a child's own
+// children never take the place of a sibling its parent asked for in the
+// same reply. Then, a batch at a time, the records and Starts of the
+// batch's children are written together (the store groups them), so that
+// each child is durable before its parent learns of it, and the batch's
 // children are acknowledged and launched, in order. A child that already
 // exists (after a resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
@@ -46,26 +48,26 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	if a.kids == nil && len(specs) > 1 {
 		a.kids = make(map[cadre.AgentID]bool, len(specs))
 	}
+	births := make([]birth, len(specs))
+	for i, spec := range specs {
+		births[i] = r.prepare(a, spec)
+	}
 	size := spawnBatch
 	if r.e.cfg.Store != nil {
 		size = storeBatch
 	}
-	births := make([]birth, min(size, len(specs)))
-	acks := make([]loop.Input, 0, len(births))
-	for len(specs) > 0 {
-		n := min(size, len(specs))
-		a.spawnBatch(specs[:n], births[:n], acks[:0])
-		specs = specs[n:]
+	acks := make([]loop.Input, 0, min(size, len(births)))
+	for len(births) > 0 {
+		n := min(size, len(births))
+		a.spawnBatch(births[:n], acks[:0])
+		births = births[n:]
 	}
 }
 
-// spawnBatch starts the children of specs; births and acks have room for
+// spawnBatch starts the prepared children of births; acks has room for
 // them.
-func (a *agent) spawnBatch(specs []loop.ChildSpec, births []birth, acks []loop.Input) {
+func (a *agent) spawnBatch(births []birth, acks []loop.Input) {
 	r := a.run
-	for i, spec := range specs {
-		births[i] = r.prepare(a, spec)
-	}
 	create := func(b *birth) {
 		if b.child == nil {
 			return

@@ -86,3 +86,46 @@ func TestSpawnsOfManyBatches(t *testing.T) {
 		})
 	}
 }
+
+// The limits are checked for every child of a reply before any of them
+// starts: with room for the root's children and no more, a reply of more
+// spawns than one batch starts every one of them, and it is their own
+// children that are refused, however fast the first ones ask for them.
+func TestSpawnLimitsBeforeAnyChildStarts(t *testing.T) {
+	checkNoLeaks(t)
+	n := 3*spawnBatch + 10
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch {
+		case req.Agent == cadre.RootID && req.Turn == 1:
+			cs := make([]cadre.ToolCall, n)
+			for i := range cs {
+				cs[i] = tc("s"+strconv.Itoa(i), loop.ToolSpawnAgent, map[string]string{"agent": "lead", "task": "part " + strconv.Itoa(i)})
+			}
+			return calls(cs...), nil
+		case req.Agent == cadre.RootID:
+			return text("all done"), nil
+		case req.Turn == 1:
+			return calls(tc("w", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "a detail of " + string(req.Agent)})), nil
+		}
+		return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "done"})), nil
+	})
+	cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("lead", "worker"),
+		Limits: cadre.Limits{MaxAgents: n + 1, MaxDepth: 3}}
+	res, err, _ := runTask(t, cfg, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Agents) != n+1 {
+		t.Fatalf("%d agents, want the root and its %d leads", len(res.Agents), n)
+	}
+	for _, a := range res.Agents[1:] {
+		if a.Parent != cadre.RootID {
+			t.Errorf("%s was started in place of a lead", a.ID)
+		}
+	}
+	for _, msg := range m.RequestsOf(cadre.RootID)[1].Messages {
+		if msg.Role == cadre.RoleTool && strings.Contains(msg.Content, "agent limit") {
+			t.Fatalf("a lead was refused: %s", msg.Content)
+		}
+	}
+}
