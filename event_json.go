@@ -1,6 +1,8 @@
 package cadre
 
 import (
+	"encoding"
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
@@ -36,10 +38,24 @@ type fieldWriter struct {
 	sub   []fieldWriter // of a struct field
 }
 
-var marshalerType = reflect.TypeFor[interface{ MarshalJSON() ([]byte, error) }]()
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// writesItself reports whether encoding/json writes a value of t by a
+// method of t's: MarshalJSON, or MarshalText for a string or a struct.
+func writesItself(t reflect.Type) bool {
+	for _, u := range []reflect.Type{t, reflect.PointerTo(t)} {
+		if u.Implements(marshalerType) || u.Implements(textMarshalerType) {
+			return true
+		}
+	}
+	return false
+}
 
 func fieldWriters(t reflect.Type) ([]fieldWriter, bool) {
-	if t.Kind() != reflect.Struct || t.Implements(marshalerType) || reflect.PointerTo(t).Implements(marshalerType) {
+	if t.Kind() != reflect.Struct || writesItself(t) {
 		return nil, false
 	}
 	var fs []fieldWriter
@@ -48,11 +64,12 @@ func fieldWriters(t reflect.Type) ([]fieldWriter, bool) {
 		if !f.IsExported() || f.Anonymous {
 			return nil, false
 		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" && opts == "" {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
 			continue
 		}
-		if name == "" || !plainKey(name) {
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "" || name == "-" || !plainKey(name) { // "-," names a field "-": not written here
 			return nil, false
 		}
 		w := fieldWriter{index: i, key: strconv.Quote(name) + ":", kind: f.Type.Kind()}
@@ -65,8 +82,8 @@ func fieldWriters(t reflect.Type) ([]fieldWriter, bool) {
 				return nil, false // string, omitzero: not written here
 			}
 		}
-		if f.Type.Implements(marshalerType) || reflect.PointerTo(f.Type).Implements(marshalerType) {
-			return nil, false
+		if writesItself(f.Type) || f.Type == reflect.TypeFor[json.Number]() {
+			return nil, false // json.Number is written as a bare number
 		}
 		switch w.kind {
 		case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:

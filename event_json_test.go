@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // Every payload type written without encoding/json is written as
@@ -80,3 +81,40 @@ func randomFill(rng *rand.Rand, v reflect.Value, texts []string) {
 		}
 	}
 }
+
+// Fields encoding/json writes by a method of theirs, or by a rule of its
+// own, are left to it.
+func TestFieldWritersLeaveOut(t *testing.T) {
+	type text string
+	for _, v := range []any{
+		struct {
+			T time.Time `json:"t"`
+		}{},
+		struct {
+			N json.Number `json:"n"`
+		}{},
+		struct {
+			D string `json:"-,"`
+		}{},
+		struct {
+			S []string `json:"s"`
+		}{},
+		struct {
+			M textMarshal `json:"m"`
+		}{},
+	} {
+		if _, ok := fieldWriters(reflect.TypeOf(v)); ok {
+			t.Errorf("%T: written by field writers, want it left to encoding/json", v)
+		}
+	}
+	if _, ok := fieldWriters(reflect.TypeFor[struct {
+		A text `json:"a"`
+		B int  `json:"-"`
+	}]()); !ok {
+		t.Error("a struct of a string type and a field left out has no field writers")
+	}
+}
+
+type textMarshal string
+
+func (t textMarshal) MarshalText() ([]byte, error) { return []byte("x" + t), nil }
