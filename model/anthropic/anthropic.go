@@ -257,6 +257,10 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params anthr
 		case "text":
 			text.WriteString(b.text.String())
 		case "tool_use":
+			if b.name == "" {
+				// No agent could answer it: the reply is asked for again.
+				return nil, fmt.Errorf("tool_use block %d of the reply (id %q) has no name: %w", i+1, b.id, model.ErrInvalidReply)
+			}
 			args := b.input.String()
 			if strings.TrimSpace(args) == "" {
 				args = "{}"

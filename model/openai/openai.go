@@ -243,6 +243,10 @@ func (p *Provider) attempt(ctx context.Context, req *cadre.Request, params opena
 		if id == "" {
 			id = fmt.Sprintf("call_%d", i)
 		}
+		if c.name == "" {
+			// No agent could answer it: the reply is asked for again.
+			return nil, fmt.Errorf("tool call %d of the reply (id %q) has no function name: %w", i+1, id, model.ErrInvalidReply)
+		}
 		args := c.args.String()
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
