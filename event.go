@@ -103,18 +103,18 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		b = append(b, ',')
 	}
 	b = append(b, `"type":`...)
-	b = appendJSONString(b, string(e.Type))
+	b = jsonw.AppendString(b, string(e.Type))
 	b = append(b, `,"time":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","run":`...)
-	b = appendJSONString(b, e.Run)
+	b = jsonw.AppendString(b, e.Run)
 	if e.Agent != "" {
 		b = append(b, `,"agent":`...)
-		b = appendJSONString(b, string(e.Agent))
+		b = jsonw.AppendString(b, string(e.Agent))
 	}
 	if e.Parent != "" {
 		b = append(b, `,"parent":`...)
-		b = appendJSONString(b, string(e.Parent))
+		b = jsonw.AppendString(b, string(e.Parent))
 		b = append(b, `,"depth":`...)
 		b = strconv.AppendInt(b, int64(e.Depth), 10)
 	}
@@ -136,10 +136,6 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it.
-func appendJSONString(b []byte, s string) []byte { return jsonw.AppendString(b, s) }
 
 // eventCommon are the JSON names of Event's own fields; no payload uses
 // them.

@@ -145,7 +145,3 @@ func (p *Planner) RunTool(ctx context.Context, cfg loop.Config, call cadre.ToolC
 	}
 	return p.r.e.runTool(ctx, cfg.ID, t, nil, rules, call)
 }
-
-// Clip cuts s to at most n bytes on a character boundary, as tool results
-// are cut in events.
-func Clip(s string, n int) string { return clip(s, n) }

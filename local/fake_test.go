@@ -193,14 +193,6 @@ func (r testRun) ID() string { return r.id }
 
 func (r testRun) Wait() (*cadre.Result, error) { return r.e.Wait(context.Background(), r.id) }
 
-func (r testRun) Tree() []cadre.AgentInfo {
-	t, err := r.e.Tree(context.Background(), r.id)
-	if err != nil {
-		return nil
-	}
-	return t.Agents
-}
-
 func (r testRun) CancelAgent(id cadre.AgentID, reason string) error {
 	return r.e.Cancel(context.Background(), r.id, cadre.CancelOptions{Agent: id, Reason: reason})
 }

@@ -127,9 +127,6 @@ func (c *Config) maxQuestions() int {
 	return c.MaxQuestions
 }
 
-// canAsk reports whether the agent has the ask_caller tool.
-func (c *Config) canAsk() bool { return c.onboarding() || c.AskCaller }
-
 func (c *Config) entry(name string) (CatalogEntry, bool) {
 	for _, e := range c.Catalog {
 		if e.Name == name {
