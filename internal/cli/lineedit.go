@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/ergochat/readline"
 	"golang.org/x/term"
@@ -317,6 +318,26 @@ type historyFile struct {
 	last string // the line added last, which is not added twice in a row
 }
 
+// readNoFollow reads the file at path, refusing a link there (see
+// noFollow).
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, linkRefused(err)
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// linkRefused says, of an open that met a link where it refuses one, what
+// it met and what to do.
+func linkRefused(err error) error {
+	if errors.Is(err, syscall.ELOOP) {
+		return errors.New("it is a symbolic link, which cadre does not follow for its history: remove it, or set CADRE_HISTORY to the path of a file")
+	}
+	return err
+}
+
 // openHistory opens the history file at path, creating it and its folder
 // if need be, and returns the lines it holds, the last limit of them.
 func openHistory(path string, limit int) (*historyFile, []string, error) {
@@ -332,7 +353,7 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		return fail(fmt.Errorf("it is not a regular file but a %s: remove it, or set CADRE_HISTORY to the path of a file", fileKind(fi.Mode())))
 	}
-	b, err := os.ReadFile(path)
+	b, err := readNoFollow(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(err)
 	}
@@ -352,12 +373,12 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 			return fail(err)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, privateFile)
+	// The open itself refuses a link put at path since it was checked
+	// (where it can), and the file opened must be the one at path.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, privateFile)
 	if err != nil {
-		return fail(err)
+		return fail(linkRefused(err))
 	}
-	// The file opened must be the one at path, not one a link put there
-	// since it was checked names.
 	opened, err := f.Stat()
 	if err == nil {
 		var at fs.FileInfo
