@@ -95,7 +95,13 @@ func NewEvent(p Payload) Event { return Event{Type: p.EventType(), Data: p} }
 // time (RFC 3339, UTC, with nanoseconds), run, agent (when set), parent and
 // depth (below the root), then the payload's fields.
 func (e Event) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 192)
+	return e.AppendJSON(make([]byte, 0, 192))
+}
+
+// AppendJSON appends what MarshalJSON writes to b and returns the longer
+// slice; on error it returns b as it was.
+func (e Event) AppendJSON(b []byte) ([]byte, error) {
+	b0 := b
 	b = append(b, '{')
 	if e.Seq != 0 {
 		b = append(b, `"seq":`...)
@@ -126,7 +132,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 		p, err := json.Marshal(e.Data)
 		if err != nil {
-			return nil, fmt.Errorf("cadre: encode the %s event's payload: %w", e.Type, err)
+			return b0, fmt.Errorf("cadre: encode the %s event's payload: %w", e.Type, err)
 		}
 		// p is an object: its fields join the common ones.
 		if p = bytes.TrimSpace(p); len(p) > 2 && p[0] == '{' {

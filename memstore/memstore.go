@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -51,11 +50,111 @@ type Store struct {
 	leases map[string]*cadre.Lease // by run
 }
 
+// A run keeps its journals and events in an arena of bytes and in slices
+// of values without pointers: a run of many agents costs the garbage
+// collector a few large objects it need not look into, not a dozen small
+// ones per agent.
 type run struct {
 	rec     cadre.RunRecord
 	agents  map[cadre.AgentID]cadre.AgentRecord
-	journal map[cadre.AgentID][]cadre.JournalEntry // each slice sorted by Seq
-	events  [][]byte                               // events[i] has Seq i+1
+	journal map[cadre.AgentID][]entry // each slice sorted by Seq
+	events  []span                    // events[i] has Seq i+1: its JSON, without seq
+	bytes   arena
+	kinds   kinds
+}
+
+// An entry is a journal entry as a run keeps it; its run and agent are
+// where it is kept, and its lease is not kept.
+type entry struct {
+	seq   int64
+	sec   int64 // Time, in Unix seconds and nanoseconds (UTC)
+	nsec  int32
+	kind  uint32 // in the run's kinds
+	sum   uint32
+	isNil bool // Data is nil, not empty
+	data  span
+}
+
+func (r *run) keep(e *cadre.JournalEntry) entry {
+	t := normTime(e.Time)
+	return entry{seq: e.Seq, sec: t.Unix(), nsec: int32(t.Nanosecond()), kind: r.kinds.index(e.Kind), sum: e.Sum,
+		isNil: e.Data == nil, data: r.bytes.add(e.Data)}
+}
+
+// give returns what keep kept, with a copy of its Data.
+func (r *run) give(agent cadre.AgentID, x *entry) cadre.JournalEntry {
+	e := cadre.JournalEntry{Run: r.rec.ID, Agent: agent, Seq: x.seq, Kind: r.kinds.names[x.kind], Time: time.Unix(x.sec, int64(x.nsec)).UTC(), Sum: x.sum}
+	if !x.isNil {
+		e.Data = bytes.Clone(r.bytes.get(x.data))
+		if e.Data == nil {
+			e.Data = json.RawMessage{}
+		}
+	}
+	return e
+}
+
+// kinds numbers the kinds of a run's journal entries.
+type kinds struct {
+	names []string
+	ids   map[string]uint32
+}
+
+func (k *kinds) index(name string) uint32 {
+	if i, ok := k.ids[name]; ok {
+		return i
+	}
+	if k.ids == nil {
+		k.ids = map[string]uint32{}
+	}
+	i := uint32(len(k.names))
+	k.names = append(k.names, name)
+	k.ids[name] = i
+	return i
+}
+
+// An arena keeps bytes in chunks that are filled in turn and never moved
+// or changed: what it gives back stays valid, and reads need no lock
+// against later writes beyond the store's.
+type arena struct {
+	chunks [][]byte
+	cur    int // the chunk being filled
+}
+
+// arenaChunk is the size of an arena's chunks; a value of more than a
+// quarter of it gets a chunk of its own.
+const arenaChunk = 64 << 10
+
+// A span is where an arena keeps a value.
+type span struct {
+	chunk  int32
+	off, n uint32
+}
+
+// add copies b into the arena and returns where it is.
+func (a *arena) add(b []byte) span {
+	if len(b) == 0 {
+		return span{}
+	}
+	if len(b) > arenaChunk/4 {
+		a.chunks = append(a.chunks, bytes.Clone(b))
+		return span{chunk: int32(len(a.chunks) - 1), n: uint32(len(b))}
+	}
+	if len(a.chunks) == 0 || cap(a.chunks[a.cur])-len(a.chunks[a.cur]) < len(b) {
+		a.chunks = append(a.chunks, make([]byte, 0, arenaChunk))
+		a.cur = len(a.chunks) - 1
+	}
+	c := a.chunks[a.cur]
+	a.chunks[a.cur] = append(c, b...)
+	return span{chunk: int32(a.cur), off: uint32(len(c)), n: uint32(len(b))}
+}
+
+// get returns the bytes at s, which the caller must not change.
+func (a *arena) get(s span) []byte {
+	if s.n == 0 {
+		return nil
+	}
+	end := s.off + s.n
+	return a.chunks[s.chunk][s.off:end:end]
 }
 
 // New returns an empty store.
@@ -82,7 +181,7 @@ func (s *Store) CreateRun(ctx context.Context, r *cadre.RunRecord) error {
 	s.runs[r.ID] = &run{
 		rec:     copyRun(r),
 		agents:  map[cadre.AgentID]cadre.AgentRecord{},
-		journal: map[cadre.AgentID][]cadre.JournalEntry{},
+		journal: map[cadre.AgentID][]entry{},
 	}
 	return nil
 }
@@ -260,24 +359,24 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		}
 	}
 	for i := range entries {
-		e := entries[i]
-		e.Data = bytes.Clone(e.Data)
-		e.Time = normTime(e.Time)
-		e.Lease = "" // not stored
+		e := &entries[i]
 		cur := s.runs[e.Run]
+		x := cur.keep(e)
 		j := cur.journal[e.Agent]
-		if n := len(j); n == 0 || j[n-1].Seq < e.Seq {
-			cur.journal[e.Agent] = append(j, e) // the usual case: the next entry
+		if n := len(j); n == 0 || j[n-1].seq < e.Seq {
+			cur.journal[e.Agent] = append(j, x) // the usual case: the next entry
 			continue
 		}
-		at, _ := slices.BinarySearchFunc(j, e.Seq, func(x cadre.JournalEntry, seq int64) int { return cmp.Compare(x.Seq, seq) })
-		cur.journal[e.Agent] = slices.Insert(j, at, e)
+		at, _ := slices.BinarySearchFunc(j, e.Seq, bySeq)
+		cur.journal[e.Agent] = slices.Insert(j, at, x)
 	}
 	return nil
 }
 
-func hasSeq(j []cadre.JournalEntry, seq int64) bool {
-	_, ok := slices.BinarySearchFunc(j, seq, func(x cadre.JournalEntry, seq int64) int { return cmp.Compare(x.Seq, seq) })
+func bySeq(x entry, seq int64) int { return cmp.Compare(x.seq, seq) }
+
+func hasSeq(j []entry, seq int64) bool {
+	_, ok := slices.BinarySearchFunc(j, seq, bySeq)
 	return ok
 }
 
@@ -298,9 +397,8 @@ func (s *Store) Journal(ctx context.Context, runID string, agent cadre.AgentID) 
 	}
 	j := cur.journal[agent]
 	out := make([]cadre.JournalEntry, len(j))
-	for i, e := range j {
-		e.Data = bytes.Clone(e.Data)
-		out[i] = e
+	for i := range j {
+		out[i] = cur.give(agent, &j[i])
 	}
 	return out, nil
 }
@@ -317,17 +415,20 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("memstore: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), events[i].Type)
 		}
 	}
-	// Each event is written without its number, outside the lock; the
-	// number goes in front once it is known.
-	bodies := make([][]byte, len(events))
+	// The events are written one after the other, without their numbers
+	// (which Events puts back), outside the lock.
+	var (
+		buf  = make([]byte, 0, 256*len(events))
+		ends = make([]uint32, len(events))
+		err  error
+	)
 	for i := range events {
 		ev := events[i]
 		ev.Seq = 0
-		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
-		if err != nil {
+		if buf, err = ev.AppendJSON(buf); err != nil { // as json.Marshal writes it, without checking it again
 			return fmt.Errorf("memstore: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}
-		bodies[i] = b
+		ends[i] = uint32(len(buf))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -339,15 +440,12 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("memstore: append event %d of %d (%s): run %q: %w", i+1, len(events), events[i].Type, events[i].Run, cadre.ErrNotFound)
 		}
 	}
+	var start uint32
 	for i := range events {
 		cur := s.runs[events[i].Run]
-		seq := int64(len(cur.events)) + 1
-		body := bodies[i] // {"type":…}
-		b := make([]byte, 0, len(body)+24)
-		b = strconv.AppendInt(append(b, `{"seq":`...), seq, 10)
-		b = append(append(b, ','), body[1:]...)
-		cur.events = append(cur.events, b)
-		events[i].Seq = seq
+		cur.events = append(cur.events, cur.bytes.add(buf[start:ends[i]]))
+		events[i].Seq = int64(len(cur.events))
+		start = ends[i]
 	}
 	return nil
 }
@@ -372,10 +470,11 @@ func (s *Store) Events(ctx context.Context, runID string, after int64) ([]cadre.
 	}
 	stored := cur.events[after:]
 	out := make([]cadre.Event, len(stored))
-	for i, b := range stored {
-		if err := json.Unmarshal(b, &out[i]); err != nil {
+	for i, at := range stored {
+		if err := json.Unmarshal(cur.bytes.get(at), &out[i]); err != nil {
 			return nil, fmt.Errorf("memstore: read event %d of run %q: %w", after+int64(i)+1, runID, err)
 		}
+		out[i].Seq = after + int64(i) + 1
 	}
 	return out, nil
 }
