@@ -84,6 +84,11 @@ type JournalEntry struct {
 // checking them: whoever replays a journal verifies it
 // (JournalEntry.Verify), so that what is intact can still be read beside
 // what is damaged.
+//
+// A Store keeps copies of what it is given: once a call has returned, the
+// caller may change or reuse the records, entries, Data and events it
+// passed (the engine reuses the buffers of journal entries), and what a
+// call returns is the caller's (package storetest checks both).
 type Store interface {
 	CreateRun(ctx context.Context, r *RunRecord) error
 	UpdateRun(ctx context.Context, r *RunRecord) error

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -323,8 +324,23 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	entries := make([]cadre.JournalEntry, len(ins))
 	now := time.Now().UTC()
 	seq := a.seq
+	// The entries' JSON is written into one buffer, given back once the
+	// store has them: a Store keeps copies (see cadre.Store).
+	buf := journalBufs.Get().(*[]byte)
+	b := (*buf)[:0]
+	defer func() {
+		if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
+			*buf = b[:0]
+			journalBufs.Put(buf)
+		}
+	}()
 	for i, in := range ins {
-		data, back, err := roundTrip(in, &a.run.strs)
+		var (
+			data json.RawMessage
+			back loop.Input
+			err  error
+		)
+		data, b, back, err = roundTripInto(b, in, &a.run.strs)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", a.id, err)
 		}

@@ -17,7 +17,8 @@ type pump struct {
 	feed  *feed
 	log   *slog.Logger
 
-	kept []cadre.Event // the store's share of a batch, reused
+	kept  []cadre.Event // the store's share of a batch, reused
+	spare []cadre.Event // the last batch's queue, reused for the next
 
 	mu     sync.Mutex
 	queue  []cadre.Event
@@ -59,7 +60,7 @@ func (p *pump) run() {
 		<-p.notify
 		p.mu.Lock()
 		batch, closed := p.queue, p.closed
-		p.queue = nil
+		p.queue, p.spare = p.spare, nil
 		p.mu.Unlock()
 		if len(batch) > 0 {
 			// Streamed text is for watchers; the store keeps the whole
@@ -84,7 +85,10 @@ func (p *pump) run() {
 					}
 				}
 			}
-			p.feed.publish(batch...)
+			p.feed.publish(batch...) // the feed keeps copies
+			clear(p.kept)
+			clear(batch)
+			p.spare = batch[:0]
 		}
 		if closed {
 			return

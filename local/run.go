@@ -761,20 +761,35 @@ func (r *run) allow(a *agent) bool {
 // roundTrip encodes an input for the journal and decodes it as a replay
 // will; c keeps the JSON of long strings for the run. The error says which input could not make the trip and why.
 func roundTrip(in loop.Input, c *stringCache) (json.RawMessage, loop.Input, error) {
-	back, same := asReadBack(in)
-	if same {
-		buf := journalBufs.Get().(*[]byte)
-		b, ok := appendInput((*buf)[:0], back, c)
-		if ok {
-			data := bytes.Clone(b)
-			if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
-				*buf = b
-				journalBufs.Put(buf)
-			}
-			return data, back, nil
-		}
+	buf := journalBufs.Get().(*[]byte)
+	data, b, back, err := roundTripInto((*buf)[:0], in, c)
+	if len(b) > 0 { // the JSON is in the buffer
+		data = bytes.Clone(data)
+	}
+	if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
+		*buf = b[:0]
 		journalBufs.Put(buf)
 	}
+	return data, back, err
+}
+
+// roundTripInto is roundTrip writing the JSON at the end of b when it can:
+// it returns the JSON, which may be the end of the returned buffer, and
+// the buffer.
+func roundTripInto(b []byte, in loop.Input, c *stringCache) (json.RawMessage, []byte, loop.Input, error) {
+	back, same := asReadBack(in)
+	if same {
+		start := len(b)
+		if out, ok := appendInput(b, back, c); ok {
+			return out[start:len(out):len(out)], out, back, nil
+		}
+	}
+	data, back, err := marshalBack(in, back, same)
+	return data, b, back, err
+}
+
+// marshalBack is roundTrip by encoding/json.
+func marshalBack(in, back loop.Input, same bool) (json.RawMessage, loop.Input, error) {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s input cannot be journaled: %w", in.Kind(), err)
