@@ -70,7 +70,7 @@ type Store struct {
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: the connection string is not valid: %w", err)
+		return nil, parseError(err)
 	}
 	if cfg.MaxConns < 4 {
 		cfg.MaxConns = int32(max(4, runtime.GOMAXPROCS(0)))
@@ -99,6 +99,23 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 }
 
 // describe names a database for messages, without credentials.
+// parseError says why a connection string could not be parsed without
+// repeating it: pgx hides its password, but not in every form libpq
+// accepts (password = x, with spaces; an escaped space; an @ in a URL's
+// password).
+func parseError(err error) error {
+	why := "it could not be read"
+	if pe, ok := errors.AsType[*pgconn.ParseConfigError](err); ok {
+		// pgx writes "cannot parse `<the string>`: <why>"; what it says of
+		// the string's parts names no password.
+		msg := pe.Error()
+		if i := strings.LastIndex(msg, "`: "); i >= 0 {
+			why = msg[i+3:]
+		}
+	}
+	return fmt.Errorf("postgres: the connection string is not valid: %s. It is not shown here, since it may hold a password; see https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING for its forms", why)
+}
+
 func describe(c *pgx.ConnConfig) string {
 	s := c.Host + ":" + strconv.Itoa(int(c.Port)) + "/" + c.Database
 	if sp := c.RuntimeParams["search_path"]; sp != "" {

@@ -270,6 +270,33 @@ func TestOpenBadDSN(t *testing.T) {
 	}
 }
 
+// TestParseErrorHidesPassword gives Open connection strings that cannot be
+// parsed, with a password in each form libpq accepts, among them those
+// pgx's own message shows; no error may contain the password.
+func TestParseErrorHidesPassword(t *testing.T) {
+	for _, tc := range []struct{ dsn, why string }{
+		{"host=db password = s3cr3t port=bad", "invalid port"},
+		{`host=db password=s3\ cr3t port=bad`, "invalid port"},
+		{"host=db password='s3 cr3t' port=bad", "invalid port"},
+		{"postgres://u:s3@cr3t@db:bad/cadre", "invalid port"},
+		{"postgres://u:s3cr3t@db/cadre?password=cr3t&sslmode=bogus", "sslmode is invalid"},
+		{"host=db password='s3cr3t", "unterminated quoted string"},
+	} {
+		s, err := postgres.Open(t.Context(), tc.dsn)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(%q) succeeded, want an error", tc.dsn)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "cr3t") {
+			t.Errorf("Open(%q): the error shows the password: %s", tc.dsn, msg)
+		}
+		if !strings.Contains(msg, tc.why) || !strings.HasPrefix(msg, "postgres: the connection string is not valid") {
+			t.Errorf("Open(%q): error %q does not say %q", tc.dsn, msg, tc.why)
+		}
+	}
+}
+
 // TestLargeBatchErrorNamesEntry checks that a batch written with COPY
 // reports a duplicate as precisely as a small one.
 func TestLargeBatchErrorNamesEntry(t *testing.T) {
