@@ -47,6 +47,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +115,14 @@ func open(ctx context.Context, path string, o options) (*Store, error) {
 	fi, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if target, lerr := os.Readlink(abs); lerr == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(abs), target)
+			}
+			// A link to nothing: SQLite would make a database where it
+			// points, or fail with a message that names neither.
+			return nil, fmt.Errorf("sqlite: %s is a symbolic link to %s, which does not exist: create the database there with cadre (give --store %s), remove the link to have one made at %s, or give another --store", path, target, target, path)
+		}
 		if err := create(ctx, abs, path); err != nil {
 			return nil, err
 		}
@@ -205,6 +214,7 @@ const PageSize = 8192
 // owner's alone (mode 0600), and so are the -wal and -shm files SQLite
 // makes beside it, which take the database's permissions.
 func create(ctx context.Context, abs, path string) error {
+	removeAbandoned(abs)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	tmp := abs + ".new-" + hex.EncodeToString(b[:])
@@ -250,6 +260,27 @@ func create(ctx context.Context, abs, path string) error {
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	return nil
+}
+
+// abandonedAfter is how old a database left half made beside abs (by a
+// process that died in create) must be before create removes it: one in
+// the making by another process is younger.
+const abandonedAfter = time.Hour
+
+// removeAbandoned removes what create left beside abs in a process that
+// died before it finished: the database under its temporary name, and
+// SQLite's -wal and -journal and -shm files of it.
+func removeAbandoned(abs string) {
+	dir, prefix := filepath.Dir(abs), filepath.Base(abs)+".new-"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) >= abandonedAfter {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // emptyWAL reports whether the database at abs has no -wal file with

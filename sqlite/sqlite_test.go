@@ -7,10 +7,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -581,5 +583,65 @@ func TestOpenNewConcurrently(t *testing.T) {
 	leftovers, _ := filepath.Glob(path + ".new-*")
 	if len(leftovers) != 0 {
 		t.Errorf("files left beside the database: %v", leftovers)
+	}
+}
+
+// TestOpenDanglingLink opens a store path that is a symbolic link to a
+// file that does not exist: the error names the link and its target, and
+// nothing is made at either.
+func TestOpenDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	for _, target := range []string{filepath.Join(dir, "elsewhere.db"), filepath.Join(dir, "gone", "x.db")} {
+		link := filepath.Join(dir, "cadre.db")
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+		s, err := sqlite.Open(t.Context(), link)
+		if err == nil {
+			s.Close()
+			t.Fatalf("Open(link to %s) succeeded, want an error", target)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "symbolic link to "+target) || !strings.Contains(msg, "does not exist") {
+			t.Errorf("Open(link to %s): error %q does not say the link points to nothing", target, msg)
+		}
+		if _, err := os.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open(link to %s) made something there: %v", target, err)
+		}
+	}
+}
+
+// TestCreateRemovesAbandoned leaves beside a new store's path what a
+// process that died while creating it would leave, old and young: a new
+// store removes the old files and keeps the young one (another process
+// may be making it) and what is not its own.
+func TestCreateRemovesAbandoned(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cadre.db")
+	old := time.Now().Add(-2 * time.Hour)
+	for _, name := range []string{"cadre.db.new-0011", "cadre.db.new-0011-wal", "cadre.db.new-0011-shm", "cadre.db.new-2233", "other.db.new-0011"} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if name != "cadre.db.new-2233" {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{"cadre.db", "cadre.db.new-2233", "other.db.new-0011"}
+	if !slices.Equal(left, want) {
+		t.Errorf("files after Open: %q, want %q", left, want)
 	}
 }
