@@ -105,7 +105,12 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 		return errors.New("cadre chat reads what you type from stdin, which is not a file here")
 	}
 	s := &chatSession{lines: make(chan string), done: make(chan struct{})}
-	if tty && isTerminal(in) && useLineEditor(in, a.io.Getenv("TERM")) {
+	edit := tty && isTerminal(in) && useLineEditor(in, a.io.Getenv("TERM"))
+	if edit && !answersCursor(in, terminalFile(a.io.Stderr), cursorWait) {
+		edit = false
+		fmt.Fprintln(a.io.Stderr, "cadre: this terminal did not say where its cursor is when asked, which line editing needs: lines are read as typed, without arrow keys, history or Tab. Set TERM=dumb to skip the question.")
+	}
+	if edit {
 		stop, err := a.startLineEditor(s, in)
 		if err != nil {
 			return err

@@ -236,6 +236,26 @@ func TestPtyChatLineEditing(t *testing.T) {
 	}
 }
 
+// TestPtyChatMuteTerminal runs a session on a terminal that never says
+// where its cursor is: the line editor would wait for the answer before
+// its first prompt, for ever. cadre says so and reads plain lines.
+func TestPtyChatMuteTerminal(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), lineEditScript)
+	model := "scripted:" + filepath.Join(dir, "script.yaml")
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true, mute: true, env: []string{"XDG_STATE_HOME=" + t.TempDir()}}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{shows("did not say where its cursor is", 0), "say hello\r"},
+		{shows("Hello from cadre.", 0), "\x04"}, // Ctrl+D: the end of what is typed
+	}, "chat", "--no-tree", "-m", model)
+	if want := "Hello from cadre.\n"; run.stdout != want {
+		t.Errorf("stdout %q, want %q; the terminal:\n%s", run.stdout, want, shown)
+	}
+	if n := bytes.Count(run.raw.Bytes(), []byte("\x1b[6n")); n != 1 {
+		t.Errorf("cadre asked the terminal where its cursor is %d times, want once; the terminal:\n%s", n, shown)
+	}
+}
+
 // Ctrl+C typed while a turn runs stops the turn, not the session: the
 // next line is a follow-up of the stopped run.
 func TestPtyChatInterruptTurn(t *testing.T) {

@@ -311,6 +311,8 @@ type ptyOptions struct {
 	// env are variables set for the process (KEY=value), after those
 	// every run gets.
 	env []string
+	// mute makes the terminal one that never says where its cursor is.
+	mute bool
 }
 
 // runOnPty runs the cadre binary with args in dir on a pseudo-terminal
@@ -364,7 +366,9 @@ func runOnPty(t *testing.T, dir string, opt *ptyOptions, args ...string) *ptyRun
 			run.raw.Write(b)
 			run.screen.Write(b)
 			for _, r := range run.screen.replies {
-				master.Write([]byte(r))
+				if !opt.mute {
+					master.Write([]byte(r))
+				}
 			}
 			run.screen.replies = nil
 			if opt.watch != nil {
