@@ -340,8 +340,8 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		agent cadre.AgentID
 		seq   int64
 	}
-	var seen map[key]bool // for a batch of more than one entry
-	if len(entries) > 1 {
+	var seen map[key]bool // for a large batch; a small one is searched
+	if len(entries) > 16 {
 		seen = make(map[key]bool, len(entries))
 	}
 	for i := range entries {
@@ -351,7 +351,11 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 			return fmt.Errorf("memstore: append journal entry %d of %d (agent %s, seq %d): run %q: %w", i+1, len(entries), e.Agent, e.Seq, e.Run, cadre.ErrNotFound)
 		}
 		k := key{e.Run, e.Agent, e.Seq}
-		if seen[k] || hasSeq(cur.journal[e.Agent], e.Seq) { // a nil map reads false
+		again := seen[k] // a nil map reads false
+		if seen == nil {
+			again = slices.ContainsFunc(entries[:i], func(o cadre.JournalEntry) bool { return o.Seq == e.Seq && o.Agent == e.Agent && o.Run == e.Run })
+		}
+		if again || hasSeq(cur.journal[e.Agent], e.Seq) {
 			return fmt.Errorf("memstore: append journal entry %d of %d: run %q agent %s seq %d exists already: a journal is append-only; nothing in this batch was written", i+1, len(entries), e.Run, e.Agent, e.Seq)
 		}
 		if seen != nil {
@@ -363,6 +367,9 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		cur := s.runs[e.Run]
 		x := cur.keep(e)
 		j := cur.journal[e.Agent]
+		if j == nil {
+			j = make([]entry, 0, 4) // most agents write a few entries
+		}
 		if n := len(j); n == 0 || j[n-1].seq < e.Seq {
 			cur.journal[e.Agent] = append(j, x) // the usual case: the next entry
 			continue
@@ -417,11 +424,18 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	}
 	// The events are written one after the other, without their numbers
 	// (which Events puts back), outside the lock.
+	scratch := eventBufs.Get().(*eventBuf)
+	defer func() {
+		if cap(scratch.b) <= maxEventBuf { // one grown by a huge batch is let go
+			eventBufs.Put(scratch)
+		}
+	}()
 	var (
-		buf  = make([]byte, 0, 256*len(events))
-		ends = make([]uint32, len(events))
+		buf  = scratch.b[:0]
+		ends = slices.Grow(scratch.ends[:0], len(events))[:len(events)]
 		err  error
 	)
+	defer func() { scratch.b, scratch.ends = buf[:0], ends[:0] }()
 	for i := range events {
 		ev := events[i]
 		ev.Seq = 0
@@ -449,6 +463,18 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	}
 	return nil
 }
+
+// An eventBuf is where AppendEvents writes a batch before it takes the
+// lock; eventBufs keeps them for the next batch.
+type eventBuf struct {
+	b    []byte
+	ends []uint32
+}
+
+var eventBufs = sync.Pool{New: func() any { return &eventBuf{b: make([]byte, 0, 16<<10)} }}
+
+// maxEventBuf is the largest buffer eventBufs keeps.
+const maxEventBuf = 1 << 20
 
 // Events returns a run's events with Seq greater than after, in order.
 func (s *Store) Events(ctx context.Context, runID string, after int64) ([]cadre.Event, error) {

@@ -638,6 +638,11 @@ func (suite) journalLargeBatches(t *testing.T, s cadre.Store) {
 	if err := s.Append(t.Context(), dup); err == nil {
 		t.Error("Append of 300 entries, one of them existing, succeeded, want an error")
 	}
+	twice := batch(301, 300)
+	twice[280].Seq = twice[20].Seq // within the batch, both new
+	if err := s.Append(t.Context(), twice); err == nil {
+		t.Error("Append of 300 new entries, two of them with the same seq, succeeded, want an error")
+	}
 	missing := batch(301, 300)
 	missing[299].Run = "nope"
 	wantNotFound(t, "Append of 300 entries, one for a missing run", s.Append(t.Context(), missing))
