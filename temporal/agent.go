@@ -51,11 +51,15 @@ type agentInput struct {
 	Reqs    int             `json:"reqs,omitempty"`
 	// Continued marks a workflow run that continues a previous one.
 	Continued bool `json:"continued,omitempty"`
+	// ReportEnd asks the root to tell the run's workflow how it ended, by
+	// an "ended" request: a run's workflow that continues as new no longer
+	// has the root's result (see runContinues).
+	ReportEnd bool `json:"report_end,omitempty"`
 }
 
 // runRequest is what an agent asks of its run's workflow.
 type runRequest struct {
-	Kind  string        `json:"kind"` // reserve, unreserve, acquire, release, cancel
+	Kind  string        `json:"kind"` // reserve, unreserve, acquire, release, cancel, ended
 	From  string        `json:"from,omitempty"`
 	Agent cadre.AgentID `json:"agent,omitempty"`
 	Seq   int           `json:"seq,omitempty"`
@@ -65,6 +69,8 @@ type runRequest struct {
 	// Reason and Abort are a cancel's.
 	Reason string `json:"reason,omitempty"`
 	Abort  bool   `json:"abort,omitempty"`
+	// Finish is an ended's: how the root ended.
+	Finish *loop.Finish `json:"finish,omitempty"`
 }
 
 type reserveItem struct {
@@ -867,6 +873,9 @@ func (a *agentRun) end() loop.Finish {
 			ce.Error = fin.Result
 		}
 		a.signal(AgentWorkflowID(a.in.Run, a.in.Parent), inputSignal, ce)
+	}
+	if a.in.ReportEnd {
+		a.requestRun(runRequest{Kind: "ended", Finish: &fin})
 	}
 	return fin
 }

@@ -29,9 +29,9 @@ type Config struct {
 	// Limits are the run-wide limits a run started by the Engine keeps (the
 	// starting process decides them); its Store is not used.
 	Local local.Config
-	// HistoryLimit is the number of events an agent's workflow history may
-	// reach before the agent continues as a new workflow run, carrying its
-	// state over. Zero means DefaultHistoryLimit.
+	// HistoryLimit is the number of events the workflow history of an
+	// agent, or of a run, may reach before it continues as a new workflow
+	// run, carrying its state over. Zero means DefaultHistoryLimit.
 	HistoryLimit int
 	// ModelTimeout bounds one model call (start to close); ToolTimeout one
 	// tool call. Zero means DefaultCallTimeout.

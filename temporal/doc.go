@@ -12,7 +12,15 @@
 // runs them. Workflow IDs derive from the run and agent IDs, so a start
 // that is retried never makes a second agent. An agent whose history
 // reaches Config.HistoryLimit events continues as new with its journal of
-// inputs, from which the loop's state is rebuilt.
+// inputs, from which the loop's state is rebuilt. So does the run's
+// workflow, which records a few events for every model call of the run:
+// it carries the limits' counts, the concurrency slots held and asked for,
+// the requests not yet handled and the end of the run's time limit, and
+// learns of the root's end from the root, which it no longer has as a
+// child (runs started by workers from before this keep the root as a
+// child and never continue as new). A root workflow terminated from
+// outside after the run's workflow has continued as new goes unnoticed:
+// cancel runs through the Engine instead.
 //
 // An agent's inactivity limit (its definition's timeout) holds as on the
 // local engine: the agent fails when a call of its shows no sign of life for

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,13 +14,33 @@ import (
 	"github.com/cadre-ai/cadre/loop"
 )
 
-// runInput starts a run's workflow.
+// runInput starts a run's workflow, or carries its state into the next
+// run of it (continue-as-new).
 type runInput struct {
 	Run      string    `json:"run"`
 	Task     string    `json:"task"`
 	Model    string    `json:"model,omitempty"`
 	Settings settings  `json:"settings"`
 	Started  time.Time `json:"started"`
+	// Carried is the state of the previous workflow run when this one
+	// continues it.
+	Carried *runCarried `json:"carried,omitempty"`
+}
+
+// runCarried is what a run's workflow hands to the next run of it: the
+// limits' counts, the slots held and asked for, the requests received and
+// not yet handled, and when the run's time limit ends.
+type runCarried struct {
+	Created   int            `json:"created"`
+	Tasks     map[string]int `json:"tasks,omitempty"`
+	Usage     cadre.Usage    `json:"usage,omitzero"`
+	Warned    bool           `json:"warned,omitempty"`
+	Exhausted bool           `json:"exhausted,omitempty"`
+	Held      []string       `json:"held,omitempty"`
+	Waiting   []runRequest   `json:"waiting,omitempty"`
+	Cancelled string         `json:"cancelled,omitempty"`
+	Deadline  time.Time      `json:"deadline,omitzero"`
+	Pending   []runRequest   `json:"pending,omitempty"`
 }
 
 // runState is what the run's workflow holds for the whole run: it is the
@@ -36,6 +57,14 @@ type runState struct {
 	waiting   []runRequest    // acquires waiting for a slot, oldest first
 	cancelled string
 	version   workflow.Version // of runVersionChange
+	// continues is the version of runContinueChange: from runContinues the
+	// run's workflow continues as new when its history grows long, and
+	// learns of the root's end from the root.
+	continues workflow.Version
+	// replies are the answers sent since the workflow run began, waited
+	// for before it continues as new.
+	replies []workflow.Future
+	fin     *loop.Finish // the root's end, once the root has said it
 }
 
 // runWorkflow is a run: it builds and starts the root agent, holds the
@@ -44,48 +73,83 @@ type runState struct {
 func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, error) {
 	r := &runState{in: in, tasks: map[string]int{}, held: map[string]bool{}}
 	r.version = workflow.GetVersion(ctx, runVersionChange, repliesWaited, repliesSent)
+	r.continues = workflow.GetVersion(ctx, runContinueChange, runNeverContinues, runContinues)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
 	})
-	var start loop.Start
-	if err := workflow.ExecuteActivity(actx, w.acts.PlanRoot, in.Task).Get(ctx, &start); err != nil {
-		return w.finishRun(actx, r, loop.Finish{Failed: true, Result: "the root agent could not be built: " + err.Error()})
-	}
-	e, err := wrap(start)
-	if err != nil {
-		return w.finishRun(actx, r, loop.Finish{Failed: true, Result: err.Error()})
-	}
-	r.created = 1
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:            AgentWorkflowID(in.Run, cadre.RootID),
-		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_TERMINATE,
-		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-	})
-	now := workflow.Now(ctx).UTC()
-	root := workflow.ExecuteChildWorkflow(cctx, AgentWorkflow, agentInput{Run: in.Run, Agent: cadre.RootID, Settings: in.Settings, Started: now, Journal: []envelope{e}})
 	requests := workflow.GetSignalChannel(ctx, runSignal)
+	var (
+		root     workflow.Future // the root's workflow, started by this workflow run
+		deadline time.Time       // the run's time limit, zero for none
+	)
+	if c := in.Carried; c != nil {
+		r.restore(c)
+		deadline = c.Deadline
+	} else {
+		var start loop.Start
+		if err := workflow.ExecuteActivity(actx, w.acts.PlanRoot, in.Task).Get(ctx, &start); err != nil {
+			return w.finishRun(actx, r, loop.Finish{Failed: true, Result: "the root agent could not be built: " + err.Error()})
+		}
+		e, err := wrap(start)
+		if err != nil {
+			return w.finishRun(actx, r, loop.Finish{Failed: true, Result: err.Error()})
+		}
+		r.created = 1
+		// A run that may continue as new abandons the root rather than end
+		// it when a workflow run of it closes; the root then tells the run
+		// when it ends.
+		policy := enumspb.PARENT_CLOSE_POLICY_TERMINATE
+		if r.continues >= runContinues {
+			policy = enumspb.PARENT_CLOSE_POLICY_ABANDON
+		}
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            AgentWorkflowID(in.Run, cadre.RootID),
+			ParentClosePolicy:     policy,
+			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		})
+		now := workflow.Now(ctx).UTC()
+		root = workflow.ExecuteChildWorkflow(cctx, AgentWorkflow, agentInput{Run: in.Run, Agent: cadre.RootID, Settings: in.Settings, Started: now,
+			Journal: []envelope{e}, ReportEnd: r.continues >= runContinues})
+		if t := in.Settings.Timeout; t > 0 {
+			deadline = now.Add(t)
+		}
+	}
 	var timeout workflow.Future
-	if t := in.Settings.Timeout; t > 0 {
-		timeout = workflow.NewTimer(ctx, t)
+	if !deadline.IsZero() {
+		if left := deadline.Sub(workflow.Now(ctx)); left > 0 {
+			timeout = workflow.NewTimer(ctx, left)
+		} else if r.cancelled == "" {
+			w.handle(ctx, r, runRequest{Kind: "cancel", Reason: fmt.Sprintf("the run's time limit of %s passed", in.Settings.Timeout)})
+		}
+	}
+	if c := in.Carried; c != nil {
+		for _, req := range c.Pending {
+			w.handle(ctx, r, req)
+		}
 	}
 	var (
 		fin  loop.Finish
 		done bool
 	)
-	for !done {
+	for !done && r.fin == nil {
+		if r.continues >= runContinues && w.longHistory(ctx, in.Settings) {
+			return nil, w.continueRun(ctx, r, requests, deadline)
+		}
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) {
 			var req runRequest
 			c.Receive(ctx, &req)
 			w.handle(ctx, r, req)
 		})
-		sel.AddFuture(root, func(f workflow.Future) {
-			done = true
-			if err := f.Get(ctx, &fin); err != nil {
-				fin = loop.Finish{Failed: true, Result: "the root agent's workflow failed: " + err.Error()}
-			}
-		})
+		if root != nil {
+			sel.AddFuture(root, func(f workflow.Future) {
+				done = true
+				if err := f.Get(ctx, &fin); err != nil {
+					fin = loop.Finish{Failed: true, Result: "the root agent's workflow failed: " + err.Error()}
+				}
+			})
+		}
 		if timeout != nil {
 			sel.AddFuture(timeout, func(workflow.Future) {
 				timeout = nil
@@ -94,7 +158,58 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 		}
 		sel.Select(ctx)
 	}
+	if !done {
+		fin = *r.fin
+	}
 	return w.finishRun(actx, r, fin)
+}
+
+// longHistory reports whether the run's workflow run has recorded more
+// events than the settings allow, or Temporal suggests it continue as new.
+func (w *Worker) longHistory(ctx workflow.Context, s settings) bool {
+	info := workflow.GetInfo(ctx)
+	limit := s.HistoryLimit
+	if limit <= 0 {
+		limit = DefaultHistoryLimit
+	}
+	return info.GetCurrentHistoryLength() > limit || info.GetContinueAsNewSuggested()
+}
+
+// continueRun ends this workflow run of the run with its state carried into
+// the next: the answers sent are waited for, and the requests received and
+// not yet handled go along.
+func (w *Worker) continueRun(ctx workflow.Context, r *runState, requests workflow.ReceiveChannel, deadline time.Time) error {
+	for _, f := range r.replies {
+		_ = f.Get(ctx, nil) // one that fails went to an agent that has ended
+	}
+	c := &runCarried{Created: r.created, Tasks: r.tasks, Usage: r.usage, Warned: r.warned, Exhausted: r.exhausted,
+		Waiting: r.waiting, Cancelled: r.cancelled, Deadline: deadline}
+	for k := range r.held {
+		c.Held = append(c.Held, k)
+	}
+	slices.Sort(c.Held)
+	for {
+		var req runRequest
+		if !requests.ReceiveAsync(&req) {
+			break
+		}
+		c.Pending = append(c.Pending, req)
+	}
+	next := r.in
+	next.Carried = c
+	return workflow.NewContinueAsNewError(ctx, RunWorkflow, next)
+}
+
+// restore takes up the state a previous workflow run of the run carried.
+func (r *runState) restore(c *runCarried) {
+	r.created, r.usage, r.warned, r.exhausted, r.cancelled = c.Created, c.Usage, c.Warned, c.Exhausted, c.Cancelled
+	if c.Tasks != nil {
+		r.tasks = c.Tasks
+	}
+	for _, k := range c.Held {
+		r.held[k] = true
+	}
+	r.waiting = c.Waiting
 }
 
 // handle carries out one request to the run.
@@ -144,6 +259,11 @@ func (w *Worker) handle(ctx workflow.Context, r *runState, req runRequest) {
 			}
 		}
 		w.grant(ctx, r)
+	case "ended":
+		// The root's end, from a root that says it (see runContinues).
+		if req.Finish != nil && r.fin == nil {
+			r.fin = req.Finish
+		}
 	case "cancel":
 		if r.cancelled == "" {
 			r.cancelled = req.Reason
@@ -188,6 +308,8 @@ func (w *Worker) reply(ctx workflow.Context, r *runState, to string, rep runRepl
 	f := workflow.SignalExternalWorkflow(ctx, to, "", replySignal, rep)
 	if r.version == repliesWaited {
 		_ = f.Get(ctx, nil)
+	} else if r.continues >= runContinues {
+		r.replies = append(r.replies, f)
 	}
 }
 
@@ -197,6 +319,10 @@ const (
 	runVersionChange = "run-replies"
 	repliesWaited    = workflow.DefaultVersion
 	repliesSent      = workflow.Version(1)
+
+	runContinueChange = "run-continues"
+	runNeverContinues = workflow.DefaultVersion
+	runContinues      = workflow.Version(1)
 )
 
 // publishRun writes an event the run tells about an agent.

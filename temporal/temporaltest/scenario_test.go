@@ -289,3 +289,32 @@ func TestScenarioContinueAsNew(t *testing.T) {
 	}
 	replayAll(t, cfg.Client, "continue", res)
 }
+
+// The run's workflow, through which every agent asks for its limits,
+// continues as new when its history passes the limit, carrying the limits'
+// counts and the slots held and asked for: twelve background workers ask
+// for two slots at a time, one of them is refused by the agent limit, and
+// the run ends with the root's answer although the workflow run that
+// started the root has closed.
+func TestScenarioRunContinuesAsNew(t *testing.T) {
+	const n = 12
+	e, cfg := newEngine(t, setup{Model: fanOut(n, 0), Definitions: defs("worker"), HistoryLimit: 60,
+		Limits: cadre.Limits{MaxAgents: n, MaxConcurrent: 2}})
+	res, evs := runToEnd(t, e, "fan out")
+	if res.Answer != "done" || res.Status != cadre.StatusDone || len(res.Agents) != n {
+		t.Fatalf("answer %q, status %s, %d agents, want done with %d", res.Answer, res.Status, len(res.Agents), n)
+	}
+	if got := len(ofType(evs, cadre.EventAgentLimit)); got != 1 {
+		t.Errorf("%d agent_limit events, want 1", got)
+	}
+	reportsOnce(t, res, evs)
+	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.RunWorkflowID(res.RunID), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if info.GetFirstRunId() == info.GetExecution().GetRunId() {
+		t.Errorf("the run's workflow never continued as new (history limit 60)")
+	}
+	replayAll(t, cfg.Client, "runcontinues", res)
+}
