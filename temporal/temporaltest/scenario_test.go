@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/enginetest"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/temporal"
@@ -317,4 +319,53 @@ func TestScenarioRunContinuesAsNew(t *testing.T) {
 		t.Errorf("the run's workflow never continued as new (history limit 60)")
 	}
 	replayAll(t, cfg.Client, "runcontinues", res)
+}
+
+// The run's time limit holds across the run's workflow continuing as new:
+// ten workers wait on a tool that never returns, the run's workflow
+// continues as new while they start, and the limit, carried as a
+// deadline, cancels the run.
+func TestScenarioRunTimeLimitAfterContinue(t *testing.T) {
+	const n = 10
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				var cs []cadre.ToolCall
+				for i := range n {
+					cs = append(cs, tc(fmt.Sprint("s", i), loop.ToolSpawnAgent, map[string]string{"agent": "stuck", "task": fmt.Sprint("wait ", i)}))
+				}
+				return calls(cs...), nil
+			}
+			return text("the workers returned"), nil
+		case "stuck":
+			if req.Turn == 1 {
+				return calls(tc("b", "block", nil)), nil
+			}
+			return text("the tool returned"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("stuck"), Tools: []cadre.Tool{block{}}, HistoryLimit: 40,
+		Limits: cadre.Limits{Timeout: 6 * time.Second}})
+	id, err := e.Start(t.Context(), "wait for ever", cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), enginetest.Timeout)
+	defer cancel()
+	res, err := e.Wait(ctx, id)
+	if ctx.Err() != nil {
+		t.Fatalf("run %s did not end within %s", id, enginetest.Timeout)
+	}
+	if res == nil || res.Status != cadre.StatusCancelled || err == nil || !strings.Contains(err.Error(), "the run's time limit of 6s passed") {
+		t.Fatalf("Wait: %+v, %v; want the run cancelled by its time limit of 6s", res, err)
+	}
+	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.RunWorkflowID(res.RunID), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := d.GetWorkflowExecutionInfo(); info.GetFirstRunId() == info.GetExecution().GetRunId() {
+		t.Errorf("the run's workflow never continued as new (history limit 40)")
+	}
 }
