@@ -168,6 +168,12 @@ func TestPage(t *testing.T) {
 	if want := []string{"root", "root/mid.1", "root/mid.1/leaf.1", "root/mid.1/leaf.2", "root/mid.2", "root/mid.2/leaf.1", "root/mid.2/leaf.2"}; strings.Join(order, " ") != strings.Join(want, " ") {
 		t.Errorf("rows in the order %v, want %v", order, want)
 	}
+	// The tree's lines: ├ for a child with more siblings below, └ for the
+	// last, │ leading past a subtree to the next sibling.
+	lines := eval[[]string](t, ctx, "read the tree's lines", `[...document.querySelectorAll('#agents [data-agent] .tw')].map(e => e.textContent)`)
+	if want := []string{"", "├ ", "│ ├ ", "│ └ ", "└ ", "  ├ ", "  └ "}; strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("the tree's lines are %q, want %q", lines, want)
+	}
 	waitJS(t, ctx, "the root's question", `!!document.querySelector('form[data-question="root"]')`)
 	waitJS(t, ctx, "the leaves running", statusIs("root/mid.2/leaf.2", cadre.StatusRunning)+" && "+statusIs("root/mid.1/leaf.2", cadre.StatusRunning))
 	screenshot(t, ctx, dir, "2-tree-and-question")

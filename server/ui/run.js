@@ -272,11 +272,24 @@ class RunView {
     if (s.asking !== asking) { s.asking = asking; a.row.classList.toggle("asking", asking); }
   }
 
+  // drawLines draws the tree's lines before an agent's name: for each of
+  // its ancestors below the root, a line when more of that ancestor's
+  // siblings follow; then ├ when more of its own follow, └ when it is its
+  // parent's last child.
+  drawLines(a) {
+    let text = "";
+    for (let c = a, p = this.agents.get(a.parent); p && c.depth > 0; c = p, p = this.agents.get(p.parent)) {
+      const last = p.lastChild === c;
+      text = (c === a ? (last ? "└ " : "├ ") : (last ? "  " : "│ ")) + text;
+    }
+    if (a.tw.textContent !== text) a.tw.textContent = text;
+  }
+
   // insertRow puts a new agent's row after its parent's subtree.
   insertRow(a) {
     const name = a.id.split("/").pop();
     const cells = {
-      id: el("span", { class: "id", title: a.id }, el("span", { class: "tw" }, "│ ".repeat(Math.max(0, a.depth - 1)) + (a.depth ? "├ " : "")),
+      id: el("span", { class: "id", title: a.id }, a.tw = el("span", { class: "tw" }),
         el("a", { href: "/api/runs/" + encodeURIComponent(this.id) + "/agents/" + a.id, target: "_blank", title: a.id + ": its transcript" }, name)),
       status: el("span", { class: "pill" }), definition: el("span"), model: el("span", { class: "mono" }),
       turns: el("span", { class: "n" }), tokens: el("span", { class: "n" }), time: el("span", { class: "n" }),
@@ -289,6 +302,17 @@ class RunView {
     this.rows++;
     const parent = a.parent && this.agents.get(a.parent);
     if (parent && parent.row) {
+      // a is its parent's last child now: the one before it, and the rows
+      // below that one, get the lines that lead on to a.
+      const before = parent.lastChild;
+      parent.lastChild = a;
+      if (before) {
+        for (let r = before.row; r; r = r.nextElementSibling) {
+          const b = this.agents.get(r.dataset.agent);
+          if (b) this.drawLines(b);
+          if (b === before.last) break;
+        }
+      }
       const anchor = parent.last;
       anchor.row.after(a.row);
       for (let p = parent; p; p = p.parent ? this.agents.get(p.parent) : null) {
@@ -298,6 +322,7 @@ class RunView {
     } else {
       this.$rows.append(a.row);
     }
+    this.drawLines(a);
   }
 
   drawHead(now) {
