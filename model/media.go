@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -58,4 +59,31 @@ func (l MediaLimit) Held(msgs []cadre.Message, sendable func(cadre.Media) bool) 
 		}
 	}
 	return held, fmt.Sprintf("a request holds at most %d images and sounds, %s in all, and later ones were sent instead", maxItems, cadre.ByteSize(maxBytes))
+}
+
+// MediaHint is the hint for a request that sent n images or sounds from
+// tool results and that the server refused as invalid (HTTP 400): the
+// likeliest reason is a model that takes text only, which Config.Input
+// (input: in the configuration file) can say.
+func MediaHint(n int, modelName string) string {
+	items := "an image or sound"
+	if n > 1 {
+		items = fmt.Sprintf("%d images or sounds", n)
+	}
+	return fmt.Sprintf("the request sent %s from tool results: if model %q takes text only, give it input: [text] in .cadre/config.yaml, on the model under models: or on its provider under providers:, and cadre describes them to it instead", items, modelName)
+}
+
+// RefusedMedia returns hint, wrapped so that a request refused as invalid
+// (HTTP 400) after it sent n images or sounds gets MediaHint; n of 0
+// returns hint as it is.
+func RefusedMedia(hint func(error, int) string, n int, modelName string) func(error, int) string {
+	if n == 0 {
+		return hint
+	}
+	return func(err error, status int) string {
+		if status == http.StatusBadRequest {
+			return MediaHint(n, modelName)
+		}
+		return hint(err, status)
+	}
 }

@@ -162,7 +162,7 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		StallTimeout: p.cfg.StallTimeout,
 		Logger:       p.cfg.Logger,
 		Redactor:     p.redactor,
-		Hint:         p.hint,
+		Hint:         model.RefusedMedia(p.hint, mediaSent(params), p.cfg.Model),
 		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
 			return p.attempt(ctx, req, params, t)
 		},
@@ -351,6 +351,23 @@ func (p *Provider) messages(in []cadre.Message) ([]anthropic.MessageParam, error
 		}
 	}
 	return out, nil
+}
+
+// mediaSent counts the images params sends.
+func mediaSent(params anthropic.MessageNewParams) int {
+	n := 0
+	for _, m := range params.Messages {
+		for _, b := range m.Content {
+			if r := b.OfToolResult; r != nil {
+				for _, c := range r.Content {
+					if c.OfImage != nil {
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
 }
 
 // toolResult is a tool message as a tool_result block: its text, then its

@@ -623,3 +623,23 @@ func TestHints(t *testing.T) {
 		})
 	}
 }
+
+// A request that sent an image and that the API refuses as invalid says
+// how to have images described instead; one that sent none does not.
+func TestRefusedMediaHint(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"messages.1.content.0.tool_result.content.1: image input is not supported for this model"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	p := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: "sk-ant-test", Model: "claude-text", Retry: model.RetryPolicy{MaxAttempts: 1}})
+	_, err := cadre.Collect(p.Stream(context.Background(), mediaConversation()), nil)
+	if err == nil || !strings.Contains(err.Error(), `the request sent an image or sound from tool results: if model "claude-text" takes text only, give it input: [text]`) {
+		t.Errorf("error %v does not say how to have the image described", err)
+	}
+	_, err = cadre.Collect(p.Stream(context.Background(), &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}), nil)
+	if err == nil || strings.Contains(err.Error(), "input: [text]") {
+		t.Errorf("error %v: want the API's refusal without the hint about images", err)
+	}
+}

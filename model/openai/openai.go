@@ -181,7 +181,7 @@ func (p *Provider) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 		StallTimeout: p.cfg.StallTimeout,
 		Logger:       p.cfg.Logger,
 		Redactor:     p.redactor,
-		Hint:         p.hint,
+		Hint:         model.RefusedMedia(p.hint, mediaSent(params), p.cfg.Model),
 		Attempt: func(ctx context.Context, t *model.Try) (*cadre.Response, error) {
 			return p.attempt(ctx, req, params, t)
 		},
@@ -410,6 +410,21 @@ func (p *Provider) params(req *cadre.Request) (openai.ChatCompletionNewParams, e
 		params.Temperature = openai.Float(*req.Temperature)
 	}
 	return params, nil
+}
+
+// mediaSent counts the images and sounds params sends.
+func mediaSent(params openai.ChatCompletionNewParams) int {
+	n := 0
+	for _, m := range params.Messages {
+		if u := m.OfUser; u != nil {
+			for _, part := range u.Content.OfArrayOfContentParts {
+				if part.OfImageURL != nil || part.OfInputAudio != nil {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // refuse says why md cannot be sent to the model, or "" when it can:

@@ -791,3 +791,23 @@ func TestBadToolSchema(t *testing.T) {
 		t.Errorf("error = %v, want one naming the tool", err)
 	}
 }
+
+// A request that sent images and that the server refuses as invalid says
+// how to have them described instead; one that sent none does not.
+func TestRefusedMediaHint(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, `{"error":{"message":"Invalid content type. image_url is only supported by certain models.","type":"invalid_request_error","param":"messages.[4].content.[1].type","code":null}}`)
+	}))
+	t.Cleanup(srv.Close)
+	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "text-only", Input: []cadre.MediaKind{cadre.MediaImage}, Retry: model.RetryPolicy{MaxAttempts: 1}})
+	_, err := cadre.Collect(p.Stream(context.Background(), mediaConversation()), nil)
+	if err == nil || !strings.Contains(err.Error(), `the request sent 2 images or sounds from tool results: if model "text-only" takes text only, give it input: [text]`) {
+		t.Errorf("error %v does not say how to have the images described", err)
+	}
+	_, err = cadre.Collect(p.Stream(context.Background(), &cadre.Request{Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "hi"}}}), nil)
+	if err == nil || strings.Contains(err.Error(), "input: [text]") {
+		t.Errorf("error %v: want the server's refusal without the hint about images", err)
+	}
+}
