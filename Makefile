@@ -13,7 +13,8 @@ test:
 # (make bench BENCH=FanOut/sync), BENCHTIME runs each longer (BENCHTIME=5x
 # or 3s); see local/bench_test.go for what the engine's figures mean.
 # make bench BENCH=Delegation prints the CPU per delegated child (see
-# local/delegation_bench_test.go); bench-scale adds 100,000 children.
+# local/delegation_bench_test.go); BENCH=Resume what resuming a run of
+# 1,000 and 10,000 stopped children costs; bench-scale adds 100,000 children.
 BENCH ?= .
 BENCHTIME ?= 1x
 
@@ -21,7 +22,7 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -timeout 30m ./local/ ./sqlite/
 
 bench-scale:
-	CADRE_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'Scale|IdleAgents' -benchmem -benchtime 1x -timeout 60m ./local/
+	CADRE_BENCH_SCALE=1 $(GO) test -run '^$$' -bench 'Scale|IdleAgents|Resume' -benchmem -benchtime 1x -timeout 60m ./local/
 
 demo: build
 	./bin/cadre demo

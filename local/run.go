@@ -201,14 +201,21 @@ func (r *run) storeFailed(err error) {
 }
 
 // fail stops a run that cannot go on in this process: its agents are
-// cancelled, and the run ends as failed with the first reason given.
+// cancelled, and the run ends as failed with the first reason given. Only
+// the first call cancels: when the store fails, every agent's next write
+// fails and calls fail, and each cancelling the whole tree again would
+// cost the run's size squared. An agent created after the first call has a
+// cancelled parent, which cancels it as it ends.
 func (r *run) fail(reason string) {
 	r.mu.Lock()
-	if r.failure == "" {
+	first := r.failure == ""
+	if first {
 		r.failure = reason
 	}
 	r.mu.Unlock()
-	r.cancelAll(reason)
+	if first {
+		r.cancelAll(reason)
+	}
 }
 
 func (r *run) cancelAll(reason string) {
