@@ -281,12 +281,7 @@ func TestScenarioContinueAsNew(t *testing.T) {
 		t.Errorf("answer %q, %d agents", res.Answer, len(res.Agents))
 	}
 	reportsOnce(t, res, evs)
-	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.AgentWorkflowID(res.RunID, cadre.RootID), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := d.GetWorkflowExecutionInfo()
-	if info.GetFirstRunId() == info.GetExecution().GetRunId() {
+	if !continued(t, cfg.Client, temporal.AgentWorkflowID(res.RunID, cadre.RootID)) {
 		t.Errorf("the root's workflow never continued as new (history limit 40)")
 	}
 	replayAll(t, cfg.Client, "continue", res)
@@ -310,12 +305,7 @@ func TestScenarioRunContinuesAsNew(t *testing.T) {
 		t.Errorf("%d agent_limit events, want 1", got)
 	}
 	reportsOnce(t, res, evs)
-	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.RunWorkflowID(res.RunID), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info := d.GetWorkflowExecutionInfo()
-	if info.GetFirstRunId() == info.GetExecution().GetRunId() {
+	if !continued(t, cfg.Client, temporal.RunWorkflowID(res.RunID)) {
 		t.Errorf("the run's workflow never continued as new (history limit 60)")
 	}
 	replayAll(t, cfg.Client, "runcontinues", res)
@@ -361,11 +351,19 @@ func TestScenarioRunTimeLimitAfterContinue(t *testing.T) {
 	if res == nil || res.Status != cadre.StatusCancelled || err == nil || !strings.Contains(err.Error(), "the run's time limit of 6s passed") {
 		t.Fatalf("Wait: %+v, %v; want the run cancelled by its time limit of 6s", res, err)
 	}
-	d, err := cfg.Client.DescribeWorkflowExecution(t.Context(), temporal.RunWorkflowID(res.RunID), "")
+	if !continued(t, cfg.Client, temporal.RunWorkflowID(res.RunID)) {
+		t.Errorf("the run's workflow never continued as new (history limit 40)")
+	}
+}
+
+// continued reports whether the workflow wid has continued as new: its
+// latest run is not its first.
+func continued(t *testing.T, c client.Client, wid string) bool {
+	t.Helper()
+	d, err := c.DescribeWorkflowExecution(t.Context(), wid, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info := d.GetWorkflowExecutionInfo(); info.GetFirstRunId() == info.GetExecution().GetRunId() {
-		t.Errorf("the run's workflow never continued as new (history limit 40)")
-	}
+	info := d.GetWorkflowExecutionInfo()
+	return info.GetFirstRunId() != info.GetExecution().GetRunId()
 }
