@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -101,36 +104,39 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list agents: %w", err)
 	}
+	// The journals are read and replayed on every core; what they tell
+	// the run (agents created at run time) is taken in the order of recs,
+	// and so is the first error.
+	type read struct {
+		x       *restored
+		created []*cadre.Definition
+		err     error
+	}
+	reads := make([]read, len(recs))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(recs)); i = next.Add(1) - 1 {
+				x, created, err := replayJournal(ctx, s, r.id, recs[i])
+				reads[i] = read{x, created, err}
+			}
+		})
+	}
+	wg.Wait()
 	var all []*restored
-	for _, ar := range recs {
-		entries, err := s.Journal(ctx, r.id, ar.ID)
-		if err != nil {
-			return nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
+	for _, rd := range reads {
+		if rd.err != nil {
+			return nil, rd.err
 		}
-		if len(entries) == 0 {
-			continue
+		for _, d := range rd.created {
+			r.defs[d.Name] = d
 		}
-		x := &restored{rec: ar, st: loop.New(), seq: entries[len(entries)-1].Seq}
-		for _, en := range entries {
-			if err := en.Verify(); err != nil {
-				return nil, err
-			}
-			in, err := loop.Decode(en.Kind, en.Data)
-			if err != nil {
-				return nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
-			}
-			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
-				r.defs[ac.Definition.Name] = ac.Definition
-			}
-			for _, act := range x.st.Step(in) {
-				if em, ok := act.(loop.Emit); ok {
-					if rep, ok := em.Event.(cadre.AgentReported); ok {
-						x.reports = append(x.reports, pastReport{rep: rep, at: en.Time})
-					}
-				}
-			}
+		if rd.x != nil {
+			all = append(all, rd.x)
 		}
-		all = append(all, x)
 	}
 	slices.SortStableFunc(all, func(a, b *restored) int {
 		if d := a.st.Config().Depth - b.st.Config().Depth; d != 0 {
@@ -139,6 +145,41 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		return a.rec.Started.Compare(b.rec.Started)
 	})
 	return all, nil
+}
+
+// replayJournal reads an agent's journal, checks every entry and steps it
+// through a new loop state: the agent as the journal leaves it (nil for an
+// empty journal), with the definitions it created at run time.
+func replayJournal(ctx context.Context, s cadre.Store, run string, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
+	entries, err := s.Journal(ctx, run, ar.ID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
+	}
+	if len(entries) == 0 {
+		return nil, nil, nil
+	}
+	x := &restored{rec: ar, st: loop.New(), seq: entries[len(entries)-1].Seq}
+	var created []*cadre.Definition
+	for _, en := range entries {
+		if err := en.Verify(); err != nil {
+			return nil, nil, err
+		}
+		in, err := loop.Decode(en.Kind, en.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
+		}
+		if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
+			created = append(created, ac.Definition)
+		}
+		for _, act := range x.st.Step(in) {
+			if em, ok := act.(loop.Emit); ok {
+				if rep, ok := em.Event.(cadre.AgentReported); ok {
+					x.reports = append(x.reports, pastReport{rep: rep, at: en.Time})
+				}
+			}
+		}
+	}
+	return x, created, nil
 }
 
 // restoreReports writes the agent_reported events that the journals of
