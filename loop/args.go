@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -28,9 +29,8 @@ const (
 
 // argParam is one parameter of a subagent tool.
 type argParam struct {
-	name     string
-	kind     argKind
-	required bool
+	name string
+	kind argKind
 }
 
 // argShape is the parameters of one subagent tool, from its schema.
@@ -75,6 +75,9 @@ func readArgShape(raw json.RawMessage) (*argShape, error) {
 	}
 	sh := &argShape{}
 	for name, p := range s.Properties {
+		if strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == '"' || r == '\\' || r >= utf8.RuneSelf }) {
+			return nil, fmt.Errorf("the parameter name %q is not plain ASCII without escapes", name)
+		}
 		kind := argSlow
 		var t string
 		if err := json.Unmarshal(p["type"], &t); err == nil {
@@ -102,7 +105,7 @@ func readArgShape(raw json.RawMessage) (*argShape, error) {
 		found := false
 		for i := range sh.params {
 			if sh.params[i].name == r {
-				sh.params[i].required, found = true, true
+				found = true
 				sh.required |= 1 << i
 			}
 		}
@@ -183,7 +186,7 @@ func quickArgs(sh *argShape, raw string, args *subagentArgs) bool {
 			switch {
 			case p.peek() == 'n':
 				// null: absent, for an optional parameter.
-				if prm.required || !p.word("null") {
+				if sh.required&(1<<i) != 0 || !p.word("null") {
 					return false
 				}
 			case prm.kind == argString:
@@ -267,25 +270,20 @@ func (p *argReader) word(w string) bool {
 	return false
 }
 
-// plainKey reads a string of printable ASCII without escapes.
+// plainKey reads a key up to the next quote, as it is written: a key
+// with an escape matches no parameter name (readArgShape refuses names
+// that need one) and is declined.
 func (p *argReader) plainKey() (string, bool) {
 	if !p.byte('"') {
 		return "", false
 	}
-	start := p.i
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch {
-		case c == '"':
-			key := p.s[start:p.i]
-			p.i++
-			return key, true
-		case c < 0x20 || c == '\\' || c >= utf8.RuneSelf:
-			return "", false
-		}
-		p.i++
+	n := strings.IndexByte(p.s[p.i:], '"')
+	if n < 0 {
+		return "", false
 	}
-	return "", false
+	key := p.s[p.i : p.i+n]
+	p.i += n + 1
+	return key, true
 }
 
 // str reads a JSON string as encoding/json does: invalid UTF-8 and lone

@@ -1,29 +1,23 @@
 package loop
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
 )
 
-// fullArgs reads arguments as the full path of subagentCall does, and
-// reports whether it accepts them.
+// fullArgs reads arguments by the full path of subagentCall (readArgs,
+// on a state with no calls to answer), and reports whether it accepts
+// them.
 func fullArgs(name, raw string) (subagentArgs, bool) {
 	var args subagentArgs
-	if !json.Valid([]byte(raw)) || raw[0] != '{' {
-		return args, false
-	}
-	if err := subagentSchemas[name].Check(json.RawMessage(raw)); err != nil {
-		return args, false
-	}
-	if err := json.Unmarshal([]byte(raw), &args); err != nil {
-		return args, false
-	}
-	return args, true
+	ok := new(State).readArgs(0, cadre.ToolCall{Name: name}, raw, &args)
+	return args, ok
 }
 
 // sameAsFull checks that quickArgs either declines raw or reads what the

@@ -350,7 +350,7 @@ func (s *State) toolSpecs() []cadre.ToolSpec {
 			}
 			specs = ts.appendSpecs(specs)
 		}
-		s.specs, s.offered, s.toolsKnown = specs, ts, true
+		s.specs, s.offered, s.toolsKnown = slices.Clip(specs), ts, true
 	}
 	return s.specs
 }
@@ -453,9 +453,7 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 	)
 	if n := spawnCalls(calls); n > 1 {
 		spawn.Children = make([]ChildSpec, 0, n)
-		if s.children == nil {
-			s.counters, s.children = map[string]int{}, make(map[cadre.AgentID]*child, n)
-		}
+		s.initChildren(n)
 	}
 	for i, c := range calls {
 		if c.ID == "" || s.slotByCall(c.ID) >= 0 {
@@ -517,8 +515,7 @@ func (s *State) dispatch(calls []cadre.ToolCall) []Action {
 func spawnCalls(calls []cadre.ToolCall) int {
 	n := 0
 	for _, c := range calls {
-		switch c.Name {
-		case ToolSpawnAgent, ToolAgentCall, ToolStartBackground, ToolCallAgent, ToolOnboard:
+		if startsAgent(c.Name) {
 			n++
 		}
 	}

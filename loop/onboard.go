@@ -30,9 +30,7 @@ type handle struct {
 }
 
 func (s *State) newHandle(agent, context string) *handle {
-	if s.counters == nil {
-		s.counters, s.children = map[string]int{}, map[cadre.AgentID]*child{}
-	}
+	s.initChildren(0)
 	if s.handles == nil {
 		s.handles = map[string]*handle{}
 	}

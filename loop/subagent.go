@@ -59,8 +59,7 @@ func (s *State) readArgs(i int, c cadre.ToolCall, raw string, args *subagentArgs
 	if err := subagentSchemas[c.Name].Check(json.RawMessage(raw)); err != nil {
 		s.refusal = fmt.Sprintf("%s: %v", ReasonBadArguments, err)
 		msg := fmt.Sprintf("Error: the arguments of %s do not match its parameters: %v. Call it again with arguments that do.", c.Name, err)
-		switch c.Name {
-		case ToolSpawnAgent, ToolStartBackground, ToolOnboard, ToolAgentCall, ToolCallAgent:
+		if startsAgent(c.Name) {
 			msg += " Available agents: " + s.available() + "."
 		}
 		s.fill(i, msg, true)
@@ -77,8 +76,7 @@ func (s *State) readArgs(i int, c cadre.ToolCall, raw string, args *subagentArgs
 }
 
 // subagentDo carries out a subagent call whose arguments were read.
-func (s *State) subagentDo(i int, c cadre.ToolCall, a *subagentArgs, spawn *Spawn) []Action {
-	args := *a
+func (s *State) subagentDo(i int, c cadre.ToolCall, args *subagentArgs, spawn *Spawn) []Action {
 	switch c.Name {
 	case ToolSpawnAgent:
 		if blank(args.Agent) || blank(args.Task) {
@@ -135,11 +133,11 @@ func (s *State) subagentDo(i int, c cadre.ToolCall, a *subagentArgs, spawn *Spaw
 	case ToolOnboardReply:
 		return s.onboardReply(i, c.ID, args.Handle, args.Answer)
 	case ToolCallAgent:
-		return s.callAgent(i, c.ID, args, spawn)
+		return s.callAgent(i, c.ID, *args, spawn)
 	case ToolFork:
 		return s.fork(i, args.Handle, args.Count)
 	case ToolCreateAgent:
-		return s.createAgent(i, c.ID, args)
+		return s.createAgent(i, c.ID, *args)
 	}
 	return nil
 }
@@ -211,14 +209,20 @@ func (s *State) available() string {
 
 // addChild records a child and gives it its ID. waiter is the call waiting
 // for its report, if any.
+// initChildren makes the maps of an agent's children on its first spawn,
+// with room for n.
+func (s *State) initChildren(n int) {
+	if s.children == nil {
+		s.counters, s.children = map[string]int{}, make(map[cadre.AgentID]*child, n)
+	}
+}
+
 func (s *State) addChild(spec ChildSpec, waiter string) *child {
 	idName := spec.Definition
 	if idName == "" {
 		idName = "sub"
 	}
-	if s.counters == nil {
-		s.counters, s.children = map[string]int{}, map[cadre.AgentID]*child{}
-	}
+	s.initChildren(0)
 	s.counters[idName]++
 	spec.ID = s.cfg.ID.Child(idName, s.counters[idName])
 	s.spawns++

@@ -3,6 +3,7 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/cadre-ai/cadre"
@@ -54,13 +55,16 @@ func DelegationTools() []string {
 // StartsAgents reports whether a grant of delegation tools (nil: all)
 // holds one that starts an agent.
 func StartsAgents(delegation []string) bool {
-	return delegation == nil || slices.ContainsFunc(delegation, func(t string) bool {
-		switch t {
-		case ToolSpawnAgent, ToolStartBackground, ToolCallAgent, ToolAgentCall, ToolOnboard:
-			return true
-		}
-		return false
-	})
+	return delegation == nil || slices.ContainsFunc(delegation, startsAgent)
+}
+
+// startsAgent reports whether a call of the tool name may start an agent.
+func startsAgent(name string) bool {
+	switch name {
+	case ToolSpawnAgent, ToolStartBackground, ToolCallAgent, ToolAgentCall, ToolOnboard:
+		return true
+	}
+	return false
 }
 
 // IsSubagentTool reports whether the loop handles the named tool itself.
@@ -229,8 +233,15 @@ var subagentOrder = [...]string{
 
 // orderedSpecs are the specs of the subagent tools in subagentOrder.
 var orderedSpecs = func() (out [len(subagentOrder)]cadre.ToolSpec) {
+	if len(subagentOrder) != len(subagentSpecs) {
+		panic(fmt.Sprintf("loop: %d subagent tools are ordered, %d have specs", len(subagentOrder), len(subagentSpecs)))
+	}
 	for i, name := range subagentOrder {
-		out[i] = subagentSpecs[name]
+		spec, ok := subagentSpecs[name]
+		if !ok {
+			panic(fmt.Sprintf("loop: the subagent tool %s has no spec", name))
+		}
+		out[i] = spec
 	}
 	return out
 }()
@@ -241,8 +252,8 @@ var orderedSpecs = func() (out [len(subagentOrder)]cadre.ToolSpec) {
 // changed, and shared by the agents offered the same set.
 var sharedSpecs = func() map[toolSet][]cadre.ToolSpec {
 	m := map[toolSet][]cadre.ToolSpec{}
-	for bits := range 1 << 5 {
-		on := func(i int) bool { return bits&(1<<i) != 0 }
+	for mask := range 1 << 5 {
+		on := func(i int) bool { return mask&(1<<i) != 0 }
 		c := Config{Delegate: on(0), AskCaller: on(1), Catalog: []CatalogEntry{{Name: "a", AskCaller: on(2)}}}
 		if on(3) {
 			c.Parent = "parent"
@@ -252,7 +263,7 @@ var sharedSpecs = func() map[toolSet][]cadre.ToolSpec {
 		}
 		ts := c.subagentTools()
 		if _, ok := m[ts]; !ok {
-			m[ts] = ts.appendSpecs(make([]cadre.ToolSpec, 0, ts.len()))
+			m[ts] = slices.Clip(ts.appendSpecs(make([]cadre.ToolSpec, 0, ts.len())))
 		}
 	}
 	return m
@@ -283,13 +294,7 @@ func toolBit(name string) toolSet {
 
 func (ts toolSet) has(name string) bool { return ts&toolBit(name) != 0 }
 
-func (ts toolSet) len() int {
-	n := 0
-	for ; ts != 0; ts &= ts - 1 {
-		n++
-	}
-	return n
-}
+func (ts toolSet) len() int { return bits.OnesCount32(uint32(ts)) }
 
 // subagentTools returns the subagent tools an agent with cfg is offered.
 func (c *Config) subagentTools() toolSet {
