@@ -30,7 +30,7 @@ func (id AgentID) Parent() AgentID {
 
 // IsAncestorOf reports whether id is a strict ancestor of other.
 func (id AgentID) IsAncestorOf(other AgentID) bool {
-	return strings.HasPrefix(string(other), string(id)+"/")
+	return len(other) > len(id) && other[len(id)] == '/' && other[:len(id)] == id
 }
 
 func itoa(n int) string {

@@ -71,15 +71,3 @@ func TestChildKindsFollowTheirParentsRules(t *testing.T) {
 		}
 	}
 }
-
-// below agrees with cadre.AgentID.IsAncestorOf.
-func TestBelow(t *testing.T) {
-	for _, c := range []struct{ id, other cadre.AgentID }{
-		{"root", "root"}, {"root", "root/a.1"}, {"root", "root/a.1/b.2"}, {"root/a.1", "root/a.1/b.2"},
-		{"root/a.1", "root/a.10"}, {"root/a.1", "root/a.1"}, {"root/a.1/b.2", "root/a.1"}, {"root", "rootx/a.1"}, {"", "/a"}, {"", ""},
-	} {
-		if got, want := below(c.id, c.other), c.id.IsAncestorOf(c.other); got != want {
-			t.Errorf("below(%q, %q) = %t, want %t", c.id, c.other, got, want)
-		}
-	}
-}

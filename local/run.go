@@ -241,19 +241,13 @@ func (r *run) cancelBelow(id cadre.AgentID, reason string) {
 	r.cancelAgents(id, false, reason)
 }
 
-// below reports whether other is a descendant of id, as id.IsAncestorOf
-// does, without making a string.
-func below(id, other cadre.AgentID) bool {
-	return len(other) > len(id) && other[len(id)] == '/' && other[:len(id)] == id
-}
-
 // cancelAgents cancels id's live descendants, and id when self is set:
 // shallower agents first.
 func (r *run) cancelAgents(id cadre.AgentID, self bool, reason string) {
 	r.mu.Lock()
 	var targets []*agent
 	for aid, a := range r.agents {
-		if !a.over && (self && aid == id || below(id, aid)) {
+		if !a.over && (self && aid == id || id.IsAncestorOf(aid)) {
 			targets = append(targets, a)
 		}
 	}
@@ -418,9 +412,6 @@ func (r *run) reserve(n int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.infos == nil {
-		return // the run has ended
-	}
 	want := len(r.infos) + n
 	r.agents = grown(r.agents, want)
 	r.infos = grown(r.infos, want)
