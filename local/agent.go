@@ -340,7 +340,7 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 			back loop.Input
 			err  error
 		)
-		data, b, back, err = roundTripInto(b, in, &a.run.strs)
+		data, b, back, err = roundTrip(b, in, &a.run.strs)
 		if err != nil {
 			return fmt.Errorf("agent %s: %w", a.id, err)
 		}

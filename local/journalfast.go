@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -159,13 +158,16 @@ func omitted(n int, isNil bool) bool { return n > 0 || isNil }
 // valid UTF-8, and free of the characters encoding/json escapes (<, >, &,
 // U+2028, U+2029). "null" is left to the decoder.
 func sameRaw(b json.RawMessage) bool {
-	if len(b) == 0 || string(b) == "null" || !utf8.Valid(b) ||
-		bytes.ContainsAny(b, "<>&\u2028\u2029") || !json.Valid(b) {
+	if len(b) == 0 || string(b) == "null" || !utf8.Valid(b) {
 		return false
 	}
 	in := false
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9): // U+2028, U+2029
+			return false
 		case in && c == '\\':
 			i++
 		case c == '"':
@@ -174,7 +176,7 @@ func sameRaw(b json.RawMessage) bool {
 			return false
 		}
 	}
-	return true
+	return json.Valid(b)
 }
 
 func validUTF8(ss ...string) bool {

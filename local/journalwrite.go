@@ -301,17 +301,18 @@ func optInt(b []byte, key string, n int64) []byte {
 // A stringCache keeps the JSON of the long strings of a run's journal
 // entries, which repeat from agent to agent (the system prompt of every
 // worker of a definition, a tool's description). It is keyed by the string
-// itself, and strings do not change, so a hit is always right. It holds at
-// most stringCacheMax strings of at least stringCacheMin bytes; nil keeps
-// nothing.
+// itself, and strings do not change, so a hit is always right. It keeps
+// strings of at least stringCacheMin bytes, stringCacheBytes in all (each
+// counted with its JSON); nil keeps nothing. A run's is dropped when it
+// ends.
 type stringCache struct {
-	m sync.Map // string → []byte, its JSON
-	n atomic.Int64
+	m    sync.Map // string → []byte, its JSON
+	size atomic.Int64
 }
 
 const (
-	stringCacheMin = 256
-	stringCacheMax = 256
+	stringCacheMin   = 256
+	stringCacheBytes = 1 << 20
 )
 
 func (c *stringCache) appendString(b []byte, s string) []byte {
@@ -323,9 +324,9 @@ func (c *stringCache) appendString(b []byte, s string) []byte {
 	}
 	n := len(b)
 	b = str(b, s)
-	if c.n.Load() < stringCacheMax {
+	if size := int64(len(s) + len(b) - n); c.size.Load()+size <= stringCacheBytes {
 		if _, loaded := c.m.LoadOrStore(s, bytes.Clone(b[n:])); !loaded {
-			c.n.Add(1)
+			c.size.Add(size)
 		}
 	}
 	return b

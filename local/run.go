@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -680,6 +679,8 @@ func (r *run) finish(fin loop.Finish) {
 	r.defs, r.prompts, r.tasks, r.infos, r.order, r.catalogs = nil, nil, nil, nil, nil, nil
 	r.agents = nil
 	r.mu.Unlock()
+	r.strs.m.Clear()
+	r.strs.size.Store(0)
 	if r.e.cfg.Store != nil {
 		r.dropFeed()
 	}
@@ -757,24 +758,11 @@ func (r *run) allow(a *agent) bool {
 }
 
 // roundTrip encodes an input for the journal and decodes it as a replay
-// will; c keeps the JSON of long strings for the run. The error says which input could not make the trip and why.
-func roundTrip(in loop.Input, c *stringCache) (json.RawMessage, loop.Input, error) {
-	buf := journalBufs.Get().(*[]byte)
-	data, b, back, err := roundTripInto((*buf)[:0], in, c)
-	if len(b) > 0 { // the JSON is in the buffer
-		data = bytes.Clone(data)
-	}
-	if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
-		*buf = b[:0]
-		journalBufs.Put(buf)
-	}
-	return data, back, err
-}
-
-// roundTripInto is roundTrip writing the JSON at the end of b when it can:
-// it returns the JSON, which may be the end of the returned buffer, and
-// the buffer.
-func roundTripInto(b []byte, in loop.Input, c *stringCache) (json.RawMessage, []byte, loop.Input, error) {
+// will; c keeps the JSON of long strings for the run. It writes the JSON
+// at the end of b when it can, and returns the JSON (then the end of the
+// returned buffer) and the buffer. The error says which input could not
+// make the trip and why.
+func roundTrip(b []byte, in loop.Input, c *stringCache) (json.RawMessage, []byte, loop.Input, error) {
 	back, same := asReadBack(in)
 	if same {
 		start := len(b)

@@ -58,7 +58,7 @@ func TestWarningsOnStartAndResume(t *testing.T) {
 		}
 		start := loop.Start{Config: loop.Config{ID: cadre.RootID, MaxDepth: 3, Definition: "root", Model: "fake", System: "s", MaxTurns: 5},
 			Task: "t", Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "t"}}}
-		data, _, err := roundTrip(start, nil)
+		data, _, err := roundTripOwned(start, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
