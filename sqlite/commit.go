@@ -189,7 +189,7 @@ func (s *Store) commit(group []*write) {
 			finish()
 			return
 		case err != nil:
-			failAll("commit: %w", err)
+			failAll("%w", err)
 			return
 		}
 		s.c.retried.Add(1)
@@ -238,16 +238,18 @@ func (s *Store) commit(group []*write) {
 }
 
 // commitAll applies a group of writes in one transaction without
-// savepoints. It reports whether the group was committed; the error is the
-// commit's, when that is what failed. When a write failed (or the
-// transaction could not begin) everything was rolled back and the error is
-// nil, for the caller to apply the group again with savepoints, which tells
+// savepoints. It reports whether the group was committed; the error is
+// why the transaction could not begin or commit, which is every write's.
+// When a write failed everything was rolled back and the error is nil,
+// for the caller to apply the group again with savepoints, which tells
 // each writer how its own write went.
 func (s *Store) commitAll(group []*write) (bool, error) {
 	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return false, nil
+		// Another process holds the database past the busy timeout (or it
+		// cannot be written at all): trying again would wait as long again.
+		return false, fmt.Errorf("begin a transaction: %w", err)
 	}
 	// The rows of consecutive writes of rows are written together, before
 	// the next write of another kind, so that each write still sees those
@@ -272,7 +274,7 @@ func (s *Store) commitAll(group []*write) (bool, error) {
 		return false, nil
 	}
 	if err := tx.Commit(); err != nil {
-		return false, err
+		return false, fmt.Errorf("commit: %w", err)
 	}
 	s.c.groups.Add(1)
 	return true, nil

@@ -226,3 +226,40 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Logf("%v", err)
 	}
 }
+
+// A write that finds the database locked past the busy timeout fails
+// after waiting once: the group it is in is not tried again write by
+// write, which would wait as long again.
+func TestLockedWaitsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	s, err := sqlite.OpenBusy(t.Context(), path, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CreateRun(t.Context(), &cadre.RunRecord{ID: "r1", Status: cadre.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+	retried := s.Retried()
+	err = s.Append(t.Context(), []cadre.JournalEntry{{Run: "r1", Agent: cadre.RootID, Seq: 1, Kind: "start", Data: json.RawMessage(`{}`)}})
+	if err == nil || !strings.Contains(err.Error(), "is locked by another program") {
+		t.Fatalf("Append on a locked database: %v, want it refused as locked", err)
+	}
+	if got := s.Retried() - retried; got != 0 {
+		t.Errorf("the locked write was tried again write by write %d times, want 0", got)
+	}
+}
