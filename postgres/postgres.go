@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -98,7 +99,6 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
-// describe names a database for messages, without credentials.
 // parseError says why a connection string could not be parsed without
 // repeating it: pgx hides its password, but not in every form libpq
 // accepts (password = x, with spaces; an escaped space; an @ in a URL's
@@ -106,16 +106,21 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 func parseError(err error) error {
 	why := "it could not be read"
 	if pe, ok := errors.AsType[*pgconn.ParseConfigError](err); ok {
-		// pgx writes "cannot parse `<the string>`: <why>"; what it says of
-		// the string's parts names no password.
+		// pgx writes "cannot parse `<the string>`: <why>", and why may
+		// quote a part of the string (`missing "=" after "secret"`), which
+		// may be a piece of the password: quoted parts are left out.
 		msg := pe.Error()
 		if i := strings.LastIndex(msg, "`: "); i >= 0 {
-			why = msg[i+3:]
+			why = quoted.ReplaceAllString(msg[i+3:], "…")
 		}
 	}
 	return fmt.Errorf("postgres: the connection string is not valid: %s. It is not shown here, since it may hold a password; see https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING for its forms", why)
 }
 
+// quoted matches a part of a string pgx quotes in its messages.
+var quoted = regexp.MustCompile(`"[^"]*"`)
+
+// describe names a database for messages, without credentials.
 func describe(c *pgx.ConnConfig) string {
 	s := c.Host + ":" + strconv.Itoa(int(c.Port)) + "/" + c.Database
 	if sp := c.RuntimeParams["search_path"]; sp != "" {

@@ -281,6 +281,8 @@ func TestParseErrorHidesPassword(t *testing.T) {
 		{"postgres://u:s3@cr3t@db:bad/cadre", "invalid port"},
 		{"postgres://u:s3cr3t@db/cadre?password=cr3t&sslmode=bogus", "sslmode is invalid"},
 		{"host=db password='s3cr3t", "unterminated quoted string"},
+		{"host=db password=my cr3t port=5432", `missing … after …`},
+		{"postgres://u:p@db/x?mycr3t", "missing key/value separator"},
 	} {
 		s, err := postgres.Open(t.Context(), tc.dsn)
 		if err == nil {
