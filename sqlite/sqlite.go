@@ -274,13 +274,31 @@ func removeAbandoned(abs string) {
 	dir, prefix := filepath.Dir(abs), filepath.Base(abs)+".new-"
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), prefix) || !e.Type().IsRegular() {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !madeByCreate(rest) || !e.Type().IsRegular() {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) >= abandonedAfter {
 			_ = os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// madeByCreate reports whether rest, what follows ".new-" in a file's
+// name, is create's: 16 hexadecimal digits, and SQLite's suffix of a file
+// beside a database, if any.
+func madeByCreate(rest string) bool {
+	for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+		if r, ok := strings.CutSuffix(rest, suffix); ok {
+			rest = r
+			break
+		}
+	}
+	if len(rest) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(rest)
+	return err == nil
 }
 
 // emptyWAL reports whether the database at abs has no -wal file with
@@ -703,8 +721,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	// Encode first, outside the transaction; the Seq is spliced in later.
 	payloads := make([][]byte, len(events))
 	when := make([]string, len(events))
-	var order []string
-	count := map[string]int64{}
 	for i := range events {
 		ev := events[i]
 		if ev.Run == "" {
@@ -719,14 +735,20 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): %w", i+1, len(events), ev.Type, ev.Agent, err)
 		}
 		payloads[i] = b
-		if count[ev.Run] == 0 {
-			order = append(order, ev.Run)
-		}
-		count[ev.Run]++
 	}
 	seqs := make([]int64, len(events))
 	r := &rows{events: events, payloads: payloads, evWhen: when, seqs: seqs}
+	// fn is the write alone, when the committer cannot write it with
+	// others (see numberEvents for the numbering of a group).
 	err := s.writeRows(ctx, "append events", r, func(ctx context.Context, tx *sql.Tx) error {
+		var order []string
+		count := map[string]int64{}
+		for i := range events {
+			if count[events[i].Run] == 0 {
+				order = append(order, events[i].Run)
+			}
+			count[events[i].Run]++
+		}
 		next := make(map[string]int64, len(order)) // the next Seq of each run
 		bump := tx.StmtContext(ctx, s.bumpSeq)
 		defer bump.Close()

@@ -614,21 +614,32 @@ func TestOpenDanglingLink(t *testing.T) {
 // TestCreateRemovesAbandoned leaves beside a new store's path what a
 // process that died while creating it would leave, old and young: a new
 // store removes the old files and keeps the young one (another process
-// may be making it) and what is not its own.
+// may be making it) and what is not its own: another store's, a name of
+// the user's, a link.
 func TestCreateRemovesAbandoned(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cadre.db")
 	old := time.Now().Add(-2 * time.Hour)
-	for _, name := range []string{"cadre.db.new-0011", "cadre.db.new-0011-wal", "cadre.db.new-0011-shm", "cadre.db.new-2233", "other.db.new-0011"} {
+	const made, young = "cadre.db.new-00112233aabbccdd", "cadre.db.new-4455667788990011"
+	for _, name := range []string{made, made + "-wal", made + "-shm", young, "other.db.new-00112233aabbccdd", "cadre.db.new-backup"} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if name != "cadre.db.new-2233" {
+		if name != young {
 			if err := os.Chtimes(p, old, old); err != nil {
 				t.Fatal(err)
 			}
 		}
+	}
+	// A link with create's name is not create's: it stays, and so does
+	// what it points to.
+	target := filepath.Join(t.TempDir(), "kept")
+	if err := os.WriteFile(target, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "cadre.db.new-8899aabbccddeeff")); err != nil {
+		t.Fatal(err)
 	}
 	s, err := sqlite.Open(t.Context(), path)
 	if err != nil {
@@ -640,7 +651,7 @@ func TestCreateRemovesAbandoned(t *testing.T) {
 	for _, e := range entries {
 		left = append(left, e.Name())
 	}
-	want := []string{"cadre.db", "cadre.db.new-2233", "other.db.new-0011"}
+	want := []string{"cadre.db", "cadre.db.new-4455667788990011", "cadre.db.new-8899aabbccddeeff", "cadre.db.new-backup", "other.db.new-00112233aabbccdd"}
 	if !slices.Equal(left, want) {
 		t.Errorf("files after Open: %q, want %q", left, want)
 	}
