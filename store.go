@@ -88,7 +88,8 @@ type JournalEntry struct {
 // A Store keeps copies of what it is given: once a call has returned, the
 // caller may change or reuse the records, entries, Data and events it
 // passed (the engine reuses the buffers of journal entries), and what a
-// call returns is the caller's (package storetest checks both).
+// call returns is the caller's (package storetest checks both for run
+// records and journal entries).
 type Store interface {
 	CreateRun(ctx context.Context, r *RunRecord) error
 	UpdateRun(ctx context.Context, r *RunRecord) error

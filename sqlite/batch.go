@@ -31,19 +31,16 @@ type table struct {
 	insert string // INSERT INTO … VALUES, before the rows
 	row    string // one row of parameters: (?, ?, …)
 	upsert string // after the rows: ON CONFLICT …, or ""
-	cols   int    // parameters per row
 }
 
 var (
 	journalTable = table{
 		insert: `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES `,
 		row:    `(?, ?, ?, ?, ?, ?, ?)`,
-		cols:   7,
 	}
 	eventsTable = table{
 		insert: `INSERT INTO events (run, seq, type, time, agent, payload) VALUES `,
 		row:    `(?, ?, ?, ?, ?, ?)`,
-		cols:   6,
 	}
 	agentsTable = table{
 		insert: `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
@@ -54,7 +51,6 @@ var (
 			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
 			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
 			result = excluded.result, error = excluded.error`,
-		cols: 15,
 	}
 )
 
@@ -195,7 +191,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		return err
 	}
 	if len(b.agents) > 0 {
-		err := s.insertRows(ctx, tx, &s.insAgents, len(b.agents), agentsTable.cols, b, func(args []any, i int) []any {
+		err := insertRows(ctx, tx, &s.insAgents, len(b.agents), b, func(args []any, i int) []any {
 			return append(args, b.agents[i].args...)
 		})
 		if err != nil {
@@ -205,7 +201,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	if b.n.entries > 0 {
 		w, k := 0, 0 // the write and its entry
 		var run, agent, kind, when boxed
-		err := s.insertRows(ctx, tx, &s.insJournals, b.n.entries, journalTable.cols, b, func(args []any, _ int) []any {
+		err := insertRows(ctx, tx, &s.insJournals, b.n.entries, b, func(args []any, _ int) []any {
 			for k == len(b.entries[w].entries) {
 				w, k = w+1, 0
 			}
@@ -225,7 +221,7 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		}
 		w, k := 0, 0
 		var run, typ, when, agent boxed
-		err := s.insertRows(ctx, tx, &s.insEvents, b.n.events, eventsTable.cols, b, func(args []any, _ int) []any {
+		err := insertRows(ctx, tx, &s.insEvents, b.n.events, b, func(args []any, _ int) []any {
 			for k == len(b.events[w].events) {
 				w, k = w+1, 0
 			}
@@ -260,7 +256,7 @@ func (b *boxed) of(s string) any {
 
 // insertRows inserts n rows with the statements of stmts, largest first;
 // row appends the arguments of row i to args.
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n, cols int, b *batch, row func(args []any, i int) []any) error {
+func insertRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch, row func(args []any, i int) []any) error {
 	i := 0
 	for bi, size := range rowBuckets {
 		if n-i < size {
