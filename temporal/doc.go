@@ -18,9 +18,10 @@
 // the requests not yet handled and the end of the run's time limit, and
 // learns of the root's end from the root, which it no longer has as a
 // child (runs started by workers from before this keep the root as a
-// child and never continue as new). A root workflow terminated from
-// outside after the run's workflow has continued as new goes unnoticed:
-// cancel runs through the Engine instead.
+// child and never continue as new). A root workflow that ends without
+// saying how after the run's workflow has continued as new (terminated
+// from outside, say) is noticed when the run is cancelled or its time
+// limit passes: the run then ends as cancelled.
 //
 // An agent's inactivity limit (its definition's timeout) holds as on the
 // local engine: the agent fails when a call of its shows no sign of life for

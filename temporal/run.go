@@ -65,6 +65,8 @@ type runState struct {
 	// for before it continues as new.
 	replies []workflow.Future
 	fin     *loop.Finish // the root's end, once the root has said it
+	// requests are the agents' requests to the run.
+	requests workflow.ReceiveChannel
 }
 
 // runWorkflow is a run: it builds and starts the root agent, holds the
@@ -78,9 +80,9 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
 	})
-	requests := workflow.GetSignalChannel(ctx, runSignal)
+	r.requests = workflow.GetSignalChannel(ctx, runSignal)
 	var (
-		root     workflow.Future // the root's workflow, started by this workflow run
+		root     workflow.ChildWorkflowFuture // the root's workflow, started by this workflow run
 		deadline time.Time       // the run's time limit, zero for none
 	)
 	if c := in.Carried; c != nil {
@@ -133,11 +135,17 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 		done bool
 	)
 	for !done && r.fin == nil {
-		if r.continues >= runContinues && w.longHistory(ctx, in.Settings) {
-			return nil, w.continueRun(ctx, r, requests, deadline)
+		if r.continues >= runContinues && longHistory(ctx, in.Settings) {
+			// Not before the root has started: Temporal starts no child
+			// of a workflow run that has closed.
+			if root == nil || root.GetChildWorkflowExecution().Get(ctx, nil) == nil {
+				return nil, w.continueRun(ctx, r, deadline)
+			}
+			// The root's workflow did not start: its future, ready now,
+			// says why.
 		}
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(requests, func(c workflow.ReceiveChannel, _ bool) {
+		sel.AddReceive(r.requests, func(c workflow.ReceiveChannel, _ bool) {
 			var req runRequest
 			c.Receive(ctx, &req)
 			w.handle(ctx, r, req)
@@ -166,19 +174,15 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 
 // longHistory reports whether the run's workflow run has recorded more
 // events than the settings allow, or Temporal suggests it continue as new.
-func (w *Worker) longHistory(ctx workflow.Context, s settings) bool {
+func longHistory(ctx workflow.Context, s settings) bool {
 	info := workflow.GetInfo(ctx)
-	limit := s.HistoryLimit
-	if limit <= 0 {
-		limit = DefaultHistoryLimit
-	}
-	return info.GetCurrentHistoryLength() > limit || info.GetContinueAsNewSuggested()
+	return info.GetCurrentHistoryLength() > s.HistoryLimit || info.GetContinueAsNewSuggested()
 }
 
 // continueRun ends this workflow run of the run with its state carried into
 // the next: the answers sent are waited for, and the requests received and
 // not yet handled go along.
-func (w *Worker) continueRun(ctx workflow.Context, r *runState, requests workflow.ReceiveChannel, deadline time.Time) error {
+func (w *Worker) continueRun(ctx workflow.Context, r *runState, deadline time.Time) error {
 	for _, f := range r.replies {
 		_ = f.Get(ctx, nil) // one that fails went to an agent that has ended
 	}
@@ -190,7 +194,7 @@ func (w *Worker) continueRun(ctx workflow.Context, r *runState, requests workflo
 	slices.Sort(c.Held)
 	for {
 		var req runRequest
-		if !requests.ReceiveAsync(&req) {
+		if !r.requests.ReceiveAsync(&req) {
 			break
 		}
 		c.Pending = append(c.Pending, req)
@@ -268,8 +272,24 @@ func (w *Worker) handle(ctx workflow.Context, r *runState, req runRequest) {
 		if r.cancelled == "" {
 			r.cancelled = req.Reason
 		}
-		if e, err := wrap(loop.Cancel{Reason: req.Reason}); err == nil {
-			_ = workflow.SignalExternalWorkflow(ctx, AgentWorkflowID(r.in.Run, cadre.RootID), "", inputSignal, e).Get(ctx, nil)
+		e, err := wrap(loop.Cancel{Reason: req.Reason})
+		if err == nil {
+			err = workflow.SignalExternalWorkflow(ctx, AgentWorkflowID(r.in.Run, cadre.RootID), "", inputSignal, e).Get(ctx, nil)
+		}
+		if err != nil && r.continues >= runContinues {
+			// The root's workflow has ended. If it said how, that request
+			// is waiting; if not (terminated from outside, or failed before
+			// its end), nothing but this ends the run.
+			for r.fin == nil {
+				var next runRequest
+				if !r.requests.ReceiveAsync(&next) {
+					break
+				}
+				w.handle(ctx, r, next)
+			}
+			if r.fin == nil {
+				r.fin = &loop.Finish{Cancelled: true, Result: req.Reason}
+			}
 		}
 	}
 }

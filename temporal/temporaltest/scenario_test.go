@@ -367,3 +367,69 @@ func continued(t *testing.T, c client.Client, wid string) bool {
 	info := d.GetWorkflowExecutionInfo()
 	return info.GetFirstRunId() != info.GetExecution().GetRunId()
 }
+
+// A root terminated from outside after the run's workflow has continued
+// as new never says how it ended; cancelling the run still ends it.
+func TestScenarioRootTerminatedAfterContinue(t *testing.T) {
+	const n = 10
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				var cs []cadre.ToolCall
+				for i := range n {
+					cs = append(cs, tc(fmt.Sprint("s", i), loop.ToolSpawnAgent, map[string]string{"agent": "stuck", "task": fmt.Sprint("wait ", i)}))
+				}
+				return calls(cs...), nil
+			}
+			return text("the workers returned"), nil
+		case "stuck":
+			if req.Turn == 1 {
+				return calls(tc("b", "block", nil)), nil
+			}
+			return text("the tool returned"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("stuck"), Tools: []cadre.Tool{block{}}, HistoryLimit: 40})
+	id, err := e.Start(t.Context(), "wait for ever", cadre.StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), enginetest.Timeout)
+	defer cancel()
+	for !continued(t, cfg.Client, temporal.RunWorkflowID(id)) {
+		if ctx.Err() != nil {
+			t.Fatal("the run's workflow never continued as new (history limit 40)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cfg.Client.TerminateWorkflow(ctx, temporal.AgentWorkflowID(id, cadre.RootID), "", "terminated by an operator"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Cancel(ctx, id, cadre.CancelOptions{Reason: "stop it"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Wait(ctx, id)
+	if ctx.Err() != nil {
+		t.Fatalf("run %s did not end within %s after it was cancelled", id, enginetest.Timeout)
+	}
+	if res == nil || res.Status != cadre.StatusCancelled {
+		t.Fatalf("Wait: %+v, %v; want the run cancelled", res, err)
+	}
+}
+
+// With a history limit the run's workflow passes before its root has
+// started, it waits for the root to start, then continues as new: the
+// root still runs, and the run ends with its answer.
+func TestScenarioRunContinuesBeforeRootStarts(t *testing.T) {
+	e, cfg := newEngine(t, setup{Model: fanOut(2, 0), Definitions: defs("worker"), HistoryLimit: 8})
+	res, evs := runToEnd(t, e, "fan out")
+	if res.Answer != "done" || res.Status != cadre.StatusDone || len(res.Agents) != 3 {
+		t.Fatalf("answer %q, status %s, %d agents, want done with 3", res.Answer, res.Status, len(res.Agents))
+	}
+	reportsOnce(t, res, evs)
+	if !continued(t, cfg.Client, temporal.RunWorkflowID(res.RunID)) {
+		t.Errorf("the run's workflow never continued as new (history limit 8)")
+	}
+}
