@@ -203,8 +203,9 @@ func (r *run) storeFailed(err error) {
 // cancelled, and the run ends as failed with the first reason given. Only
 // the first call cancels: when the store fails, every agent's next write
 // fails and calls fail, and each cancelling the whole tree again would
-// cost the run's size squared. An agent created after the first call has a
-// cancelled parent, which cancels it as it ends.
+// cost the run's size squared. An agent that starts after the first call
+// stops too: its parent is cancelled and cancels it as it ends, and with
+// a failed store its own first write fails.
 func (r *run) fail(reason string) {
 	r.mu.Lock()
 	first := r.failure == ""
