@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -106,18 +107,27 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 	}
 	s := &chatSession{lines: make(chan string), done: make(chan struct{})}
 	edit := tty && isTerminal(in) && useLineEditor(in, a.io.Getenv("TERM"))
-	if edit && !answersCursor(in, terminalFile(a.io.Stderr), cursorWait) {
-		edit = false
-		fmt.Fprintln(a.io.Stderr, "cadre: this terminal did not say where its cursor is when asked, which line editing needs: lines are read as typed, without arrow keys, history or Tab. Set TERM=dumb to skip the question.")
+	var typed []byte // while the terminal was asked where its cursor is
+	if edit {
+		edit, typed = answersCursor(in, terminalFile(a.io.Stderr), cursorWait)
+		if !edit {
+			fmt.Fprintln(a.io.Stderr, "cadre: this terminal did not say where its cursor is when asked, which line editing needs: lines are read as typed, without arrow keys, history or Tab. Set TERM=dumb to skip the question.")
+			// Typed in raw mode, a line ends with a carriage return.
+			typed = bytes.ReplaceAll(typed, []byte("\r"), []byte("\n"))
+		}
+	}
+	var lines io.Reader = in
+	if len(typed) > 0 {
+		lines = io.MultiReader(bytes.NewReader(typed), in)
 	}
 	if edit {
-		stop, err := a.startLineEditor(s, in)
+		stop, err := a.startLineEditor(s, lines)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	} else {
-		a.readPlainLines(s, in, tty)
+		a.readPlainLines(s, lines, isTerminal(in), tty)
 	}
 	a.session = s
 	defer func() { a.session = nil }()
@@ -211,7 +221,7 @@ func (a *app) chat(ctx context.Context, cfg *config, f *runFlags, arg string) er
 // readPlainLines reads the session's lines from in as they come, with no
 // editing of cadre's own: from a pipe, or from a terminal the line editor
 // cannot drive.
-func (a *app) readPlainLines(s *chatSession, in *os.File, tty bool) {
+func (a *app) readPlainLines(s *chatSession, in io.Reader, inTTY, tty bool) {
 	if !tty {
 		// The session's lines and the turns' output are written from more
 		// than one goroutine, to a writer that may not expect that.
@@ -222,7 +232,7 @@ func (a *app) readPlainLines(s *chatSession, in *os.File, tty bool) {
 	// The session's own reader of lines, which the prompts of approvals
 	// and questions are given theirs from.
 	prompts := &lineReader{lines: make(chan string)}
-	if tty && isTerminal(in) {
+	if tty && inTTY {
 		s.con.in = prompts
 	}
 	go func() {

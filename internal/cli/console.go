@@ -206,7 +206,7 @@ type lineReader struct {
 	err   error // set before lines is closed
 }
 
-func (a *app) stdinLines(in *os.File) *lineReader {
+func (a *app) stdinLines(in io.Reader) *lineReader {
 	a.stdinOnce.Do(func() {
 		lr := &lineReader{lines: make(chan string)}
 		go func() {

@@ -6,9 +6,9 @@ import "time"
 // cursor is before it reads lines without the line editor.
 const cursorWait = 2 * time.Second
 
-// cursorReport reports whether b holds a terminal's answer to where its
-// cursor is: ESC [ row ; column R.
-func cursorReport(b []byte) bool {
+// cutCursorReport finds a terminal's answer to where its cursor is, ESC [
+// row ; column R, in b, and returns b without it and whether it was there.
+func cutCursorReport(b []byte) ([]byte, bool) {
 	for i := 0; i+1 < len(b); i++ {
 		if b[i] != 0x1b || b[i+1] != '[' {
 			continue
@@ -25,10 +25,10 @@ func cursorReport(b []byte) bool {
 				digits = 0
 				continue
 			case c == 'R' && semis == 1 && digits > 0:
-				return true
+				return append(b[:i:i], b[j+1:]...), true
 			}
 			break
 		}
 	}
-	return false
+	return b, false
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 )
 
-// answersCursor reports true: the terminals of these systems are left to
-// the line editor, which handles them without asking where the cursor is
-// or with its own means.
-func answersCursor(in, out *os.File, wait time.Duration) bool { return true }
+// answersCursor reports true: on these systems cadre does not ask, and
+// the line editor is used as it is.
+func answersCursor(in, out *os.File, wait time.Duration) (bool, []byte) { return true, nil }

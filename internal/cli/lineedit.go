@@ -59,7 +59,7 @@ type lineEditor struct {
 // the terminal stderr is. out is stdout when it is a terminal too, else
 // nil. past are the lines of earlier sessions, oldest first, which Up
 // recalls.
-func newLineEditor(in, screen, out *os.File, past []string) (*lineEditor, error) {
+func newLineEditor(in io.Reader, screen, out *os.File, past []string) (*lineEditor, error) {
 	second := out
 	if second == nil {
 		second = screen
@@ -460,7 +460,7 @@ func (h *historyFile) close() {
 // as the signal is without the editor (a.io.Interrupts); Ctrl+D on an
 // empty line is /exit. It returns a function that gives the terminal
 // back, which must be called before the session ends.
-func (a *app) startLineEditor(s *chatSession, in *os.File) (stop func(), err error) {
+func (a *app) startLineEditor(s *chatSession, in io.Reader) (stop func(), err error) {
 	path, err := a.historyPath()
 	if err != nil {
 		return nil, err

@@ -256,6 +256,23 @@ func TestPtyChatMuteTerminal(t *testing.T) {
 	}
 }
 
+// A line typed while cadre waits for the terminal to say where its
+// cursor is (here one that never does) is not lost: it is the session's
+// first line.
+func TestPtyChatTypedWhileAsking(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), lineEditScript)
+	model := "scripted:" + filepath.Join(dir, "script.yaml")
+	opt := ptyOptions{cols: 100, rows: 30, stdoutPipe: true, mute: true, env: []string{"XDG_STATE_HOME=" + t.TempDir()}}
+	run, shown := runSteps(t, dir, opt, []ptyStep{
+		{func(_ *screen, all string) bool { return !strings.Contains(all, "did not say") }, "say hello\r"},
+		{shows("Hello from cadre.", 0), "\x04"},
+	}, "chat", "--no-tree", "-m", model)
+	if want := "Hello from cadre.\n"; run.stdout != want {
+		t.Errorf("stdout %q, want %q; the terminal:\n%s", run.stdout, want, shown)
+	}
+}
+
 // Ctrl+C typed while a turn runs stops the turn, not the session: the
 // next line is a follow-up of the stopped run.
 func TestPtyChatInterruptTurn(t *testing.T) {
