@@ -319,20 +319,41 @@ type historyFile struct {
 }
 
 // readNoFollow reads the file at path, refusing a link there (see
-// noFollow).
+// noFollow) and anything but a regular file.
 func readNoFollow(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := openNoFollow(path, os.O_RDONLY)
 	if err != nil {
-		return nil, linkRefused(err)
+		return nil, err
 	}
 	defer f.Close()
 	return io.ReadAll(f)
 }
 
+// appendNoFollow opens the file at path for appending, creating it if need
+// be, refusing a link there (see noFollow) and anything but a regular file.
+func appendNoFollow(path string) (*os.File, error) {
+	return openNoFollow(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
+}
+
+func openNoFollow(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow, privateFile)
+	if err != nil {
+		return nil, linkRefused(err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("it is not a regular file but a %s: remove it, or set CADRE_HISTORY to the path of a file", fileKind(fi.Mode()))
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
 // linkRefused says, of an open that met a link where it refuses one, what
-// it met and what to do.
+// it met and what to do. (Linux and macOS say ELOOP, FreeBSD EMLINK.)
 func linkRefused(err error) error {
-	if errors.Is(err, syscall.ELOOP) {
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) {
 		return errors.New("it is a symbolic link, which cadre does not follow for its history: remove it, or set CADRE_HISTORY to the path of a file")
 	}
 	return err
@@ -375,9 +396,9 @@ func openHistory(path string, limit int) (*historyFile, []string, error) {
 	}
 	// The open itself refuses a link put at path since it was checked
 	// (where it can), and the file opened must be the one at path.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, privateFile)
+	f, err := appendNoFollow(path)
 	if err != nil {
-		return fail(linkRefused(err))
+		return fail(err)
 	}
 	opened, err := f.Stat()
 	if err == nil {

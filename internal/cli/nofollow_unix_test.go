@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -30,12 +31,28 @@ func TestHistoryOpensRefuseALink(t *testing.T) {
 	if err := os.Symlink(missing, dangling); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(dangling, os.O_WRONLY|os.O_APPEND|os.O_CREATE|noFollow, privateFile)
+	f, err := appendNoFollow(dangling)
 	if err == nil {
 		f.Close()
 		t.Fatal("the append open followed a link")
 	}
 	if _, err := os.Lstat(missing); err == nil {
 		t.Error("the append open created the file a link names")
+	}
+}
+
+// A named pipe at the history path is refused at once, by both opens,
+// instead of waiting for a writer or a reader.
+func TestHistoryOpensRefuseAPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "chat_history")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	if b, err := readNoFollow(fifo); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("reading a named pipe: %q, %v; want it refused as not a regular file", b, err)
+	}
+	if f, err := appendNoFollow(fifo); err == nil {
+		f.Close()
+		t.Error("the append open took a named pipe")
 	}
 }
