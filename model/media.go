@@ -74,15 +74,15 @@ func MediaHint(n int, modelName string) string {
 }
 
 // RefusedMedia returns hint, wrapped so that a request refused as invalid
-// (HTTP 400) after it sent n images or sounds gets MediaHint; n of 0
-// returns hint as it is.
+// (HTTP 400) after it sent n images or sounds gets MediaHint beside the
+// usual reasons; n of 0 returns hint as it is.
 func RefusedMedia(hint func(error, int) string, n int, modelName string) func(error, int) string {
 	if n == 0 {
 		return hint
 	}
 	return func(err error, status int) string {
 		if status == http.StatusBadRequest {
-			return MediaHint(n, modelName)
+			return badRequestHint + "; or " + MediaHint(n, modelName)
 		}
 		return hint(err, status)
 	}

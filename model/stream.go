@@ -270,6 +270,10 @@ func (c Call) fail(err error, status int) error {
 	return &cadre.ModelError{Provider: c.Provider, Status: status, Hint: c.Redactor.String(hint), Err: c.Redactor.Error(err)}
 }
 
+// badRequestHint is the hint for a request the server refused as
+// invalid.
+const badRequestHint = "the server rejected the request, for the reason it gives: often a wrong model name, a model without tool calling, or a conversation longer than the model's context"
+
 // defaultHint says what to do after a failure no provider hint covers.
 func defaultHint(err error, status int) string {
 	var se *ServerError
@@ -281,7 +285,7 @@ func defaultHint(err error, status int) string {
 	case errors.Is(err, ErrNotStream):
 		return "check the base URL: it must point at the model API itself (for OpenAI-compatible servers it usually ends in /v1), not a web page or a proxy that does not stream"
 	case errors.Is(err, ErrInvalidReply):
-		return "the model server sent a reply that is not valid JSON: check that the base URL points at a server speaking this provider's API, and that no proxy in between alters the stream"
+		return "the model server's reply could not be read (the error says how): check that the base URL points at a server speaking this provider's API, and that no proxy in between alters the stream"
 	case errors.Is(err, ErrStalled):
 		return "the model server stopped sending: if it is only slow, loading a large model or reading a long prompt, allow a longer stall timeout"
 	case status == http.StatusTooManyRequests:
@@ -291,7 +295,7 @@ func defaultHint(err error, status int) string {
 	case status >= 500:
 		return "the model server kept failing: try again later"
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
-		return "the server rejected the request, for the reason it gives: often a wrong model name, a model without tool calling, or a conversation longer than the model's context"
+		return badRequestHint
 	case errors.Is(err, cadre.ErrIncompleteStream):
 		return "the model server closed the stream before the reply was complete: try again"
 	case Unreachable(err):
