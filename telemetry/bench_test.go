@@ -1,5 +1,3 @@
-//go:build unix
-
 package telemetry_test
 
 // BenchmarkAgentOverhead measures what telemetry adds to each agent of a
@@ -15,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -23,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/cputime"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/telemetry"
@@ -91,8 +89,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
-			var ru0 syscall.Rusage
-			syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+			cpu0 := cputime.Process()
 			for b.Loop() {
 				id, err := e.Start(ctx, "do the units", cadre.StartOptions{})
 				if err != nil {
@@ -107,9 +104,7 @@ func BenchmarkAgentOverhead(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			var ru1 syscall.Rusage
-			syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-			cpu := ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano()
+			cpu := (cputime.Process() - cpu0).Nanoseconds()
 			per := float64(b.N * (benchWorkers + 1))
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/agent")
 			b.ReportMetric(float64(cpu)/1e3/per, "cpu-µs/agent")
