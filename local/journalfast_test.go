@@ -144,7 +144,7 @@ func TestRoundTripProperty(t *testing.T) {
 		}
 	}
 	if cache.size.Load() == 0 {
-		t.Error("no long string was written from the cache")
+		t.Error("no long string was kept in the cache")
 	}
 	for _, k := range kinds {
 		if k.Kind() != "timeout" && (fast[k.Kind()] == 0 || slow[k.Kind()] == 0) {
