@@ -83,7 +83,7 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 	r.requests = workflow.GetSignalChannel(ctx, runSignal)
 	var (
 		root     workflow.ChildWorkflowFuture // the root's workflow, started by this workflow run
-		deadline time.Time       // the run's time limit, zero for none
+		deadline time.Time                    // the run's time limit, zero for none
 	)
 	if c := in.Carried; c != nil {
 		r.restore(c)
