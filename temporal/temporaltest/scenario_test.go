@@ -316,26 +316,7 @@ func TestScenarioRunContinuesAsNew(t *testing.T) {
 // continues as new while they start, and the limit, carried as a
 // deadline, cancels the run.
 func TestScenarioRunTimeLimitAfterContinue(t *testing.T) {
-	const n = 10
-	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
-		switch scripted.DefinitionName(req.Agent) {
-		case "root":
-			if req.Turn == 1 {
-				var cs []cadre.ToolCall
-				for i := range n {
-					cs = append(cs, tc(fmt.Sprint("s", i), loop.ToolSpawnAgent, map[string]string{"agent": "stuck", "task": fmt.Sprint("wait ", i)}))
-				}
-				return calls(cs...), nil
-			}
-			return text("the workers returned"), nil
-		case "stuck":
-			if req.Turn == 1 {
-				return calls(tc("b", "block", nil)), nil
-			}
-			return text("the tool returned"), nil
-		}
-		return nil, fmt.Errorf("no reply for %s", req.Agent)
-	})
+	m := stuckWorkers(10)
 	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("stuck"), Tools: []cadre.Tool{block{}}, HistoryLimit: 40,
 		Limits: cadre.Limits{Timeout: 6 * time.Second}})
 	id, err := e.Start(t.Context(), "wait for ever", cadre.StartOptions{})
@@ -371,26 +352,7 @@ func continued(t *testing.T, c client.Client, wid string) bool {
 // A root terminated from outside after the run's workflow has continued
 // as new never says how it ended; cancelling the run still ends it.
 func TestScenarioRootTerminatedAfterContinue(t *testing.T) {
-	const n = 10
-	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
-		switch scripted.DefinitionName(req.Agent) {
-		case "root":
-			if req.Turn == 1 {
-				var cs []cadre.ToolCall
-				for i := range n {
-					cs = append(cs, tc(fmt.Sprint("s", i), loop.ToolSpawnAgent, map[string]string{"agent": "stuck", "task": fmt.Sprint("wait ", i)}))
-				}
-				return calls(cs...), nil
-			}
-			return text("the workers returned"), nil
-		case "stuck":
-			if req.Turn == 1 {
-				return calls(tc("b", "block", nil)), nil
-			}
-			return text("the tool returned"), nil
-		}
-		return nil, fmt.Errorf("no reply for %s", req.Agent)
-	})
+	m := stuckWorkers(10)
 	e, cfg := newEngine(t, setup{Model: m, Definitions: defs("stuck"), Tools: []cadre.Tool{block{}}, HistoryLimit: 40})
 	id, err := e.Start(t.Context(), "wait for ever", cadre.StartOptions{})
 	if err != nil {
@@ -432,4 +394,28 @@ func TestScenarioRunContinuesBeforeRootStarts(t *testing.T) {
 	if !continued(t, cfg.Client, temporal.RunWorkflowID(res.RunID)) {
 		t.Errorf("the run's workflow never continued as new (history limit 8)")
 	}
+}
+
+// stuckWorkers is a model whose root has n workers, each waiting on the
+// tool block, which returns only when its call is cancelled.
+func stuckWorkers(n int) cadre.Model {
+	return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				var cs []cadre.ToolCall
+				for i := range n {
+					cs = append(cs, tc(fmt.Sprint("s", i), loop.ToolSpawnAgent, map[string]string{"agent": "stuck", "task": fmt.Sprint("wait ", i)}))
+				}
+				return calls(cs...), nil
+			}
+			return text("the workers returned"), nil
+		case "stuck":
+			if req.Turn == 1 {
+				return calls(tc("b", "block", nil)), nil
+			}
+			return text("the tool returned"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
 }
