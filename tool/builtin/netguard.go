@@ -124,7 +124,7 @@ func (r FetchRule) matches(host string, addr netip.Addr, port uint16) bool {
 		return false
 	}
 	switch {
-	case metadataAddrs[addr]:
+	case isMetadata(addr):
 		return r.host == "" && r.prefix.IsSingleIP() && r.prefix.Addr() == addr
 	case r.host != "" && r.suffix:
 		return host != "" && strings.HasSuffix(host, "."+r.host)
@@ -146,7 +146,9 @@ func (r FetchRule) matches(host string, addr netip.Addr, port uint16) bool {
 // 100::/64, IPv4-compatible IPv6), NAT64 and 6to4 addresses whose IPv4
 // address is refused, and cloud metadata endpoints (169.254.169.254,
 // 169.254.170.2, 169.254.170.23, fd00:ec2::254, fd00:ec2::23,
-// 100.100.100.200, 168.63.129.16, 192.0.0.192). An IPv4 address written
+// 100.100.100.200, 168.63.129.16, 192.0.0.192), and any address of one of
+// this machine's network interfaces (its public address reaches its own
+// services as loopback does). An IPv4 address written
 // as an IPv6 one (::ffff:127.0.0.1) is judged as the IPv4 address, and a
 // host written as a number (2130706433, 0x7f.1, 0177.0.0.1) as the
 // address it stands for.
@@ -210,6 +212,33 @@ var (
 	documentation = netip.MustParsePrefix("2001:db8::/32")
 )
 
+// isMetadata reports whether a is a cloud metadata endpoint, written as
+// itself or inside an IPv6 address that carries an IPv4 one (NAT64, 6to4,
+// IPv4-compatible), which a gateway may translate to it.
+func isMetadata(a netip.Addr) bool {
+	if metadataAddrs[a] {
+		return true
+	}
+	v4, ok := embeddedV4(a)
+	return ok && metadataAddrs[v4]
+}
+
+// embeddedV4 returns the IPv4 address an IPv6 address of the NAT64, 6to4
+// or IPv4-compatible forms carries.
+func embeddedV4(a netip.Addr) (netip.Addr, bool) {
+	if !a.Is6() || a.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := a.As16()
+	switch {
+	case nat64.Contains(a), nat64Local.Contains(a), v4Compatible.Contains(a):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(a):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
 // refusal says why web_fetch refuses to connect to a, or "" when a is a
 // public address.
 func refusal(a netip.Addr) string {
@@ -237,13 +266,13 @@ func refusal(a netip.Addr) string {
 		siteLocal.Contains(a), discardOnly.Contains(a), documentation.Contains(a):
 		return "a reserved address"
 	case nat64.Contains(a), nat64Local.Contains(a):
-		b := a.As16()
-		if why := refusal(netip.AddrFrom4([4]byte(b[12:16]))); why != "" {
+		v4, _ := embeddedV4(a)
+		if why := refusal(v4); why != "" {
 			return "a NAT64 form of " + why
 		}
 	case sixToFour.Contains(a):
-		b := a.As16()
-		if why := refusal(netip.AddrFrom4([4]byte(b[2:6]))); why != "" {
+		v4, _ := embeddedV4(a)
+		if why := refusal(v4); why != "" {
 			return "a 6to4 form of " + why
 		}
 	case v4Compatible.Contains(a):
@@ -308,6 +337,25 @@ type guard struct {
 	dialer  net.Dialer
 	// dial connects to an address already checked; tests replace it.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ownAddrs returns this machine's interface addresses; tests replace
+	// it.
+	ownAddrs func() (map[netip.Addr]bool, error)
+}
+
+// interfaceAddrs returns the addresses of this machine's network
+// interfaces, read at each call: they change as networks come and go.
+func interfaceAddrs() (map[netip.Addr]bool, error) {
+	nets, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list the network interfaces' addresses: %w", err)
+	}
+	own := make(map[netip.Addr]bool, len(nets))
+	for _, n := range nets {
+		if p, err := netip.ParsePrefix(n.String()); err == nil {
+			own[p.Addr().Unmap().WithZone("")] = true
+		}
+	}
+	return own, nil
 }
 
 // approvedKey is the context key under which DialContext passes the
@@ -321,6 +369,7 @@ func newGuard(allow []FetchRule, resolver Resolver, where string, timeout time.D
 	g := &guard{allow: allow, resolver: resolver, where: where, timeout: timeout}
 	g.dialer.ControlContext = g.control
 	g.dial = g.dialer.DialContext
+	g.ownAddrs = interfaceAddrs
 	return g
 }
 
@@ -345,6 +394,14 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		// RFC 6761: such names are this machine, whatever DNS says.
 		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
 	} else {
+		// The lookup is bounded too: the transport's context has no
+		// deadline, and a resolver that never answers must not hold the
+		// call.
+		if _, ok := ctx.Deadline(); !ok && g.timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, g.timeout)
+			defer cancel()
+		}
 		addrs, err = g.resolver.LookupNetIP(ctx, ipNetwork(network), host)
 		if err != nil {
 			return nil, err
@@ -353,8 +410,22 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 			return nil, &net.DNSError{Err: "no addresses", Name: host, IsNotFound: true}
 		}
 	}
+	var own map[netip.Addr]bool // this machine's addresses, read once needed
 	for _, a := range addrs {
-		if why := refusal(a); why != "" && !g.allowed(name, a, port) {
+		why := refusal(a)
+		if why == "" {
+			// A public address of one of this machine's interfaces reaches
+			// its services as loopback does (a server's public address).
+			if own == nil {
+				if own, err = g.ownAddrs(); err != nil {
+					return nil, fmt.Errorf("web_fetch cannot tell whether %s is an address of this machine, so it does not connect: %w", a.Unmap().WithZone(""), err)
+				}
+			}
+			if own[a.Unmap().WithZone("")] {
+				why = "an address of this machine (one of its network interfaces)"
+			}
+		}
+		if why != "" && !g.allowed(name, a, port) {
 			return nil, &RefusedError{Host: host, Port: port, Addr: a.Unmap().WithZone(""), Resolved: name != "", Reason: why, Allow: g.where}
 		}
 	}

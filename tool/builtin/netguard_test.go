@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeResolver answers lookups from a table: the i-th lookup of a host
@@ -276,6 +277,11 @@ func TestWebFetchMetadataNeedsItsOwnRule(t *testing.T) {
 		{[]string{"metadata.google.internal"}, "http://metadata.google.internal/x", false},
 		{[]string{"169.254.169.254"}, "http://169.254.169.254/x", true},
 		{[]string{"169.254.169.254:80"}, "http://169.254.169.254/x", true},
+		// The same endpoint inside an IPv6 address a gateway translates.
+		{[]string{"64:ff9b::/96"}, "http://[64:ff9b::a9fe:a9fe]/x", false},
+		{[]string{"2002::/16"}, "http://[2002:a9fe:a9fe::1]/x", false},
+		{[]string{"::/0"}, "http://[::a9fe:a9fe]/x", false},
+		{[]string{"64:ff9b::/96"}, "http://[64:ff9b::a9fe:101]/x", true},
 	} {
 		t.Run(strings.Join(tt.allow, ",")+"_"+tt.url, func(t *testing.T) {
 			wf := NewWebFetch(Options{Resolver: res, FetchAllow: rules(t, tt.allow...)})
@@ -509,4 +515,119 @@ func TestWebFetchTriesEachAddress(t *testing.T) {
 	if want := []string{"[2a00:1450:1::1]:80", "198.51.100.7:80"}; !slices.Equal(dialled, want) {
 		t.Errorf("dialled %v, want %v", dialled, want)
 	}
+}
+
+// An address of one of this machine's interfaces reaches its services as
+// loopback does: it is refused, whether the URL gives it or a name
+// resolves to it, unless a rule allows it.
+func TestWebFetchRefusesOwnAddresses(t *testing.T) {
+	srv := newCountingServer(t, nil)
+	res := &fakeResolver{answers: map[string][][]netip.Addr{"self.test": {addrs("198.51.100.9")}}}
+	for _, tt := range []struct {
+		name, url string
+		allow     []string
+		ok        bool
+	}{
+		{"address", "http://198.51.100.9/", nil, false},
+		{"name", "http://self.test/", nil, false},
+		{"mapped", "http://[::ffff:198.51.100.9]/", nil, false},
+		{"allowed", "http://198.51.100.9/", []string{"198.51.100.9"}, true},
+		{"another_public_address", "http://198.51.100.10/", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wf := NewWebFetch(Options{Resolver: res, FetchAllow: rules(t, tt.allow...)})
+			wf.guard.ownAddrs = func() (map[netip.Addr]bool, error) {
+				return map[netip.Addr]bool{netip.MustParseAddr("198.51.100.9"): true}, nil
+			}
+			var dialled []string
+			wf.guard.dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dialled = append(dialled, addr)
+				return new(net.Dialer).DialContext(ctx, network, srv.Listener.Addr().String())
+			}
+			got, err := call(t, wf, map[string]any{"url": tt.url})
+			if tt.ok {
+				if err != nil || !strings.Contains(got, "the admin page") {
+					t.Fatalf("got %q, %v", got, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "198.51.100.9") || !strings.Contains(err.Error(), "an address of this machine (one of its network interfaces)") {
+				t.Fatalf("got %q, %v; want a refusal naming this machine's address", got, err)
+			}
+			if len(dialled) != 0 {
+				t.Errorf("dialled %v", dialled)
+			}
+		})
+	}
+	// When the addresses cannot be listed, nothing public is fetched
+	// either: cadre cannot tell.
+	wf := NewWebFetch(Options{Resolver: res})
+	wf.guard.ownAddrs = func() (map[netip.Addr]bool, error) { return nil, errors.New("netlink: permission denied") }
+	if got, err := call(t, wf, map[string]any{"url": "http://198.51.100.10/"}); err == nil ||
+		!strings.Contains(err.Error(), "cannot tell whether 198.51.100.10 is an address of this machine") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+// The same on the real interfaces: a service listening on this machine's
+// own non-loopback address is not reached.
+func TestWebFetchRefusesOwnInterface(t *testing.T) {
+	own, err := interfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	var addr netip.Addr
+	for a := range own {
+		if a.Is4() && refusal(a) == "" {
+			addr = a
+			break
+		}
+	}
+	if !addr.IsValid() {
+		t.Skip("this machine has no public IPv4 address on an interface to try")
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := &countingServer{Server: httptest.NewUnstartedServer(nil)}
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { srv.hits.Add(1) })
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	got, err := call(t, NewWebFetch(Options{}), map[string]any{"url": srv.URL + "/"})
+	if err == nil || !strings.Contains(err.Error(), "an address of this machine") {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if srv.hits.Load() != 0 {
+		t.Error("the server was reached")
+	}
+}
+
+// A resolver that does not answer is given the fetch's time, not forever:
+// the transport dials apart from the request's context, so the guard's
+// lookup must have a deadline of its own.
+func TestWebFetchBoundsTheLookup(t *testing.T) {
+	res := &stuckResolver{}
+	wf := NewWebFetch(Options{Resolver: res, FetchTimeout: 50 * time.Millisecond})
+	if _, err := call(t, wf, map[string]any{"url": "http://slow.test/"}); err == nil {
+		t.Fatal("fetched with a resolver that never answers")
+	}
+	if !res.hadDeadline.Load() {
+		t.Error("the lookup's context had no deadline: it would run for ever")
+	}
+}
+
+// stuckResolver answers only when its context ends.
+type stuckResolver struct {
+	hadDeadline atomic.Bool
+}
+
+func (r *stuckResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+	if _, ok := ctx.Deadline(); ok {
+		r.hadDeadline.Store(true)
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
