@@ -108,11 +108,15 @@ func NewWebSearch(b SearchBackend) *WebSearch {
 	}
 	// The service is reached as configured and nowhere else: a redirect
 	// to another host would carry the key (Go keeps custom headers such
-	// as Brave's X-Subscription-Token across hosts).
+	// as Brave's X-Subscription-Token across hosts), and one from https
+	// to http would send it in clear.
 	c := *b.Client
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if req.URL.Host != via[0].URL.Host {
 			return fmt.Errorf("the search service redirected to %s, another host than the one configured; not followed", req.URL.Host)
+		}
+		if req.URL.Scheme != via[0].URL.Scheme {
+			return fmt.Errorf("the search service redirected from %s to %s, which would send its key unencrypted or to another service; not followed", via[0].URL.Scheme, req.URL.Scheme)
 		}
 		if len(via) >= 5 {
 			return errors.New("the search service redirected more than 5 times")

@@ -197,3 +197,19 @@ func TestWebSearchNoRedirectToAnotherHost(t *testing.T) {
 		t.Errorf("a redirect to another host: %v; the other host got the key %q", err, leaked)
 	}
 }
+
+// Nor is a redirect from https to http on the same host: the key would go
+// unencrypted.
+func TestWebSearchNoRedirectToPlainHTTP(t *testing.T) {
+	ws := NewWebSearch(SearchBackend{Provider: SearchBrave, APIKey: "k-secret"})
+	first, _ := http.NewRequest("GET", DefaultBraveURL+"?q=x", nil)
+	next, _ := http.NewRequest("GET", strings.Replace(DefaultBraveURL, "https://", "http://", 1)+"?q=x", nil)
+	err := ws.b.Client.CheckRedirect(next, []*http.Request{first})
+	if err == nil || !strings.Contains(err.Error(), "from https to http") {
+		t.Fatalf("redirect from %s to %s: %v", first.URL, next.URL, err)
+	}
+	same, _ := http.NewRequest("GET", DefaultBraveURL+"?q=y", nil)
+	if err := ws.b.Client.CheckRedirect(same, []*http.Request{first}); err != nil {
+		t.Errorf("a redirect within the service: %v", err)
+	}
+}
