@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -387,10 +388,19 @@ func (s *server) connect(ctx context.Context) {
 		if hc != nil && hc.Transport != nil {
 			base = hc.Transport
 		}
-		s.http = &headerTransport{base: base, headers: s.cfg.Headers}
-		client := &http.Client{Transport: s.http}
+		u, err := url.Parse(s.cfg.URL)
+		if err != nil {
+			s.err = &ServerError{Server: s.name, Op: "start", Err: err, Hint: fmt.Sprintf("give mcpServers.%s a url such as https://example.com/mcp", s.name)}
+			return
+		}
+		origin := originOf(u)
+		s.http = &headerTransport{base: base, headers: s.cfg.Headers, origin: origin}
+		client := &http.Client{Transport: s.http, CheckRedirect: sameOriginRedirects(s.name, origin)}
 		if hc != nil {
-			client.Jar, client.CheckRedirect = hc.Jar, hc.CheckRedirect
+			client.Jar = hc.Jar
+			if hc.CheckRedirect != nil {
+				client.CheckRedirect = hc.CheckRedirect
+			}
 		}
 		t = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: client, MaxRetries: 2}
 	default:

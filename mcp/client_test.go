@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,3 +336,80 @@ func TestLongResultIsCut(t *testing.T) {
 		})
 	}
 }
+
+// A server that redirects away from its configured origin is not followed
+// there: the request and the configured headers (a token) would go with
+// it. Within the origin, a redirect is followed and keeps the headers.
+func TestHTTPRedirectKeepsHeadersAtHome(t *testing.T) {
+	var leaked atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			leaked.Add(1)
+		}
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	defer other.Close()
+	otherURL := strings.Replace(other.URL, "127.0.0.1", "localhost", 1) // another origin
+	handler := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return newTestServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/away":
+			http.Redirect(w, r, otherURL+"/collect", http.StatusTemporaryRedirect)
+		case "/moved":
+			http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+		default:
+			if r.Header.Get("Authorization") != "Bearer good" {
+				http.Error(w, "invalid token", http.StatusUnauthorized)
+				return
+			}
+			handler.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close) // after the clients, which connect() closes in its cleanup
+
+	away := NewClient(Config{Servers: map[string]ServerConfig{
+		"web": {URL: srv.URL + "/away", Headers: map[string]string{"Authorization": "Bearer good"}},
+	}})
+	defer away.Close(context.Background())
+	err := away.Connect(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "away from its configured url") {
+		t.Errorf("connect through a redirect to another origin: %v", err)
+	}
+	if n := leaked.Load(); n != 0 {
+		t.Errorf("the other origin got the token %d times", n)
+	}
+
+	c := connect(t, Config{Servers: map[string]ServerConfig{
+		"web": {URL: srv.URL + "/moved", Headers: map[string]string{"Authorization": "Bearer good"}},
+	}})
+	if got, err := tool(t, c, "mcp__web__echo").Call(context.Background(), json.RawMessage(`{"text":"moved"}`)); err != nil || got != "echo: moved" {
+		t.Fatalf("echo through a redirect within the origin: %q, %v", got, err)
+	}
+}
+
+// The headers go to the configured origin alone, whatever the client does
+// with redirects (a Config.HTTPClient may follow any).
+func TestHeaderTransportOrigin(t *testing.T) {
+	var got []string
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.URL.String()+" "+r.Header.Get("Authorization"))
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+	})
+	tr := &headerTransport{base: base, headers: map[string]string{"Authorization": "Bearer t"}, origin: "https://mcp.example.com:443"}
+	for _, u := range []string{"https://mcp.example.com/mcp", "https://MCP.example.com:443/x", "http://mcp.example.com/mcp", "https://mcp.example.com:8443/mcp", "https://evil.example/mcp"} {
+		req, _ := http.NewRequest("POST", u, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{"https://mcp.example.com/mcp Bearer t", "https://MCP.example.com:443/x Bearer t", "http://mcp.example.com/mcp ", "https://mcp.example.com:8443/mcp ", "https://evil.example/mcp "}
+	if !slices.Equal(got, want) {
+		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

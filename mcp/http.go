@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -24,6 +26,10 @@ import (
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	// origin is the configured URL's scheme, host and port: the headers
+	// (a token, most often) go to it alone, never to where a redirect
+	// leads.
+	origin  string
 	maxBody int64
 
 	mu      sync.Mutex
@@ -31,7 +37,7 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && originOf(req.URL) == t.origin {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
@@ -67,6 +73,36 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.refusal = msg
 	t.mu.Unlock()
 	return resp, nil
+}
+
+// originOf returns u's scheme, host and port, the port written even when
+// it is the scheme's default.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// sameOriginRedirects is the redirect policy of a server's client: a
+// redirect is followed only within the configured URL's origin, where the
+// request (tool arguments included) was meant to go.
+func sameOriginRedirects(server, origin string) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if originOf(req.URL) != origin {
+			return fmt.Errorf("MCP server %s redirected to %s, away from its configured url (%s); cadre does not follow it there, since the request and the configured headers would go with it: set the server's url to where it should be reached", server, req.URL.Redacted(), origin)
+		}
+		if len(via) >= 10 {
+			return fmt.Errorf("MCP server %s redirected 10 times; it seems to redirect in a loop", server)
+		}
+		return nil
+	}
 }
 
 // lastRefusal returns the last HTTP error status the server answered
