@@ -1,6 +1,7 @@
 package rule
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,6 +89,16 @@ func (g *guarded) judge(raw json.RawMessage) Verdict {
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return g.unsure("its arguments are not a JSON object")
 	}
+	key := "path"
+	switch subj {
+	case subjectCommand:
+		key = "command"
+	case subjectURL:
+		key = "url"
+	}
+	if why := ambiguousKey(raw, key); why != "" {
+		return g.unsure(why)
+	}
 	text := func(key string) (string, bool) {
 		v, ok := args[key]
 		if !ok || v == nil {
@@ -123,6 +134,41 @@ func (g *guarded) judge(raw json.RawMessage) Verdict {
 		}
 	}
 	return g.judgePath(p)
+}
+
+// ambiguousKey returns why the arguments of a call do not say one value
+// for key, or "". The rules read key exactly, but a tool that decodes its
+// arguments with encoding/json takes a key that differs only in case
+// ("Command", or with ſ for s and K for k) for the same field, and the last
+// of several for its value: {"command":"git status","Command":"rm -rf x"}
+// would pass a rule about git and run rm. A key given twice is refused as
+// well, since decoders differ on which one counts.
+func ambiguousKey(raw json.RawMessage, key string) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "its arguments are not a JSON object"
+	}
+	seen := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "its arguments are not a JSON object"
+		}
+		k, _ := t.(string)
+		switch {
+		case k == key && seen:
+			return fmt.Sprintf("its arguments give %q more than once", key)
+		case k == key:
+			seen = true
+		case strings.EqualFold(k, key):
+			return fmt.Sprintf("its arguments have a key %q besides or instead of %q, which the tool may read as %q", k, key, key)
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "its arguments are not a JSON object"
+		}
+	}
+	return ""
 }
 
 // patterned reports whether some rule about the tool has a pattern, so its

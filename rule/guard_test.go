@@ -272,3 +272,56 @@ func TestGuardLeavesOtherToolsAlone(t *testing.T) {
 		t.Error("a tool no rule is about was wrapped")
 	}
 }
+
+// A call whose arguments give the key the rules read in another case, or
+// twice, is refused: a tool decoding with encoding/json would take the
+// other key's value (the last one wins), which the rules never saw.
+func TestGuardAmbiguousSubjectKey(t *testing.T) {
+	ws, _ := workspace(t)
+	chain := Chain{set(t, denyAll("run_command"), allow("run_command", cadre.SyntaxCommand, "git *"))}
+	for _, tc := range []struct {
+		name, args string
+		allowed    bool
+	}{
+		{"plain", `{"command":"git status"}`, true},
+		{"other keys", `{"command":"git status","timeout":5}`, true},
+		{"capital after", `{"command":"git status","Command":"rm -rf x"}`, false},
+		{"capital before", `{"COMMAND":"rm -rf x","command":"git status"}`, false},
+		{"capital alone", `{"Command":"rm -rf x"}`, false},
+		{"escaped", `{"command":"git status","\u0043ommand":"rm -rf x"}`, false},
+		{"twice", `{"command":"rm -rf x","command":"git status"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ft := &fakeTool{name: "run_command"}
+			g := Guard(ft, chain, ws)
+			_, err := g.Call(context.Background(), json.RawMessage(tc.args))
+			if tc.allowed {
+				if err != nil || len(ft.calls) != 1 {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || len(ft.calls) != 0 {
+				t.Fatalf("ran %q", ft.calls)
+			}
+			if !strings.Contains(err.Error(), "command") {
+				t.Errorf("the reason does not name the key: %v", err)
+			}
+		})
+	}
+	// The same for the keys of paths and URLs.
+	for tool, args := range map[string]string{
+		"read_file": `{"path":"src/a.txt","Path":"secret.txt"}`,
+		"web_fetch": `{"url":"https://example.com/","URL":"https://evil.test/"}`,
+	} {
+		ft := &fakeTool{name: tool}
+		rules := []cadre.ToolRule{denyAll(tool), allow(tool, cadre.SyntaxGitignore, "src/**")}
+		if tool == "web_fetch" {
+			rules[1] = allow(tool, cadre.SyntaxDomain, "example.com")
+		}
+		g := Guard(ft, Chain{set(t, rules...)}, ws)
+		if _, err := g.Call(context.Background(), json.RawMessage(args)); err == nil || len(ft.calls) != 0 {
+			t.Errorf("%s ran %q", tool, ft.calls)
+		}
+	}
+}
