@@ -386,8 +386,13 @@ func (r *run) newRoot() (*agent, loop.Start, error) {
 	protocol := e.protocolFor(def, name)
 	delegation := delegationFor(def, nil)
 	// On the text protocol an agent may delegate to general subagents even
-	// when there is no definition to name.
-	delegate := lim.MaxDepth > 0 && loop.StartsAgents(delegation) &&
+	// when there is no definition to name, and only by <spawn_agents>
+	// blocks, which run tasks: agent_onboard alone does not let it.
+	starts := loop.StartsAgents(delegation)
+	if protocol == cadre.ProtocolText {
+		starts = loop.RunsTasks(delegation)
+	}
+	delegate := lim.MaxDepth > 0 && starts &&
 		(len(userFacing) > 0 || protocol == cadre.ProtocolText && rules.AllowsAgent(""))
 	var system string
 	if def != nil {

@@ -340,7 +340,14 @@ func (r *run) newKind(parent *agent, key kindKey) *kind {
 		protocol = cadre.ProtocolText
 	}
 	delegation := delegationFor(def, parent.cfg.Delegation)
-	delegate := depth < maxDepth && parent.cfg.Delegate && loop.StartsAgents(delegation) && !key.onboarding &&
+	// On the text protocol an agent delegates by <spawn_agents> blocks
+	// only, which run tasks: a tool that starts agents but runs no task
+	// (agent_onboard) does not let it.
+	starts := loop.StartsAgents(delegation)
+	if protocol == cadre.ProtocolText {
+		starts = loop.RunsTasks(delegation)
+	}
+	delegate := depth < maxDepth && parent.cfg.Delegate && starts && !key.onboarding &&
 		(len(userFacing) > 0 || protocol == cadre.ProtocolText && rules.AllowsAgent(""))
 	tools := filterTools(parent.tools, def)
 	report := e.cfg.Report

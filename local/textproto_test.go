@@ -922,3 +922,49 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 		})
 	}
 }
+
+// agent_onboard alone starts no task: on the text protocol, a worker
+// granted it (and no tool that runs a task) is not taught <spawn_agents>,
+// and its block is refused with a reason naming the tools it would need.
+func TestTextSpawnRefusedWithOnboardOnly(t *testing.T) {
+	checkNoLeaks(t)
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch defName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				return text(`<spawn_agents><agent name="reader" task="read it" /></spawn_agents>`), nil
+			}
+			return text("root final"), nil
+		case "reader":
+			if req.Turn == 1 {
+				return text(`<spawn_agents><agent name="writer" task="write it" /></spawn_agents>`), nil
+			}
+			return text("read it myself"), nil
+		case "writer":
+			return text("wrote it"), nil
+		}
+		return nil, errors.New("unexpected agent " + string(req.Agent))
+	})
+	d := defs("reader", "writer")
+	d[0].Tools = []string{"read_file", "agent_onboard"}
+	res, err, ev := runTask(t, textConfig(m, d...), "Read it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Agents) != 2 || res.Answer != "root final" {
+		t.Fatalf("%d agents, answer %q", len(res.Agents), res.Answer)
+	}
+	if n := len(ev.of(cadre.EventAgentSpawned)); n != 1 {
+		t.Errorf("%d agents spawned, want the reader only", n)
+	}
+	reader := m.RequestsOf("root/reader.1")
+	if strings.Contains(reader[0].System, "agent_capabilities") {
+		t.Errorf("a reader that may not run tasks was taught to spawn:\n%s", reader[0].System)
+	}
+	if len(reader) != 2 {
+		t.Fatalf("the reader made %d calls, want 2", len(reader))
+	}
+	if got := lastContent(&reader[1]); !strings.Contains(got, "was not run") || !strings.Contains(got, "spawn_agent, start_background_agent, call_agent or agent_call") {
+		t.Errorf("the reader was told %q", got)
+	}
+}

@@ -37,12 +37,15 @@ func (s *State) startBlock() ([]Action, bool) {
 	if b.Before != "" && !s.cfg.Say {
 		acts = append(acts, Emit{Event: cadre.Say{Text: b.Before, PreSpawn: true}})
 	}
-	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate {
+	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate || !RunsTasks(s.cfg.Delegation) {
 		if s.refused {
 			return nil, false // asked once already: take the reply as it is
 		}
 		s.refused = true
 		why := "you may not start sub-agents: your definition's tool list does not allow it"
+		if len(s.cfg.Delegation) > 0 && !RunsTasks(s.cfg.Delegation) {
+			why = "you may not start sub-agents: your definition's tool list grants no tool that runs a task (spawn_agent, start_background_agent, call_agent or agent_call)"
+		}
 		if s.cfg.Depth >= s.cfg.MaxDepth {
 			why = fmt.Sprintf("the depth limit is reached (this agent is at depth %d of at most %d)", s.cfg.Depth, s.cfg.MaxDepth)
 			acts = append(acts, Emit{Event: cadre.DepthLimit{AttemptedDepth: s.cfg.Depth + 1, MaxDepth: s.cfg.MaxDepth, Tasks: len(b.Tasks)}})

@@ -75,7 +75,7 @@ type State struct {
 	final    bool // the no-tools final call was asked for
 	nudged   bool
 	lastText string
-	refused  bool // a text-protocol spawn past the depth limit was refused once
+	refused  bool // a text-protocol spawn the agent may not make was refused once
 
 	reported      bool
 	report        Deliver // the one report once reported, kept to deliver again after a replay

@@ -58,6 +58,23 @@ func StartsAgents(delegation []string) bool {
 	return delegation == nil || slices.ContainsFunc(delegation, startsAgent)
 }
 
+// RunsTasks reports whether a grant of delegation tools (nil: all) holds
+// one that gives an agent a task to run: spawn_agent,
+// start_background_agent, call_agent or agent_call. A <spawn_agents> block
+// runs tasks, so it needs one of them; agent_onboard alone starts only
+// onboarding conversations.
+func RunsTasks(delegation []string) bool {
+	return delegation == nil || slices.ContainsFunc(delegation, runsTask)
+}
+
+func runsTask(name string) bool {
+	switch name {
+	case ToolSpawnAgent, ToolStartBackground, ToolCallAgent, ToolAgentCall:
+		return true
+	}
+	return false
+}
+
 // startsAgent reports whether a call of the tool name may start an agent.
 func startsAgent(name string) bool {
 	switch name {

@@ -1,0 +1,52 @@
+package loop
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// A <spawn_agents> block runs tasks: an agent whose grant of delegation
+// tools holds none that runs a task (agent_onboard alone) has its block
+// refused, told why, and starts no agent, even when its configuration says
+// it may delegate.
+func TestBlockNeedsTaskTool(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		delegation []string
+		runs       bool
+	}{
+		{"every tool", nil, true},
+		{"spawn_agent", []string{ToolSpawnAgent}, true},
+		{"start_background_agent", []string{ToolStartBackground}, true},
+		{"call_agent", []string{ToolOnboard, ToolCallAgent}, true},
+		{"agent_call", []string{ToolAgentCall}, true},
+		{"agent_onboard", []string{ToolOnboard}, false},
+		{"following only", []string{ToolListAgents, ToolWaitAgent, ToolCancelAgent}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := rootConfig()
+			cfg.Protocol = cadre.ProtocolText
+			cfg.Delegation = tc.delegation
+			h := start(t, cfg, "task")
+			acts := h.reply(`<spawn_agents><agent name="researcher" task="look it up" /></spawn_agents>`)
+			spawns := find[Spawn](acts)
+			if tc.runs {
+				if len(spawns) != 1 {
+					t.Fatalf("the block was not run: %#v", acts)
+				}
+				return
+			}
+			if len(spawns) != 0 {
+				t.Fatalf("the block started %#v", spawns)
+			}
+			if _, ok := only[CallModel](acts); !ok {
+				t.Fatalf("want the model asked again, got %#v", acts)
+			}
+			if got := h.lastMessage().Content; !strings.Contains(got, "was not run") || !strings.Contains(got, "no tool that runs a task") {
+				t.Errorf("the model was told %q", got)
+			}
+		})
+	}
+}
