@@ -107,6 +107,9 @@ func (p *Planner) Child(ctx context.Context, parent loop.Config, spec loop.Child
 	if spec.Onboarding && def == nil {
 		return loop.Start{}, "onboarding needs a subagent definition", nil
 	}
+	if def != nil && !def.UserFacing() {
+		return loop.Start{}, internalRefusal(spec.Definition), nil
+	}
 	if msg := p.r.mayStart(pa, spec); msg != "" {
 		return loop.Start{}, msg, nil
 	}

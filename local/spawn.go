@@ -145,6 +145,8 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 		b.err = fmt.Sprintf("there is no subagent named %q", spec.Definition)
 	case spec.Onboarding && def == nil:
 		b.err = "onboarding needs a subagent definition"
+	case def != nil && !def.UserFacing():
+		b.err = internalRefusal(spec.Definition)
 	case v.Action == cadre.PermissionDeny:
 		b.err = v.Reason
 	}
@@ -189,6 +191,13 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	}
 	b.child, b.start = child, start
 	return b
+}
+
+// internalRefusal is why an agent of an internal definition was not
+// started: every child is asked for by its parent's model, and internal
+// definitions are for the engine's own use (a run's root).
+func internalRefusal(name string) string {
+	return fmt.Sprintf("%q is an internal agent and cannot be started by a model: start one of the agents you were told of", name)
 }
 
 // born announces a new child.

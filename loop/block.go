@@ -54,6 +54,15 @@ func (s *State) startBlock() ([]Action, bool) {
 			". Do the work yourself and reply with the result, without a <spawn_agents> block."})
 		return append(acts, s.modelCall()), true
 	}
+	if msg := s.blockInternal(b.Tasks); msg != "" {
+		if s.refused {
+			return nil, false
+		}
+		s.refused = true
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: "Your <spawn_agents> block was not run: " + msg +
+			". Write the block again without it, or do the work yourself and reply with the result."})
+		return append(acts, s.modelCall()), true
+	}
 	s.blk = &block{
 		mode:    b.Mode,
 		tasks:   b.Tasks,
@@ -76,6 +85,17 @@ func (s *State) startBlock() ([]Action, bool) {
 		s.blk.next = len(b.Tasks)
 	}
 	return append(acts, spawn), true
+}
+
+// blockInternal says which task of a block names an internal agent, which
+// no model may start (as checkDefinition refuses for the tools), or "".
+func (s *State) blockInternal(tasks []tagproto.SpawnTask) string {
+	for _, t := range tasks {
+		if e, ok := s.cfg.entry(t.Name); ok && t.Name != "" && e.Internal {
+			return fmt.Sprintf("%q is an internal agent and cannot be spawned by a model (available agents: %s)", t.Name, s.available())
+		}
+	}
+	return ""
 }
 
 // blockSpec creates the child for task i of the running block.

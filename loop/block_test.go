@@ -50,3 +50,30 @@ func TestBlockNeedsTaskTool(t *testing.T) {
 		})
 	}
 }
+
+// A block naming an internal agent is not run: the model is told which
+// agent it may not start and which it may, and asked again; a second such
+// block is taken as the reply, as for the other refusals.
+func TestBlockRefusesInternalAgent(t *testing.T) {
+	cfg := rootConfig()
+	cfg.Protocol = cadre.ProtocolText
+	h := start(t, cfg, "task")
+	acts := h.reply(`<spawn_agents><agent name="researcher" task="look" /><agent name="secret" task="do it" /></spawn_agents>`)
+	if spawns := find[Spawn](acts); len(spawns) != 0 {
+		t.Fatalf("the block started %#v", spawns)
+	}
+	if _, ok := only[CallModel](acts); !ok {
+		t.Fatalf("want the model asked again, got %#v", acts)
+	}
+	got := h.lastMessage().Content
+	if !strings.Contains(got, `"secret" is an internal agent`) || !strings.Contains(got, "available agents: careful, researcher") {
+		t.Errorf("the model was told %q", got)
+	}
+	acts = h.reply(`<spawn_agents><agent name="secret" task="do it" /></spawn_agents>`)
+	if spawns := find[Spawn](acts); len(spawns) != 0 {
+		t.Fatalf("the second block started %#v", spawns)
+	}
+	if _, ok := only[Finish](acts); !ok {
+		t.Errorf("want the reply taken as the answer, got %#v", acts)
+	}
+}
