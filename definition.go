@@ -72,6 +72,9 @@ type Definition struct {
 
 	// Tools is the allowlist in cadre's tool names. Nil means the agent
 	// inherits its parent's tools; a non-nil empty list means no tools.
+	// An entry mcp__SERVER names every tool of that MCP server, and one
+	// with *, ? or [ ] the tools it matches (see rule.NameMatches); so do
+	// those of DisallowedTools and the Tool of a rule.
 	Tools []string `json:"tools"`
 	// DisallowedTools are removed from whatever the agent would have.
 	DisallowedTools []string `json:"disallowed_tools,omitempty"`

@@ -80,7 +80,8 @@ const (
 // widen it.
 type ToolRule struct {
 	// Tool is a cadre tool name (run_command, edit_file, mcp__github__search),
-	// RuleAgents or RuleAnyTool.
+	// mcp__SERVER or a pattern of tool names (mcp__github__*), which name
+	// the tools of a server or those matching, RuleAgents or RuleAnyTool.
 	Tool string `json:"tool"`
 	// Pattern is what the call must match, read as Syntax says; empty
 	// matches every call.

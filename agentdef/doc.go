@@ -67,14 +67,22 @@
 // other agent tools (see [ToolAlias]), and Task or Agent→[TaskTools] (spawn_agent,
 // start_background_agent and the tools that follow the agents they start).
 // Each delegation tool of [DelegationTools] is granted only when listed, or
-// all of them by the group name "delegation". A name mcp__server__tool stays
-// as it is when server is one of the configured MCP servers. A name cadre
-// cannot resolve in a list of tools the agent may use is a warning and the
-// agent loads without it; with Strict it is an error and the agent is
-// rejected. In a list of tools it may not use, a tool of Claude Code or
-// OpenCode that cadre lacks (NotebookEdit, TodoWrite) is ignored, and any other
-// unknown name is a warning, since it may be a misspelling that leaves a
-// tool allowed.
+// all of them by the group name "delegation". A name of a tool of an MCP
+// server stays as it is when the server is one of the configured MCP
+// servers: mcp__server__tool, mcp__server (every tool of the server), or a
+// pattern such as mcp__server__*; OpenCode's server_tool and server_* are
+// read as mcp__server__tool and mcp__server__*. The engine matches these
+// against the tools it has (see rule.NameMatches). A name cadre cannot
+// resolve in a list of tools the agent may use is a warning and the agent
+// loads without it; with Strict it is an error and the agent is rejected.
+// In a list of tools it may not use, a tool of Claude Code or OpenCode that
+// cadre lacks (NotebookEdit, TodoWrite) is ignored, and any other name that
+// takes nothing away is a warning, since it may be a misspelling that
+// leaves a tool allowed: an unknown name, a tool of a server that is not
+// configured, a pattern that matches none of cadre's tools (by their names
+// or by the names of other dialects: Bash* takes run_command) and cannot
+// name a tool of an MCP server. A pattern path.Match cannot read is an
+// error.
 //
 // # Rules
 //
@@ -101,15 +109,18 @@
 //     matching rule winning: read, edit (edit_file and write_file), list
 //     (list_files), bash (run_command), webfetch (web_fetch) and task
 //     (agents) take patterns, and so do cadre's and Claude Code's names of
-//     the built-in tools; glob, grep and tool names such as
-//     mcp__server__tool take a whole-tool answer, and a delegation tool by
+//     the built-in tools; glob, grep and names of tools of MCP servers
+//     (mcp__server__tool, mcp__server, patterns such as mcp__server__* and
+//     OpenCode's server_*) take a whole-tool answer, and a delegation tool by
 //     name allow or deny (task: ask asks before any agent starts); "*" is
 //     every tool and every agent. permission: deny (or allow, or ask) alone is about
 //     everything. A tool whose last rule denies every call is disallowed;
 //     when the last "*" rule denies, only the tools a later rule leaves
 //     remain. external_directory has no effect (the file tools never leave
 //     the workspace) and doom_loop is a warning (cadre does not watch for
-//     repeated calls); rules about OpenCode tools cadre lacks are ignored.
+//     repeated calls); rules about OpenCode tools cadre lacks are ignored,
+//     and a pattern that matches none of cadre's tools and cannot name a
+//     tool of an MCP server is a warning when it denies or asks.
 //
 // The rules of tools and disallowedTools and those of permission form two
 // groups, each of which must allow a call. A rule cadre cannot honour

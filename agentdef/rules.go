@@ -112,6 +112,13 @@ func (b *builder) resolve(f field, entries []string) resolved {
 			r.unknown = append(r.unknown, e)
 			continue
 		}
+		if _, known := ResolveTool(name, nil); !known {
+			name = b.mcpName(name)
+		}
+		if err := rule.CheckName(name); err != nil {
+			b.p.add(SeverityError, line, col, "%s: %s: %v; the agent is rejected", f.key, e, err)
+			continue
+		}
 		tools, found := ResolveTool(name, b.p.opts.MCPServers)
 		if !found {
 			if _, isMCP := mcpServer(name); isMCP {
@@ -368,7 +375,7 @@ func (b *builder) deny(f field, entries []string) {
 			continue
 		}
 		if strings.ContainsAny(name, "*?[") {
-			b.addDisallowed(matchTools(name))
+			b.denyPattern(f, e, name)
 			continue
 		}
 		if l := strings.ToLower(name); l == "task" || l == "agent" {
@@ -384,6 +391,13 @@ func (b *builder) deny(f field, entries []string) {
 		r.names = inToolOrder(r.names)
 	}
 	b.addDisallowed(r.names)
+	// A tool of a server that is not configured is taken away all the
+	// same, in case the list of servers given here is not the one the
+	// agent runs with.
+	b.addDisallowed(r.mcp)
+	if len(r.mcp) > 0 {
+		b.p.valueDiag(SeverityWarning, f, "%s: %s: %s, so there is nothing to take away; check the server's name", f.key, strings.Join(r.mcp, ", "), b.notConfigured(r.mcp))
+	}
 	for _, u := range r.unknown {
 		if name, _, _, _ := ParseToolEntry(u); !isForeignTool(name) {
 			unknown = append(unknown, u)
@@ -400,15 +414,171 @@ func (b *builder) deny(f field, entries []string) {
 		f.key, strings.Join(unknown, ", "), what, strings.Join(BuiltinTools(), ", "))
 }
 
-// matchTools returns cadre's tools whose names match a pattern.
-func matchTools(pattern string) []string {
-	var out []string
-	for _, t := range append(BuiltinTools(), SubagentTools()...) {
-		if ok, _ := path.Match(strings.ToLower(pattern), t); ok {
-			out = append(out, t)
+// mcpName returns a name of a tool of an MCP server as OpenCode writes it,
+// SERVER_TOOL (or a pattern such as SERVER_*), as cadre names it:
+// mcp__SERVER__TOOL, when SERVER is a configured server (the longest, when
+// several fit). Any other name is returned as it is. Callers ask first
+// whether the name is one of cadre's or another dialect's: web_fetch stays
+// web_fetch even beside a server called web.
+func (b *builder) mcpName(name string) string {
+	if strings.HasPrefix(name, "mcp__") {
+		return name
+	}
+	best := ""
+	for _, s := range b.p.opts.MCPServers {
+		if len(s) > len(best) && strings.HasPrefix(name, s+"_") {
+			best = s
 		}
 	}
-	return out
+	if best == "" {
+		return name
+	}
+	return "mcp__" + best + "__" + name[len(best)+1:]
+}
+
+// knownName reports whether a name (or pattern) is one of cadre's tools or
+// a name another dialect gives one, or matches some.
+func (b *builder) knownName(name string) bool {
+	if rule.IsNamePattern(name) {
+		return len(matchTools(name)) > 0
+	}
+	_, ok := ResolveTool(name, nil)
+	return ok || isForeignTool(name)
+}
+
+// denyPattern takes away the tools a pattern such as web* or
+// mcp__github__* names: those of cadre's own it matches now, and the tools
+// of MCP servers it stands for (see mcpPattern), which the engine matches
+// against the tools it has (see rule.NameMatches). A pattern that names no
+// tool the agent could have is reported: it takes nothing away.
+func (b *builder) denyPattern(f field, e, name string) {
+	if err := rule.CheckName(name); err != nil {
+		b.p.valueDiag(SeverityError, f, "%s: %s: %v; the agent is rejected", f.key, e, err)
+		return
+	}
+	found := matchTools(name)
+	b.addDisallowed(found)
+	mp := mcpPattern(b.mcpName(name))
+	if b.mayName(mp) || len(found) == 0 {
+		// Kept even when no configured server has such tools: the servers
+		// the agent runs with may not be the ones given here.
+		b.addDisallowed([]string{mp})
+	}
+	if len(found) > 0 || b.mayName(mp) {
+		return
+	}
+	if server := patternServer(mp); server != "" && strings.HasPrefix(name, "mcp__") {
+		b.p.valueDiag(SeverityWarning, f, "%s: %s: %s, so there is nothing to take away; check the server's name", f.key, e, b.notConfigured([]string{mp}))
+		return
+	}
+	b.p.valueDiag(SeverityWarning, f, "%s: %s matches none of cadre's tools, nor any name other agent files give them (such as Bash, Read or WebFetch), nor a tool of a configured MCP server, so there is nothing to take away; check the spelling (cadre's tools: %s; the tools of an MCP server are mcp__SERVER__TOOL, or SERVER_TOOL as OpenCode writes them; %s)",
+		f.key, e, strings.Join(BuiltinTools(), ", "), b.servers())
+}
+
+// servers says which MCP servers are configured.
+func (b *builder) servers() string {
+	if len(b.p.opts.MCPServers) == 0 {
+		return "no MCP server is configured"
+	}
+	return "MCP servers configured: " + strings.Join(b.p.opts.MCPServers, ", ")
+}
+
+// notConfigured says which MCP servers of tool names are not configured.
+func (b *builder) notConfigured(names []string) string {
+	var servers []string
+	for _, n := range names {
+		if s := patternServer(n); s != "" && !slices.Contains(servers, s) {
+			servers = append(servers, s)
+		}
+	}
+	what := "the MCP server " + strings.Join(servers, ", ") + " is not configured"
+	if len(servers) > 1 {
+		what = "the MCP servers " + strings.Join(servers, ", ") + " are not configured"
+	}
+	return what + " (" + b.servers() + ")"
+}
+
+// mcpPattern returns the pattern of names of tools of MCP servers that a
+// pattern of tool names stands for. One written as cadre (and Claude Code)
+// name those tools, mcp__SERVER__TOOL, or as a start of that name (mcp*),
+// stands for itself; any other (*_issue, mymcp_*) is read as OpenCode
+// reads it, against its names of those tools, SERVER_TOOL, and stands for
+// mcp__ followed by it.
+func mcpPattern(p string) string {
+	lit := p
+	if i := strings.IndexAny(p, "*?["); i >= 0 {
+		lit = p[:i]
+	}
+	if strings.HasPrefix(lit, "mcp__") || lit != "" && strings.HasPrefix("mcp__", lit) {
+		return p
+	}
+	return "mcp__" + p
+}
+
+// mayName reports whether a pattern of names of tools of MCP servers
+// (from mcpPattern) may name a tool of a configured server: the server it
+// names is configured, or, when it names none for certain, the start of
+// the server's name it gives fits one.
+func (b *builder) mayName(p string) bool {
+	rest, ok := strings.CutPrefix(p, "mcp__")
+	if !ok {
+		// A start of mcp__ (mcp*): any tool of any server.
+		return len(b.p.opts.MCPServers) > 0
+	}
+	lit := rest
+	if i := strings.IndexAny(rest, "*?["); i >= 0 {
+		lit = rest[:i]
+	}
+	if server, _, named := strings.Cut(lit, "__"); named {
+		return slices.Contains(b.p.opts.MCPServers, server)
+	}
+	return slices.ContainsFunc(b.p.opts.MCPServers, func(s string) bool {
+		return strings.HasPrefix(s, lit) || strings.HasPrefix(lit, s+"_")
+	})
+}
+
+// patternServer returns the MCP server a tool name or pattern names, when
+// it names one: "github" for mcp__github, mcp__github__x and
+// mcp__github__*; "" for mcp__* or mcp__git*__x.
+func patternServer(name string) string {
+	server, ok := mcpServer(name)
+	if !ok || strings.ContainsAny(server, "*?[") {
+		return ""
+	}
+	return server
+}
+
+// matchTools returns what a pattern of tool names takes away among the
+// tools cadre knows: its tools whose names match it, and those whose names
+// in other dialects (Bash, Read, WebFetch, run_terminal_command, …) do,
+// ignoring case. A pattern matching Task or Agent takes every delegation
+// tool, as those names do.
+func matchTools(pattern string) []string {
+	p := strings.ToLower(pattern)
+	var out []string
+	add := func(name string, tools ...string) {
+		if ok, _ := path.Match(p, name); !ok {
+			return
+		}
+		for _, t := range tools {
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	for _, t := range append(BuiltinTools(), SubagentTools()...) {
+		add(t, t)
+	}
+	for n, tools := range dialectTools {
+		add(n, tools...)
+	}
+	for n, t := range toolAliases {
+		add(n, t)
+	}
+	for _, n := range []string{"task", "agent"} {
+		add(n, DelegationTools()...)
+	}
+	return inToolOrder(out)
 }
 
 // inToolOrder sorts tool names read from a map as cadre lists its tools:
@@ -450,6 +620,8 @@ const (
 	permOutside             // external_directory: cadre's file tools never leave the workspace
 	permLoop                // doom_loop
 	permForeign             // a tool of OpenCode's that cadre does not have
+	permMCP                 // tools of an MCP server (mcp__github, mcp__github__x, mcp__github__*): whole only
+	permNone                // a pattern that matches no tool cadre has
 )
 
 // opencodeKeys are the permission keys of OpenCode's tools that cadre has,
@@ -465,7 +637,14 @@ func opencodeKeys() map[string][]string {
 // permTarget says what a permission key is about and which tools (cadre
 // names, RuleAgents or RuleAnyTool) its rules go to.
 func (b *builder) permTarget(key string) (permKind, []string) {
-	k := strings.ToLower(strings.TrimSpace(key))
+	key = strings.TrimSpace(key)
+	k := strings.ToLower(key)
+	if _, known := opencodeKeys()[k]; !known && !b.knownName(key) {
+		key = b.mcpName(key)
+	}
+	if strings.HasPrefix(key, "mcp__") {
+		return permMCP, []string{key}
+	}
 	switch k {
 	case "*":
 		return permAny, []string{cadre.RuleAnyTool}
@@ -498,10 +677,20 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 				}
 			}
 		}
+		if mp := mcpPattern(key); b.mayName(mp) && !slices.Contains(tools, mp) {
+			// It names tools of MCP servers too: the engine matches it
+			// against the tools it has.
+			tools = append(tools, mp)
+		}
 		if len(tools) > 0 {
 			return permWhole, tools
 		}
-		return permForeign, nil
+		for _, f := range []string{"websearch", "codesearch", "lsp", "skill", "todoread", "todowrite", "question", "browser"} {
+			if ok, _ := path.Match(k, f); ok {
+				return permForeign, nil
+			}
+		}
+		return permNone, nil
 	}
 	if tools, ok := ResolveTool(key, b.p.opts.MCPServers); ok {
 		switch {
@@ -565,6 +754,19 @@ func (b *builder) permission(f field) {
 			continue
 		case permForeign:
 			continue // a tool cadre does not have: nothing to allow or deny
+		case permNone:
+			if action != cadre.PermissionAllow {
+				b.p.add(SeverityWarning, e.line, e.col, "%s: %s matches none of cadre's tools (read, edit, list, glob, grep, bash, webfetch, task, or mcp__SERVER__TOOL and SERVER_TOOL for a configured MCP server; %s), so there is nothing for it to %s: check the spelling", e.source, e.key, b.servers(), action)
+			}
+			continue
+		case permMCP:
+			if server := patternServer(tools[0]); server != "" && !slices.Contains(b.p.opts.MCPServers, server) {
+				b.p.add(SeverityWarning, e.line, e.col, "%s: %s: %s, so the rule has nothing to act on; check the server's name", e.source, e.key, b.notConfigured(tools))
+			}
+			if pattern != "" {
+				b.p.add(SeverityError, e.line, e.col, "%s: cadre cannot match the arguments of a tool of an MCP server: write allow, ask or deny for the whole tool; the agent is rejected", e.source)
+				continue
+			}
 		case permUnknown:
 			if action == cadre.PermissionAllow {
 				b.p.add(SeverityWarning, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, task, \"*\" or a tool name); ignored", e.source, e.key)
@@ -754,12 +956,34 @@ func (b *builder) permOffered() {
 		}
 		kept = append(kept, t)
 	}
-	for _, r := range rules {
-		if _, isMCP := mcpServer(r.Tool); isMCP && !deniedWhole(last(r.Tool)) && !slices.Contains(kept, r.Tool) {
-			kept = append(kept, r.Tool)
+	// Rules about tools of MCP servers, and patterns of tool names, name
+	// tools that are not known here. One whose last rule allows or asks
+	// keeps them; one whose last rule denies them all takes them away,
+	// unless a later rule allows or asks about some of them.
+	var deniedNames []string
+	for i, r := range rules {
+		if _, isMCP := mcpServer(r.Tool); !isMCP && !rule.IsNamePattern(r.Tool) {
+			continue
+		}
+		if !deniedWhole(last(r.Tool)) {
+			if !slices.Contains(kept, r.Tool) {
+				kept = append(kept, r.Tool)
+			}
+			continue
+		}
+		reopened := slices.ContainsFunc(rules[i+1:], func(l cadre.ToolRule) bool {
+			if l.Action == cadre.PermissionDeny || l.Tool == r.Tool || l.Tool == cadre.RuleAgents {
+				return false
+			}
+			_, isMCP := mcpServer(l.Tool)
+			return rule.NameMatches(r.Tool, l.Tool) || isMCP || rule.IsNamePattern(l.Tool)
+		})
+		if !reopened && !slices.Contains(deniedNames, r.Tool) {
+			deniedNames = append(deniedNames, r.Tool)
 		}
 	}
 	b.addDisallowed(inToolOrder(denied))
+	b.addDisallowed(deniedNames)
 	var star *cadre.ToolRule
 	for i := len(rules) - 1; i >= 0; i-- {
 		if rules[i].Tool == cadre.RuleAnyTool {

@@ -273,3 +273,98 @@ func TestNeighbourWarning(t *testing.T) {
 		t.Errorf("unexpected:%s", diagLines(diags))
 	}
 }
+
+// Names and patterns of tools of MCP servers, in the forms Claude Code
+// (mcp__SERVER, mcp__SERVER__TOOL, mcp__SERVER__*) and OpenCode
+// (SERVER_TOOL, SERVER_*) write them: what each keeps in the definition,
+// and what a deny that can take nothing away says.
+func TestMCPToolNames(t *testing.T) {
+	opts := ParseOptions{MCPServers: []string{"github", "git"}}
+	for _, tc := range []struct {
+		name, frontmatter string
+		tools, disallowed []string
+		sev               Severity // of the one diagnostic wanted; "" for none
+		fragments         []string
+	}{
+		{"allow server", "tools: Read, mcp__github", []string{"read_file", "mcp__github"}, nil, "", nil},
+		{"allow pattern", "tools: Read, mcp__github__*", []string{"read_file", "mcp__github__*"}, nil, "", nil},
+		{"allow opencode form", "tools:\n  \"*\": false\n  github_*: true", []string{"mcp__github__*"}, nil, "", nil},
+		{"longest server", "disallowedTools: github_x", nil, []string{"mcp__github__x"}, "", nil},
+		{"deny server", "disallowedTools: mcp__github", nil, []string{"mcp__github"}, "", nil},
+		{"deny pattern", "disallowedTools: mcp__github__*", nil, []string{"mcp__github__*"}, "", nil},
+		{"deny every server", "disallowedTools: mcp__*", nil, []string{"mcp__*"}, "", nil},
+		{"deny pattern of builtins", "disallowedTools: web*", nil, []string{"web_fetch", "web_search"}, "", nil},
+		{"deny dialect pattern", "disallowedTools: Bash*, Web*", nil, []string{"run_command", "web_fetch", "web_search"}, "", nil},
+		{"deny tool of no server", "disallowedTools: mcp__gitlab__x", nil, []string{"mcp__gitlab__x"}, SeverityWarning,
+			[]string{"disallowedTools: mcp__gitlab__x", "the MCP server gitlab is not configured (MCP servers configured: github, git)", "nothing to take away"}},
+		{"deny pattern of no server", "disallowedTools: mcp__gitlab__*", nil, []string{"mcp__gitlab__*"}, SeverityWarning,
+			[]string{"the MCP server gitlab is not configured"}},
+		{"deny pattern of nothing", "disallowedTools: Bassh*", nil, []string{"mcp__Bassh*"}, SeverityWarning,
+			[]string{"Bassh* matches none of cadre's tools", "nothing to take away"}},
+		{"deny broken pattern", "disallowedTools: mcp__github__[", nil, nil, SeverityError, []string{"mcp__github__[", "not a pattern"}},
+		{"allow broken pattern", "tools: mcp__github__[", nil, nil, SeverityError, []string{"mcp__github__[", "not a pattern"}},
+		{"permission server", "permission:\n  mcp__github: deny", nil, []string{"mcp__github"}, "", nil},
+		{"permission pattern", "permission:\n  \"mcp__github__*\": deny", nil, []string{"mcp__github__*"}, "", nil},
+		{"permission opencode form", "permission:\n  \"github_*\": deny", nil, []string{"mcp__github__*"}, "", nil},
+		{"permission reopened", "permission:\n  \"mcp__github__*\": deny\n  mcp__github__list_issues: allow", nil, nil, "", nil},
+		{"permission tool of no server", "permission:\n  mcp__gitlab__x: deny", nil, []string{"mcp__gitlab__x"}, SeverityWarning,
+			[]string{"mcp__gitlab__x", "the MCP server gitlab is not configured", "nothing to act on"}},
+		{"permission pattern of nothing", "permission:\n  \"zz*\": deny", nil, nil, SeverityWarning,
+			[]string{"zz* matches none of cadre's tools", "nothing for it to deny"}},
+		{"permission pattern of nothing allowed", "permission:\n  \"zz*\": allow", nil, nil, "", nil},
+		{"permission pattern of a server", "permission:\n  \"git*\": deny", nil, []string{"mcp__git*"}, "", nil},
+		{"permission pattern of opencode tools", "permission:\n  \"*_issue\": deny", nil, []string{"mcp__*_issue"}, "", nil},
+		{"deny pattern of opencode tools", "disallowedTools: \"*_issue\"", nil, []string{"mcp__*_issue"}, "", nil},
+		{"deny pattern of mcp", "disallowedTools: \"mcp*\"", nil, []string{"mcp*"}, "", nil},
+		{"permission pattern on mcp", "permission:\n  mcp__github__x:\n    \"a*\": deny", nil, nil, SeverityError, []string{"cannot match the arguments of a tool of an MCP server"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, diags := parseString(t, agent("worker", tc.frontmatter), opts)
+			var shown []Diagnostic
+			for _, g := range diags {
+				if g.Severity != SeverityInfo {
+					shown = append(shown, g)
+				}
+			}
+			switch {
+			case tc.sev == "" && len(shown) != 0:
+				t.Fatalf("unexpected diagnostics:%s", diagLines(shown))
+			case tc.sev != "" && (len(shown) != 1 || !hasDiag(shown, tc.sev, tc.fragments...)):
+				t.Fatalf("want one %s with %q:%s", tc.sev, tc.fragments, diagLines(shown))
+			case tc.sev == SeverityError:
+				if d != nil {
+					t.Fatal("loaded despite the error")
+				}
+				return
+			}
+			if diff := cmp.Diff(tc.tools, d.Tools); diff != "" {
+				t.Errorf("tools (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.disallowed, d.DisallowedTools); diff != "" {
+				t.Errorf("disallowed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A server whose name starts a name of one of cadre's tools does not take
+// that name: web_fetch beside a server called web is still web_fetch.
+func TestMCPServerNameBesideToolName(t *testing.T) {
+	d, diags := parseString(t, agent("worker", "tools: web_fetch, web_x\ndisallowedTools: web_search"), ParseOptions{MCPServers: []string{"web"}})
+	if d == nil {
+		t.Fatalf("rejected:%s", diagLines(diags))
+	}
+	if want := []string{"web_fetch", "mcp__web__x"}; !slices.Equal(d.Tools, want) {
+		t.Errorf("tools %v, want %v", d.Tools, want)
+	}
+	if want := []string{"web_search"}; !slices.Equal(d.DisallowedTools, want) {
+		t.Errorf("disallowed %v, want %v", d.DisallowedTools, want)
+	}
+	d, diags = parseString(t, agent("worker", "permission:\n  webfetch: deny\n  web_x: deny"), ParseOptions{MCPServers: []string{"web"}})
+	if d == nil {
+		t.Fatalf("rejected:%s", diagLines(diags))
+	}
+	if want := []string{"web_fetch", "mcp__web__x"}; !slices.Equal(d.DisallowedTools, want) {
+		t.Errorf("permission: disallowed %v, want %v", d.DisallowedTools, want)
+	}
+}

@@ -72,7 +72,9 @@ func IsKnownTool(name string) bool {
 // ResolveTool maps one tool name of any dialect (Read, bash, file_read,
 // read_file, mcp__github__search, …) to cadre's tool names. Task and Agent
 // resolve to [TaskTools], "delegation" to [DelegationTools]. A name
-// mcp__server__tool resolves to itself when server is among mcpServers.
+// mcp__server__tool (or mcp__server, or a pattern such as mcp__server__*,
+// which name every tool of the server, or those matching) resolves to
+// itself when server is among mcpServers.
 // Arguments in parentheses are not part of the name; see ParseToolEntry.
 func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 	name = strings.TrimSpace(name)
@@ -88,37 +90,39 @@ func ResolveTool(name string, mcpServers []string) ([]string, bool) {
 		}
 		return nil, false
 	}
-	switch strings.ToLower(name) {
-	case "read", "file_read", "readfile", "view", "read_file":
-		return []string{ToolReadFile}, true
-	case "grep", "search", "file_search", "search_files":
-		return []string{ToolSearchFiles}, true
-	case "glob", "ls", "list", "list_files", "listfiles":
-		return []string{ToolListFiles}, true
-	case "write", "file_write", "writefile", "write_file":
-		return []string{ToolWriteFile}, true
-	case "edit", "multiedit", "patch", "file_edit", "edit_file":
-		return []string{ToolEditFile}, true
-	case "bash", "shell", "shell_execute", "run_command":
-		return []string{ToolRunCommand}, true
-	case "webfetch", "fetch", "web_fetch":
-		return []string{ToolWebFetch}, true
-	case "websearch", "web_search":
-		return []string{ToolWebSearch}, true
-	case "todowrite", "todoread", "todo_write", "todo_read", "taskcreate", "taskget", "tasklist", "taskupdate":
-		// The task list: write it, and read it back.
-		return []string{ToolTodoWrite, ToolTodoRead}, true
-	case "skill", "skills":
-		return []string{ToolSkill}, true
+	switch l := strings.ToLower(name); l {
 	case "task", "agent":
 		return TaskTools(), true
 	case GroupDelegation:
 		return DelegationTools(), true
+	default:
+		if tools, ok := dialectTools[l]; ok {
+			return slices.Clone(tools), true
+		}
 	}
 	if t, ok := ToolAlias(name); ok {
 		return []string{t}, true
 	}
 	return nil, false
+}
+
+// dialectTools are the names Claude Code and OpenCode (and cadre, in other
+// spellings) give cadre's built-in tools, in lower case, and the tools each
+// names.
+var dialectTools = map[string][]string{
+	"read": {ToolReadFile}, "file_read": {ToolReadFile}, "readfile": {ToolReadFile}, "view": {ToolReadFile}, "read_file": {ToolReadFile},
+	"grep": {ToolSearchFiles}, "search": {ToolSearchFiles}, "file_search": {ToolSearchFiles}, "search_files": {ToolSearchFiles},
+	"glob": {ToolListFiles}, "ls": {ToolListFiles}, "list": {ToolListFiles}, "list_files": {ToolListFiles}, "listfiles": {ToolListFiles},
+	"write": {ToolWriteFile}, "file_write": {ToolWriteFile}, "writefile": {ToolWriteFile}, "write_file": {ToolWriteFile},
+	"edit": {ToolEditFile}, "multiedit": {ToolEditFile}, "patch": {ToolEditFile}, "file_edit": {ToolEditFile}, "edit_file": {ToolEditFile},
+	"bash": {ToolRunCommand}, "shell": {ToolRunCommand}, "shell_execute": {ToolRunCommand}, "run_command": {ToolRunCommand},
+	"webfetch": {ToolWebFetch}, "fetch": {ToolWebFetch}, "web_fetch": {ToolWebFetch},
+	"websearch": {ToolWebSearch}, "web_search": {ToolWebSearch},
+	// The task list: write it, and read it back.
+	"todowrite": {ToolTodoWrite, ToolTodoRead}, "todoread": {ToolTodoWrite, ToolTodoRead}, "todo_write": {ToolTodoWrite, ToolTodoRead},
+	"todo_read": {ToolTodoWrite, ToolTodoRead}, "taskcreate": {ToolTodoWrite, ToolTodoRead}, "taskget": {ToolTodoWrite, ToolTodoRead},
+	"tasklist": {ToolTodoWrite, ToolTodoRead}, "taskupdate": {ToolTodoWrite, ToolTodoRead},
+	"skill": {ToolSkill}, "skills": {ToolSkill},
 }
 
 // toolAliases are the names other agent tools (Gemini CLI, Cline, Cursor,

@@ -405,7 +405,9 @@ func specs(tools []cadre.Tool) []cadre.ToolSpec {
 }
 
 // filterTools applies a definition's allowlist and denylist to the tools an
-// agent could have; it never adds a tool.
+// agent could have; it never adds a tool. An entry of either names the
+// tools rule.NameMatches says it does: mcp__github and mcp__github__* every
+// tool of the MCP server github.
 func filterTools(from []cadre.Tool, def *cadre.Definition) []cadre.Tool {
 	if def == nil {
 		return from
@@ -413,15 +415,20 @@ func filterTools(from []cadre.Tool, def *cadre.Definition) []cadre.Tool {
 	var out []cadre.Tool
 	for _, t := range from {
 		name := t.Spec().Name
-		if def.Tools != nil && !slices.Contains(def.Tools, name) {
+		if def.Tools != nil && !namedIn(def.Tools, name) {
 			continue
 		}
-		if slices.Contains(def.DisallowedTools, name) {
+		if namedIn(def.DisallowedTools, name) {
 			continue
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// namedIn reports whether an entry of list names the tool.
+func namedIn(list []string, tool string) bool {
+	return slices.ContainsFunc(list, func(e string) bool { return rule.NameMatches(e, tool) })
 }
 
 // delegationFor returns the delegation tools an agent of def may use, given
@@ -439,7 +446,7 @@ func delegationFor(def *cadre.Definition, parent []string) []string {
 		out = all
 	}
 	out = slices.DeleteFunc(slices.Clone(out), func(t string) bool {
-		return def.Tools != nil && !slices.Contains(def.Tools, t) || slices.Contains(def.DisallowedTools, t)
+		return def.Tools != nil && !namedIn(def.Tools, t) || namedIn(def.DisallowedTools, t)
 	})
 	if parent == nil && len(out) == len(all) {
 		return nil

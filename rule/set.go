@@ -87,6 +87,9 @@ func compileRule(r cadre.ToolRule, home string) (*compiled, error) {
 	if strings.TrimSpace(r.Tool) == "" {
 		return nil, errors.New("the rule names no tool")
 	}
+	if err := CheckName(r.Tool); err != nil {
+		return nil, err
+	}
 	c := &compiled{ToolRule: r}
 	if r.MatchesAll() {
 		return c, nil
@@ -216,7 +219,7 @@ func (s *Set) For(tool string) []cadre.ToolRule {
 func (s *Set) rulesFor(tool string) []*compiled {
 	var out []*compiled
 	for _, c := range s.rules {
-		if c.Tool == tool || c.Tool == cadre.RuleAnyTool {
+		if c.Tool == cadre.RuleAnyTool || NameMatches(c.Tool, tool) {
 			out = append(out, c)
 		}
 	}
