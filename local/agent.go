@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -664,6 +665,7 @@ func (a *agent) createAgent(act loop.CreateAgent) {
 			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: "this run does not allow creating agents"})
 			return
 		}
+		def = a.creatorGrants(def)
 		file, err := create(ctx, a.id, &def)
 		if err != nil {
 			a.box.put(loop.AgentCreated{Ref: act.Ref, Err: err.Error()})
@@ -681,6 +683,40 @@ func (a *agent) createAgent(act loop.CreateAgent) {
 		r.mu.Unlock()
 		a.box.put(loop.AgentCreated{Ref: act.Ref, Definition: &def, File: file})
 	}()
+}
+
+// creatorGrants writes into a definition the agent created what the agent
+// itself may use: its tools, for a definition that names none (which would
+// otherwise get those of whoever starts it, in this run or in a later one
+// that loads its file), and the rules the agent's calls must pass, each
+// set of the chain its own group (named definition/group), so that every
+// one must still allow a call. An agent never gives the agents it writes
+// more than it has.
+func (a *agent) creatorGrants(def cadre.Definition) cadre.Definition {
+	if def.Tools == nil {
+		tools := make([]string, 0, len(a.cfg.Tools)+2)
+		for _, t := range a.cfg.Tools {
+			tools = append(tools, t.Name)
+		}
+		if a.cfg.Delegate {
+			// What agent_create lets an agent list: the tools that start
+			// agents, when it may use them.
+			for _, t := range []string{loop.ToolSpawnAgent, loop.ToolStartBackground} {
+				if a.cfg.Granted(t) {
+					tools = append(tools, t)
+				}
+			}
+		}
+		def.Tools = tools
+	}
+	def.Rules = slices.Clone(def.Rules)
+	for _, set := range a.cfg.Rules {
+		for _, r := range set.Rules {
+			r.Group = set.Definition + "/" + r.Group
+			def.Rules = append(def.Rules, r)
+		}
+	}
+	return def
 }
 
 func clip(s string, n int) string {

@@ -97,7 +97,7 @@ func TestGeneratedAgentIsPrivate(t *testing.T) {
 	a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(string) string { return "" }}}
 	gen := filepath.Join(dir, ".cadre", "agents", "generated")
 	create := a.agentCreator(&tool.Approver{Mode: tool.ApproveAll}, gen)
-	if _, err := create(t.Context(), "root", &cadre.Definition{Name: "haiku", Description: "Writes haiku.", Prompt: "Write one."}); err != nil {
+	if _, err := create(t.Context(), "root", &cadre.Definition{Name: "haiku", Description: "Writes haiku.", Prompt: "Write one.", Tools: []string{}}); err != nil {
 		t.Fatal(err)
 	}
 	checkModes(t, map[string]os.FileMode{

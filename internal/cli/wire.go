@@ -8,11 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/agentdef"
@@ -309,20 +306,4 @@ func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Con
 		}
 		return a.relPath(path), nil
 	}
-}
-
-// definitionFile writes a definition as a markdown file with frontmatter.
-func definitionFile(def *cadre.Definition) ([]byte, error) {
-	fm := yaml.MapSlice{{Key: "name", Value: def.Name}, {Key: "description", Value: def.Description}}
-	if def.Tools != nil {
-		fm = append(fm, yaml.MapItem{Key: "tools", Value: slices.Clone(def.Tools)})
-	}
-	if def.Model != "" {
-		fm = append(fm, yaml.MapItem{Key: "model", Value: def.Model})
-	}
-	head, err := yaml.Marshal(fm)
-	if err != nil {
-		return nil, fmt.Errorf("write the definition of %s: %w", def.Name, err)
-	}
-	return []byte("---\n" + string(head) + "---\n" + def.Prompt), nil
 }
