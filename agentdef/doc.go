@@ -33,6 +33,10 @@
 //     are ignored), emitStructuredFindings.
 //   - Claude Code: maxTurns; background (the agent always runs in the
 //     background: spawn_agent starts it as start_background_agent does);
+//     permissionMode: plan (read-only) takes away the tools that write
+//     files, run commands or create agents and those of MCP servers, and the
+//     modes that approve more (acceptEdits, bypassPermissions, dontAsk) are
+//     not honoured, with a warning; hooks are not run, with a warning;
 //     color, permissionMode, skills, effort, memory, hooks and mcpServers
 //     are kept in Definition.Extra.
 //   - OpenCode: mode (primary makes the agent internal), temperature, steps

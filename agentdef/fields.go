@@ -370,3 +370,26 @@ func jsonSafe(v any) any {
 	}
 	return v
 }
+
+// permissionMode reads Claude Code's permissionMode. plan, its read-only
+// mode, takes away every tool that writes files, runs commands or creates
+// agents, and the tools of MCP servers, of which cadre cannot tell which
+// write. The modes that approve more calls without asking
+// (acceptEdits, bypassPermissions, dontAsk) are not honoured: an agent
+// file never loosens the run's approval policy.
+func (b *builder) permissionMode(f field) {
+	mode, ok := b.text(f)
+	if !ok {
+		return
+	}
+	switch strings.ToLower(strings.TrimSpace(mode)) {
+	case "", "default":
+	case "plan":
+		b.addDisallowed([]string{ToolWriteFile, ToolEditFile, ToolRunCommand, "agent_create", "mcp__*"})
+		b.p.fieldDiag(SeverityInfo, f, "permissionMode: plan: the agent gets no tool that writes files, runs commands or creates agents, and no tool of an MCP server")
+	case "acceptedits", "bypasspermissions", "dontask":
+		b.p.fieldDiag(SeverityWarning, f, "permissionMode: %s is not honoured: an agent file cannot change how its calls are approved; the run's approval policy (--approve, or approve: in the config) applies", mode)
+	default:
+		b.p.fieldDiag(SeverityWarning, f, "permissionMode: %s is not a mode cadre knows (default, plan, acceptEdits, bypassPermissions, dontAsk); it has no effect", mode)
+	}
+}

@@ -427,6 +427,14 @@ func (b *builder) apply(fields []field) {
 		case "permission":
 			b.permission(f)
 			b.keep(f.key, jsonSafe(f.value))
+		case "permissionMode":
+			b.permissionMode(f)
+			b.keep(f.key, jsonSafe(f.value))
+		case "hooks":
+			if f.value != nil {
+				p.fieldDiag(SeverityWarning, f, "hooks are not run by cadre: a hook that blocks or checks calls does nothing here. Say the limits with tools, disallowedTools or permission instead")
+			}
+			b.keep(f.key, jsonSafe(f.value))
 		case "background":
 			if v, ok := b.boolean(f); ok {
 				def.Background = v

@@ -2,6 +2,7 @@ package agentdef
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,14 +80,11 @@ disallowedTools: Write, MultiEdit
 model: sonnet
 maxTurns: 12
 color: blue
-permissionMode: plan
+permissionMode: default
 skills: [go-style]
 effort: high
 memory: project
 background: true
-hooks:
-  PreToolUse:
-    - matcher: Bash
 ---
 Review.
 `, ParseOptions{MCPServers: []string{"github"}}, func(d *cadre.Definition) {
@@ -107,9 +105,8 @@ Review.
 			d.MaxTurns = 12
 			d.Background = true
 			d.Extra = map[string]any{
-				"color": "blue", "permissionMode": "plan", "skills": []any{"go-style"}, "effort": "high",
+				"color": "blue", "permissionMode": "default", "skills": []any{"go-style"}, "effort": "high",
 				"memory": "project",
-				"hooks":  map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash"}}},
 			}
 		}},
 		{"opencode", `---
@@ -620,6 +617,39 @@ func TestParseNameFromFile(t *testing.T) {
 			}
 			if d == nil || d.Name != tc.want {
 				t.Errorf("want %s:%s", tc.want, diagLines(diags))
+			}
+		})
+	}
+}
+
+// Claude Code's permissionMode: plan takes away every tool that writes or
+// runs; the modes that would approve more are not honoured, and say so;
+// hooks, which cadre does not run, are reported, since one that blocks
+// calls would block nothing.
+func TestPermissionModeAndHooks(t *testing.T) {
+	for _, tt := range []struct {
+		name, field string
+		deny        []string
+		diag        string
+		sev         Severity
+	}{
+		{"plan", "permissionMode: plan", []string{"write_file", "edit_file", "run_command", "agent_create", "mcp__*"}, "no tool that writes files", SeverityInfo},
+		{"accept_edits", "permissionMode: acceptEdits", nil, "acceptEdits is not honoured", SeverityWarning},
+		{"bypass", "permissionMode: bypassPermissions", nil, "bypassPermissions is not honoured", SeverityWarning},
+		{"unknown", "permissionMode: yolo", nil, "not a mode cadre knows", SeverityWarning},
+		{"hooks", "hooks:\n  PreToolUse:\n    - matcher: Bash", nil, "hooks are not run by cadre", SeverityWarning},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "---\nname: planner\ndescription: Plans.\n" + tt.field + "\n---\nPlan.\n"
+			d, diags := Parse("planner.md", []byte(src), ParseOptions{})
+			if d == nil {
+				t.Fatalf("not loaded: %v", diags)
+			}
+			if !slices.Equal(d.DisallowedTools, tt.deny) {
+				t.Errorf("disallowed %q, want %q", d.DisallowedTools, tt.deny)
+			}
+			if len(diags) != 1 || diags[0].Severity != tt.sev || !strings.Contains(diags[0].Message, tt.diag) {
+				t.Errorf("diagnostics %v, want one %s containing %q", diags, tt.sev, tt.diag)
 			}
 		})
 	}
