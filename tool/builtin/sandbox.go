@@ -31,6 +31,10 @@ var (
 	// ErrSandboxUnsupported is returned by Probe on systems other than
 	// Linux, where bubblewrap does not run.
 	ErrSandboxUnsupported = errors.New("bubblewrap runs on Linux only")
+	// ErrSandboxCapabilities is returned by Probe when a command in the
+	// sandbox would keep capabilities, with which one running as root
+	// could undo the sandbox (remount the file system writable).
+	ErrSandboxCapabilities = errors.New("commands in the sandbox would keep capabilities")
 )
 
 // A ProbeError reports that bubblewrap is installed but could not make a
@@ -83,7 +87,9 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 // name and, unless Network is set, the network (only a loopback interface
 // of its own; nothing outside, not even the host's loopback services, can
 // be reached). It runs in a session of its own, and bubblewrap and
-// everything in the sandbox are killed if cadre dies.
+// everything in the sandbox are killed if cadre dies. It holds no
+// capabilities, even when cadre runs as root, so it cannot remount what
+// it sees read-only; Probe refuses a bubblewrap that leaves it some.
 type Sandbox struct {
 	// Bwrap is the bubblewrap program: a path, or a name looked up in
 	// PATH. Empty means DefaultBwrap.
@@ -155,11 +161,14 @@ func (s *Sandbox) program() (string, error) {
 }
 
 // Probe checks that s can confine commands here: that the system is
-// Linux, that bubblewrap is installed, and that it can make the
-// namespaces s asks for (it cannot where unprivileged user namespaces are
-// turned off, or in some containers). It runs bubblewrap once; call it
-// once, before the first command. The error wraps ErrSandboxUnsupported
-// or ErrNoBwrap, or is a *ProbeError with what bubblewrap said.
+// Linux, that bubblewrap is installed, that it can make the namespaces s
+// asks for (it cannot where unprivileged user namespaces are turned off,
+// or in some containers), and that a command inside holds no capability
+// (CapEff of /proc/self/status is 0): run as root, bubblewrap would
+// otherwise leave it every capability, enough to remount the file system
+// writable. It runs bubblewrap once; call it once, before the first
+// command. The error wraps ErrSandboxUnsupported, ErrNoBwrap or
+// ErrSandboxCapabilities, or is a *ProbeError with what bubblewrap said.
 func (s *Sandbox) Probe(ctx context.Context) error {
 	if runtime.GOOS != "linux" {
 		return fmt.Errorf("%w, not on %s", ErrSandboxUnsupported, runtime.GOOS)
@@ -170,22 +179,33 @@ func (s *Sandbox) Probe(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	args := append(s.namespaceArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true")
+	// The shell reads its own capabilities with builtins alone.
+	args := append(s.namespaceArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+		"--", "sh", "-c", `while read -r k v; do if [ "$k" = CapEff: ]; then echo "$v"; fi; done < /proc/self/status`)
 	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
+	msg := strings.Join(strings.Fields(string(out)), " ")
+	if len(msg) > 500 {
+		msg = msg[:500] + " …"
+	}
 	if err != nil {
-		msg := strings.Join(strings.Fields(string(out)), " ")
-		if len(msg) > 500 {
-			msg = msg[:500] + " …"
-		}
 		return &ProbeError{Program: prog, Output: msg, Err: err}
+	}
+	capEff, err := strconv.ParseUint(msg, 16, 64)
+	if err != nil {
+		return fmt.Errorf("%s: the capabilities of a command in the sandbox (CapEff of /proc/self/status) could not be read from what it printed: %q", prog, msg)
+	}
+	if capEff != 0 {
+		return fmt.Errorf("%w: %s left a command inside with capabilities (CapEff %s), with which a command run as root can remount the file system writable and change the host; "+
+			"use a bubblewrap that drops them (--cap-drop ALL), or run cadre as a user other than root", ErrSandboxCapabilities, prog, msg)
 	}
 	return nil
 }
 
 // namespaceArgs are the options of bwrap that do not depend on the
-// command: the namespaces and the life of the sandbox.
+// command: the namespaces, the life of the sandbox, and no capabilities
+// (run as root, bwrap would otherwise keep them all for the command).
 func (s *Sandbox) namespaceArgs() []string {
-	args := []string{"--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
+	args := []string{"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts"}
 	if !s.Network {
 		args = append(args, "--unshare-net")
 	}

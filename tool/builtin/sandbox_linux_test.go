@@ -870,3 +870,53 @@ func BenchmarkRunCommand(b *testing.B) {
 		})
 	}
 }
+
+// TestSandboxDropsCapabilities: a command run by root in the sandbox holds
+// no capability, so it cannot remount the file system writable and change
+// a file outside the workspace.
+func TestSandboxDropsCapabilities(t *testing.T) {
+	sb := requireSandbox(t)
+	ws, _, _ := newWorkspace(t)
+	rc := NewRunCommand(ws, Options{Sandbox: sb})
+	out, err := call(t, rc, map[string]any{"command": "grep CapEff: /proc/self/status"})
+	if err != nil || !strings.Contains(out, "CapEff:\t0000000000000000\n") {
+		t.Errorf("the capabilities of a sandboxed command: %q, %v; want CapEff 0", out, err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the remount needs root, which bubblewrap would leave its capabilities; this test runs as uid", os.Geteuid())
+	}
+	target := filepath.Join(persistentBase(t), "outside.txt")
+	files(t, filepath.Dir(target), map[string]string{"outside.txt": "unchanged\n"})
+	for _, command := range []string{
+		"mount -o remount,rw,bind / && echo PWNED > " + target,
+		"mount -o remount,rw " + filepath.Dir(target) + " && echo PWNED > " + target,
+		"mount --bind " + filepath.Dir(target) + " /tmp && echo PWNED > /tmp/outside.txt",
+	} {
+		out, err := call(t, rc, map[string]any{"command": command})
+		if err != nil || exitCodeOf(out) == 0 {
+			t.Errorf("%q: %q, %v; want it to fail", command, out, err)
+		}
+		if p := unchanged(target, "unchanged\n")(); p != "" {
+			t.Fatalf("%q changed the host: %s", command, p)
+		}
+	}
+}
+
+// TestSandboxProbeCapabilities: Probe refuses a bubblewrap that leaves
+// commands capabilities, and says why.
+func TestSandboxProbeCapabilities(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 000001fffeffffff\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := (&Sandbox{Bwrap: fake}).Probe(context.Background())
+	if !errors.Is(err, ErrSandboxCapabilities) || !strings.Contains(err.Error(), "000001fffeffffff") || !strings.Contains(err.Error(), "root") {
+		t.Errorf("Probe with a bwrap that keeps capabilities = %v, want ErrSandboxCapabilities naming them", err)
+	}
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho 0000000000000000\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Sandbox{Bwrap: fake}).Probe(context.Background()); err != nil {
+		t.Errorf("Probe with a bwrap that drops capabilities = %v", err)
+	}
+}
