@@ -23,14 +23,21 @@ import (
 // but still holds the output open.
 const defaultOutputGrace = 2 * time.Second
 
+// commandWaitDelay is how long after a command's time is up, or its call
+// cancelled, Wait waits for its process before killing it once more and
+// returning.
+const commandWaitDelay = 5 * time.Second
+
 // RunCommand is the run_command tool: it runs a shell command line in the
 // workspace root. It is a mutating tool.
 //
 // The command runs as Shell -c command in its own process group, with
 // standard input empty and standard output and error combined. When it
 // ends, times out or the call is cancelled, the whole group is killed, so
-// what the command started in the background does not outlive the call.
-// A process that leaves the group on purpose (setsid) is out of reach: if
+// what the command started in the background does not outlive the call;
+// on a time-out or cancel the shell's own process is killed too, even if
+// it moved to another group. A process the shell started that leaves the
+// group on purpose (setsid) is out of reach: if
 // it keeps the output open, the call returns shortly after the command
 // ends and says so.
 //
@@ -213,6 +220,7 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw
 	setGroup(cmd)
+	cmd.WaitDelay = commandWaitDelay
 	wait, err := startLocked(cmd)
 	if err != nil {
 		pr.Close()

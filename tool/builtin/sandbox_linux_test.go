@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	case "owner":
 		helperOwner()
 		os.Exit(0)
+	case "joingroup":
+		helperJoinGroup()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -89,6 +92,24 @@ func helperOwner() {
 	raw, _ := json.Marshal(map[string]any{"command": os.Getenv("CADRE_HELPER_COMMAND")})
 	out, err := rc.Call(context.Background(), raw)
 	fmt.Println(out, err)
+}
+
+// helperJoinGroup moves itself into its parent's process group, out of
+// the one run_command made for it, writes its process id to the file
+// joined, and sleeps.
+func helperJoinGroup() {
+	pgid, err := syscall.Getpgid(os.Getppid())
+	if err == nil {
+		err = syscall.Setpgid(0, pgid)
+	}
+	if err == nil {
+		err = os.WriteFile("joined", []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	time.Sleep(10 * time.Minute)
 }
 
 // persistentBase makes a folder outside /tmp and TMPDIR, which a sandboxed
@@ -541,6 +562,60 @@ func TestSandboxProcesses(t *testing.T) {
 		t.Fatalf("want a cancellation, got %v", err)
 	}
 	waitNoProcess(t, token)
+}
+
+// TestCommandLeavingItsGroupIsKilled: an unconfined command that moves
+// itself into cadre's process group, where killing the command's group
+// does not reach it, is still killed when its call is cancelled, and the
+// call returns.
+func TestCommandLeavingItsGroupIsKilled(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, root, _ := newWorkspace(t)
+	rc := NewRunCommand(ws, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	raw, _ := json.Marshal(map[string]any{"command": "CADRE_BUILTIN_HELPER=joingroup exec '" + exe + "'"})
+	done := make(chan error, 1)
+	go func() {
+		_, err := rc.Call(ctx, raw)
+		done <- err
+	}()
+	joined := filepath.Join(root, "joined")
+	deadline := time.Now().Add(time.Minute)
+	var pid int
+	for {
+		if b, err := os.ReadFile(joined); err == nil && len(b) > 0 {
+			pid, _ = strconv.Atoi(string(b))
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the call ended before the command left its group: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never left its group")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	cancel()
+	// Only a guard against a hang: the call returns as soon as the
+	// command is killed.
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "cancelled") {
+			t.Errorf("the call = %v, want it cancelled", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the call did not return after it was cancelled: process %d, in cadre's group, was not killed", pid)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process %d still runs after the call returned (%v)", pid, err)
+	}
 }
 
 // uniqueSleep returns a number of seconds for sleep that names its
