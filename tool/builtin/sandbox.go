@@ -67,7 +67,9 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 //     sandbox later); the .git folder itself cannot be moved away. When
 //     .cadre/ or .mcp.json is missing, an empty one is made for the time
 //     of the command, so that the command cannot create it, and removed
-//     afterwards if it is still empty;
+//     afterwards if it is still empty. When one of these is a symbolic
+//     link in the workspace or a Writable path, or is reached through
+//     one, the command is refused: the link could be replaced;
 //   - Writable paths, which it may change;
 //   - Hide paths, which it sees empty: a folder as an empty read-only
 //     folder, anything else as a file that cannot be opened;
@@ -305,6 +307,9 @@ func (p *mountPlan) args(base []string, root string) []string {
 func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
 	p := &mountPlan{rules: map[string]mountKind{}, dirs: map[string]bool{}}
 	add := func(path string, kind mountKind, list string) error { return p.add(root, path, kind, list) }
+	if err := checkControlLinks(root, controlPaths(root), s.writableRoots(root)); err != nil {
+		return nil, err
+	}
 	for _, h := range s.Hide {
 		if err := add(h, mountHide, "hide"); err != nil {
 			return nil, err
@@ -340,6 +345,97 @@ func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
 		_ = add(filepath.Join(root, ".git"), mountWritable, "")
 	}
 	return p.args(s.namespaceArgs(), root), nil
+}
+
+// writableRoots returns the folders a command may change, resolved: the
+// workspace root (resolved already) and the Writable paths that exist.
+func (s *Sandbox) writableRoots(root string) []string {
+	out := []string{root}
+	for _, w := range s.Writable {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(root, w)
+		}
+		if real, err := filepath.EvalSymlinks(w); err == nil {
+			out = append(out, real)
+		}
+	}
+	return out
+}
+
+// checkControlLinks refuses control paths that a command could swap: the
+// sandbox makes a control path read-only where its links lead, not where
+// its name is, so a symbolic link on the way to it that lies in a folder
+// the command may change (.cadre -> ../shared-cadre in the workspace)
+// could be replaced by a folder of the command's own, which cadre or git
+// would then read outside the sandbox.
+func checkControlLinks(root string, controls, writable []string) error {
+	for _, c := range controls {
+		link, target := writableLink(c, writable, 0)
+		if link == "" {
+			continue
+		}
+		name, where := c, "a folder commands may change"
+		if rel, err := filepath.Rel(root, c); err == nil && filepath.IsLocal(rel) {
+			name = rel
+		}
+		if rel, err := filepath.Rel(root, link); err == nil && filepath.IsLocal(rel) {
+			link, where = rel, "the workspace"
+		}
+		what := fmt.Sprintf("%s is a symbolic link (to %s)", link, target)
+		if link != name {
+			what = fmt.Sprintf("the way to it passes %s, a symbolic link (to %s),", link, target)
+		}
+		return fmt.Errorf("sandbox: %s, which commands must not change (what is written there takes effect outside the sandbox), cannot be protected: %s in %s, "+
+			"so a command could put a file or folder of its own in the link's place; replace the link with what it points to (or turn the sandbox off)", name, what, where)
+	}
+	return nil
+}
+
+// maxLinks bounds the symbolic links writableLink follows, as the kernel
+// does (40).
+const maxLinks = 40
+
+// writableLink follows path from / a name at a time, links included, and
+// returns the first symbolic link met that lies in one of the folders
+// writable (resolved), with what it points to; "" when there is none, or
+// path ends before it is reached.
+func writableLink(path string, writable []string, links int) (link, target string) {
+	parts := strings.Split(filepath.Clean(path), string(filepath.Separator))
+	cur := string(filepath.Separator)
+	for i, part := range parts {
+		if part == "" {
+			continue
+		}
+		next := filepath.Join(cur, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", "" // missing: nothing to mount from here on
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		to, err := os.Readlink(next)
+		if err != nil {
+			return "", ""
+		}
+		if slices.ContainsFunc(writable, func(w string) bool { return within(w, cur) }) {
+			return next, to
+		}
+		if links++; links > maxLinks {
+			return "", ""
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(cur, to)
+		}
+		return writableLink(filepath.Join(append([]string{to}, parts[i+1:]...)...), writable, links)
+	}
+	return "", ""
+}
+
+// within reports whether path is dir or lies inside it.
+func within(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
 }
 
 // controlFiles are the files and folders of a workspace root through which

@@ -995,3 +995,59 @@ func TestSandboxProbeCapabilities(t *testing.T) {
 		t.Errorf("Probe with a bwrap that drops capabilities = %v", err)
 	}
 }
+
+// TestSandboxControlLinks: a control path that is a symbolic link in the
+// workspace, or is reached through one, is refused, since a command could
+// put a folder of its own in the link's place; the command does not run.
+func TestSandboxControlLinks(t *testing.T) {
+	sb := requireSandbox(t)
+	for _, tt := range []struct {
+		name, link, target, command string
+		setup                       map[string]string
+	}{
+		{".cadre", ".cadre", "../shared-cadre", "rm .cadre && mkdir .cadre && echo 'sandbox: off' > .cadre/config.yaml",
+			map[string]string{"../shared-cadre/config.yaml": "model: x\n"}},
+		{".cadre to nothing", ".cadre", "../nowhere", "rm .cadre && mkdir .cadre && echo 'sandbox: off' > .cadre/config.yaml", nil},
+		{".mcp.json", ".mcp.json", "../shared.json", `rm .mcp.json && echo '{"mcpServers":{"x":{"command":"sh"}}}' > .mcp.json`,
+			map[string]string{"../shared.json": "{}\n"}},
+		{".git/hooks", ".git/hooks", "../githooks", "rm .git/hooks && mkdir .git/hooks && echo evil > .git/hooks/pre-commit",
+			map[string]string{".git/HEAD": "ref: refs/heads/main\n", "githooks/keep": ""}},
+		{".git/config", ".git/config", "../gitconfig", "rm .git/config && echo '[core] fsmonitor = evil' > .git/config",
+			map[string]string{".git/HEAD": "ref: refs/heads/main\n", "gitconfig": "[core]\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := persistentBase(t)
+			root := filepath.Join(base, "ws")
+			files(t, root, tt.setup)
+			files(t, root, map[string]string{"keep": ""})
+			symlink(t, tt.target, filepath.Join(root, tt.link))
+			ws, err := tool.NewWorkspace(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := NewRunCommand(ws, Options{Sandbox: sb})
+			out, err := call(t, rc, map[string]any{"command": tt.command})
+			if err == nil || !strings.Contains(err.Error(), tt.link+" is a symbolic link (to "+tt.target+")") {
+				t.Errorf("got %q, %v; want the command refused, naming the link", out, err)
+			}
+			if fi, err := os.Lstat(filepath.Join(root, tt.link)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Errorf("%s is no longer the link (%v): the command ran", tt.link, err)
+			}
+		})
+	}
+
+	// Links elsewhere, and the workspace reached through a link, are
+	// fine.
+	base := persistentBase(t)
+	files(t, base, map[string]string{"real/.cadre/config.yaml": "model: x\n", "outside/x": ""})
+	symlink(t, filepath.Join(base, "real"), filepath.Join(base, "ws"))
+	symlink(t, "../outside", filepath.Join(base, "real/out"))
+	ws, err := tool.NewWorkspace(filepath.Join(base, "ws"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := call(t, NewRunCommand(ws, Options{Sandbox: sb}), map[string]any{"command": "ls out"})
+	if err != nil || exitCodeOf(out) != 0 {
+		t.Errorf("a workspace with a link that is no control path: %q, %v", out, err)
+	}
+}

@@ -203,3 +203,36 @@ func TestDefaultHidden(t *testing.T) {
 		t.Errorf("DefaultHidden without a home: %v", got)
 	}
 }
+
+// TestWritableLink: only a link that lies in a writable folder is
+// reported, however the path reaches it.
+func TestWritableLink(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files(t, base, map[string]string{"ws/keep": "", "ro/target/x": "", "shared/config": ""})
+	symlink(t, "target", filepath.Join(base, "ro/link"))
+	symlink(t, "../ro/link", filepath.Join(base, "ws/via"))
+	symlink(t, "../shared", filepath.Join(base, "ws/.cadre"))
+	symlink(t, filepath.Join(base, "ws"), filepath.Join(base, "ro/ws-link"))
+	writable := []string{filepath.Join(base, "ws")}
+	for _, tt := range []struct{ path, link, target string }{
+		{"ro/link/x", "", ""},
+		{"ws/keep", "", ""},
+		{"ws/missing/x", "", ""},
+		{"ws/via/x", "ws/via", "../ro/link"},
+		{"ws/.cadre", "ws/.cadre", "../shared"},
+		{"ws/.cadre/config", "ws/.cadre", "../shared"},
+		{"ro/ws-link/.cadre/config", "ws/.cadre", "../shared"},
+	} {
+		link, target := writableLink(filepath.Join(base, tt.path), writable, 0)
+		want := ""
+		if tt.link != "" {
+			want = filepath.Join(base, tt.link)
+		}
+		if link != want || target != tt.target {
+			t.Errorf("writableLink(%s) = %q, %q; want %q, %q", tt.path, link, target, want, tt.target)
+		}
+	}
+}
