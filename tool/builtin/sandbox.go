@@ -75,6 +75,11 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 //     folder, anything else as a file that cannot be opened;
 //   - /tmp and the TMPDIR of cadre, which are empty folders of its own,
 //     and /dev and /proc, its own minimal ones;
+//   - with Network off, /run, /var/run, /var/lib/mysql and
+//     /var/lib/sss/pipes, which it sees empty: the system's services keep
+//     their Unix sockets there, and a socket reaches its server outside
+//     the sandbox whatever the network. Sockets in the workspace, in a
+//     Writable path or elsewhere on the file system stay reachable;
 //   - ReadOnly paths, which matter only inside a writable or hidden path.
 //
 // Relative paths are taken from the workspace root, symbolic links are
@@ -113,8 +118,10 @@ type Sandbox struct {
 // under home, cadre's and other agents' own configuration there, and the
 // sockets that would let a command act outside the sandbox (the user's
 // runtime folder /run/user/UID with its ssh-agent, gpg-agent and D-Bus
-// sockets, the Docker, containerd and Podman sockets, the system D-Bus).
-// They are returned whether they exist or not.
+// sockets, the Docker, containerd, Podman, LXD and Incus sockets, the
+// system D-Bus, systemd's private socket). They are returned whether they
+// exist or not. With the network off, a Sandbox hides more on its own
+// (see Sandbox).
 //
 // Under home: .ssh, .gnupg, .aws, .azure, .config/gcloud, .kube, .docker,
 // .netrc, .git-credentials, .config/git/credentials, .config/gh,
@@ -135,8 +142,16 @@ func DefaultHidden(home string) []string {
 	if runtime.GOOS != "windows" {
 		out = append(out, "/run/user/"+strconv.Itoa(os.Getuid()))
 	}
-	return append(out, "/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/dbus", "/var/run/dbus")
+	return append(out, "/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/dbus", "/var/run/dbus",
+		"/run/systemd/private", "/var/lib/lxd/unix.socket", "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/incus/unix.socket")
 }
+
+// offlineHidden are the folders where the system's services keep their
+// Unix sockets (PostgreSQL, MySQL, nscd, systemd-resolved, libvirt, …),
+// hidden from commands when the network is off: a socket reaches its
+// server whatever the network namespace, and these servers are outside
+// the sandbox.
+var offlineHidden = []string{"/run", "/var/run", "/var/lib/mysql", "/var/lib/sss/pipes"}
 
 var hiddenInHome = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker",
@@ -318,6 +333,11 @@ func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
 	for _, h := range hidden {
 		if err := add(h, mountHide, "hide"); err != nil {
 			return nil, err
+		}
+	}
+	if !s.Network {
+		for _, h := range offlineHidden {
+			_ = add(h, mountHide, "")
 		}
 	}
 	if tmp := os.TempDir(); tmp != "/tmp" {

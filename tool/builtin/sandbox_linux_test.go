@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -59,6 +60,9 @@ func TestMain(m *testing.M) {
 	case "joingroup":
 		helperJoinGroup()
 		os.Exit(0)
+	case "dialunix":
+		helperDialUnix(os.Getenv("CADRE_HELPER_SOCK"))
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -92,6 +96,19 @@ func helperOwner() {
 	raw, _ := json.Marshal(map[string]any{"command": os.Getenv("CADRE_HELPER_COMMAND")})
 	out, err := rc.Call(context.Background(), raw)
 	fmt.Println(out, err)
+}
+
+// helperDialUnix connects to the Unix socket path and prints what the
+// server sends, or why it could not.
+func helperDialUnix(path string) {
+	c, err := net.DialTimeout("unix", path, 10*time.Second)
+	if err != nil {
+		fmt.Println("dial failed:", err)
+		return
+	}
+	defer c.Close()
+	b, _ := io.ReadAll(c)
+	fmt.Printf("got: %s\n", b)
 }
 
 // helperJoinGroup moves itself into its parent's process group, out of
@@ -1049,5 +1066,64 @@ func TestSandboxControlLinks(t *testing.T) {
 	out, err := call(t, NewRunCommand(ws, Options{Sandbox: sb}), map[string]any{"command": "ls out"})
 	if err != nil || exitCodeOf(out) != 0 {
 		t.Errorf("a workspace with a link that is no control path: %q, %v", out, err)
+	}
+}
+
+// TestSandboxUnixSockets: with the network off, a command cannot reach a
+// server's Unix socket in /run, where the system's services keep theirs;
+// with it on it can, and a socket in the workspace stays reachable either
+// way.
+func TestSandboxUnixSockets(t *testing.T) {
+	requireSandbox(t)
+	var runDir string
+	for _, d := range []string{"/run", "/run/user/" + strconv.Itoa(os.Getuid())} {
+		if dir, err := os.MkdirTemp(d, "cadre-test-"); err == nil {
+			runDir = dir
+			break
+		}
+	}
+	if runDir == "" {
+		t.Skip("no folder of /run can be written here for a server's socket")
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	ws, root, _ := newWorkspace(t)
+	serve := func(path string) {
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				fmt.Fprint(c, "SOCKET-MARKER")
+				c.Close()
+			}
+		}()
+	}
+	hostSock, wsSock := filepath.Join(runDir, "s.sock"), filepath.Join(root, "s.sock")
+	serve(hostSock)
+	serve(wsSock)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		network bool
+		sock    string
+		want    string
+	}{
+		{false, hostSock, "dial failed"},
+		{false, wsSock, "got: SOCKET-MARKER"},
+		{true, hostSock, "got: SOCKET-MARKER"},
+	} {
+		rc := NewRunCommand(ws, Options{Sandbox: &Sandbox{Network: tt.network, ReadOnly: []string{filepath.Dir(exe)}}})
+		out, err := call(t, rc, map[string]any{"command": "CADRE_BUILTIN_HELPER=dialunix CADRE_HELPER_SOCK=" + tt.sock + " '" + exe + "'"})
+		if err != nil || !strings.Contains(out, tt.want) || (tt.want == "dial failed" && strings.Contains(out, "MARKER")) {
+			t.Errorf("network %v, %s: got %q, %v; want %q", tt.network, tt.sock, out, err, tt.want)
+		}
 	}
 }
