@@ -104,8 +104,8 @@ func (t *RunCommand) sandboxNote() string {
 	if sb.Network {
 		net = ""
 	}
-	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .mcp.json, .git/hooks " +
-		"or .git/config), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
+	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .mcp.json, or git's hooks " +
+		"and configuration), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
 		"of its own that is gone when it ends." + net
 }
 
@@ -195,9 +195,13 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		if d := t.opts.ProcessDir; d != "" && os.MkdirAll(d, 0o700) == nil {
 			hidden = append(hidden, d)
 		}
-		held := t.ph.acquire(dir)
+		ctl, err := sb.controls(dir)
+		if err != nil {
+			return runResult{}, fmt.Errorf("run_command: %w", err)
+		}
+		held := t.ph.acquire(ctl.missing)
 		defer t.ph.release(held)
-		args, err := sb.plan(dir, hidden)
+		args, err := sb.plan(dir, hidden, ctl)
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}

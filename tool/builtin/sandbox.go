@@ -62,14 +62,24 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 //
 //   - the workspace, which it may change, but not the workspace's .cadre/
 //     folder and .mcp.json (cadre's configuration, agents and run store,
-//     which take effect outside the sandbox), nor .git/hooks, .git/config
-//     and the folder core.hooksPath names (a hook would run outside the
-//     sandbox later); the .git folder itself cannot be moved away. When
-//     .cadre/ or .mcp.json is missing, an empty one is made for the time
-//     of the command, so that the command cannot create it, and removed
-//     afterwards if it is still empty. When one of these is a symbolic
-//     link in the workspace or a Writable path, or is reached through
-//     one, the command is refused: the link could be replaced;
+//     which take effect outside the sandbox), nor what git reads and runs
+//     (a hook or core.fsmonitor would run outside the sandbox later): a
+//     .git file, and in the git folders it leads to (and their submodules'
+//     and worktrees') hooks, info, config, config.worktree, commondir and
+//     worktrees' gitdir, and the folder core.hooksPath names. The .git
+//     folder, and every folder between the workspace and one of these,
+//     cannot be moved away. Where one is missing, an empty one is made
+//     for the time of the command (commondir holding ".", which git takes
+//     as the folder itself), so that the command cannot create it, and
+//     removed afterwards if it is still as made; so is an empty .git when
+//     the workspace has none but a folder above it holds a repository,
+//     which a new one would hide from git. When one of these is a
+//     symbolic link in the workspace or a Writable path, or is reached
+//     through one, when .git is a symbolic link, or when git's
+//     configuration includes a file commands may change, the command is
+//     refused. A repository the command makes where there was none, in
+//     the workspace or a folder of it, is the command's, configuration
+//     and all;
 //   - Writable paths, which it may change;
 //   - Hide paths, which it sees empty: a folder as an empty read-only
 //     folder, anything else as a file that cannot be opened;
@@ -318,11 +328,12 @@ func (p *mountPlan) args(base []string, root string) []string {
 }
 
 // plan returns the bwrap options that confine a command run in root, the
-// workspace (resolved), with hidden extra paths to hide.
-func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
+// workspace (resolved), with hidden extra paths to hide and the control
+// paths ctl (see Sandbox.controls), whose placeholders are made.
+func (s *Sandbox) plan(root string, hidden []string, ctl controls) ([]string, error) {
 	p := &mountPlan{rules: map[string]mountKind{}, dirs: map[string]bool{}}
 	add := func(path string, kind mountKind, list string) error { return p.add(root, path, kind, list) }
-	if err := checkControlLinks(root, controlPaths(root), s.writableRoots(root)); err != nil {
+	if err := checkControlLinks(root, ctl.readOnly, s.writableRoots(root)); err != nil {
 		return nil, err
 	}
 	for _, h := range s.Hide {
@@ -348,7 +359,7 @@ func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
 			return nil, err
 		}
 	}
-	for _, r := range controlPaths(root) {
+	for _, r := range ctl.readOnly {
 		_ = add(r, mountReadOnly, "")
 	}
 	for _, w := range s.Writable {
@@ -361,8 +372,28 @@ func (s *Sandbox) plan(root string, hidden []string) ([]string, error) {
 	}
 	// The .git folder is mounted on itself, so that it cannot be moved
 	// away and replaced by one with hooks of the command's choosing.
-	if fi, err := os.Lstat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
-		_ = add(filepath.Join(root, ".git"), mountWritable, "")
+	for _, w := range ctl.pinned {
+		_ = add(w, mountWritable, "")
+	}
+	// So is every folder on the way from a writable path to a control
+	// path, which could otherwise be renamed, mounts and all, and
+	// replaced (mv tools tools-old && mkdir -p tools/hooks).
+	writable := s.writableRoots(root)
+	for _, r := range ctl.readOnly {
+		real, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			continue
+		}
+		for _, w := range writable {
+			if real == w || !within(w, real) {
+				continue
+			}
+			for d := filepath.Dir(real); d != w && within(w, d); d = filepath.Dir(d) {
+				if _, ok := p.rules[d]; !ok {
+					_ = add(d, mountWritable, "")
+				}
+			}
+		}
 	}
 	return p.args(s.namespaceArgs(), root), nil
 }
@@ -458,33 +489,79 @@ func within(dir, path string) bool {
 	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
 }
 
-// controlFiles are the files and folders of a workspace root through which
-// what a command writes would take effect outside the sandbox: cadre's
-// configuration, agents and run store, and the MCP servers cadre starts.
-// They are read-only in the sandbox, and made (empty) when missing.
-var controlFiles = []struct {
-	name string
-	dir  bool
-}{{".cadre", true}, {".mcp.json", false}}
+// controls are the paths of a workspace through which what a command
+// writes would take effect outside the sandbox: cadre's configuration,
+// agents and run store (.cadre), the MCP servers cadre starts (.mcp.json),
+// and what git reads and runs (hooks, configuration, and the files that
+// name another git folder).
+type controls struct {
+	readOnly []string      // read-only where they exist
+	pinned   []string      // writable, but mounted on themselves so that they cannot be moved away
+	missing  []placeholder // made for the time of a command where missing, so that it cannot create them
+}
 
-// controlPaths returns the paths of the workspace root that a sandboxed
-// command may not change besides the control files: the git hooks and
-// configuration of the repository at root, if any, and the hooks folder
-// core.hooksPath names. The hooks folder is created when missing, as git
-// itself does, so that it can be made read-only.
-func controlPaths(root string) []string {
-	out := []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json")}
+// A placeholder is a control path made for the time of a command.
+type placeholder struct {
+	path    string
+	dir     bool
+	content string // what a file holds: what git takes as it being absent
+}
+
+// maxIncludeDepth bounds the git configuration files followed through
+// include.path, as git does (10).
+const maxIncludeDepth = 10
+
+// controls returns the control paths of the workspace root (resolved), or
+// an error saying why the sandbox cannot protect them.
+//
+// Besides .cadre and .mcp.json: a .git file (a linked worktree or a
+// submodule) is read-only; in each git folder it leads to, hooks, info,
+// config, config.worktree and commondir, and in those of its submodules
+// and worktrees the same and worktrees/*/gitdir, are read-only, with the
+// folder core.hooksPath names. Where the git folder is writable, those
+// missing are made for the time of the command, empty (commondir holding
+// ".", the git folder itself), as git takes them. A .git that is a
+// symbolic link, or configuration that includes a file commands may
+// change, is refused. Without .git at root, when a folder above holds a
+// repository, an empty read-only .git is made for the time of the
+// command, so that the command cannot make a repository that git would
+// find first there; without a repository above, the command may make one
+// (git init).
+func (s *Sandbox) controls(root string) (controls, error) {
+	c := controls{
+		readOnly: []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json")},
+		missing:  []placeholder{{path: filepath.Join(root, ".cadre"), dir: true}, {path: filepath.Join(root, ".mcp.json")}},
+	}
+	writable := s.writableRoots(root)
 	dotgit := filepath.Join(root, ".git")
 	fi, err := os.Lstat(dotgit)
-	if err != nil {
-		return out
-	}
 	var gitDirs []string
 	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if enclosingRepository(filepath.Dir(root)) {
+			c.readOnly = append(c.readOnly, dotgit)
+			c.missing = append(c.missing, placeholder{path: dotgit, dir: true})
+		}
+		return c, nil
+	case err != nil:
+		return c, nil // out of reach: nothing to protect
+	case fi.Mode()&os.ModeSymlink != 0:
+		to, _ := os.Readlink(dotgit)
+		return c, fmt.Errorf("sandbox: .git in the workspace is a symbolic link (to %s), which a command could replace with a repository of its own, "+
+			"whose configuration and hooks git would then run outside the sandbox; replace the link with a .git file holding the line "+
+			"\"gitdir: %s\", as git's own worktrees and submodules do (or turn the sandbox off)", to, to)
 	case fi.IsDir():
+		if !isGitDir(dotgit) {
+			// Empty or broken: not a repository git would use; kept as
+			// it is, so that it cannot be made one.
+			c.readOnly = append(c.readOnly, dotgit)
+			return c, nil
+		}
+		c.pinned = append(c.pinned, dotgit)
 		gitDirs = append(gitDirs, dotgit)
 	case fi.Mode().IsRegular():
 		// A linked worktree or a submodule: .git names the git folder.
+		c.readOnly = append(c.readOnly, dotgit)
 		if dir := readGitFile(dotgit, "gitdir:"); dir != "" {
 			if !filepath.IsAbs(dir) {
 				dir = filepath.Join(root, dir)
@@ -499,32 +576,148 @@ func controlPaths(root string) []string {
 		}
 	}
 	for _, g := range gitDirs {
-		if st, err := os.Stat(g); err != nil || !st.IsDir() {
-			continue
-		}
-		hooks := filepath.Join(g, "hooks")
-		if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) {
-			_ = os.Mkdir(hooks, 0o755)
-		}
-		out = append(out, hooks, filepath.Join(g, "config"), filepath.Join(g, "config.worktree"))
-		if mods, err := filepath.Glob(filepath.Join(g, "modules", "*")); err == nil {
-			for _, m := range mods {
-				out = append(out, filepath.Join(m, "hooks"), filepath.Join(m, "config"))
-			}
-		}
-		if hp := hooksPath(filepath.Join(g, "config")); hp != "" {
-			if strings.HasPrefix(hp, "~/") {
-				if home, err := os.UserHomeDir(); err == nil {
-					hp = filepath.Join(home, hp[2:])
-				}
-			}
-			if !filepath.IsAbs(hp) {
-				hp = filepath.Join(root, hp)
-			}
-			out = append(out, hp)
+		if err := c.addGitDir(root, g, writable, 0); err != nil {
+			return c, err
 		}
 	}
-	return out
+	return c, nil
+}
+
+// addGitDir adds the control paths of the git folder g, and of its
+// submodules' and worktrees' git folders.
+func (c *controls) addGitDir(root, g string, writable []string, depth int) error {
+	if st, err := os.Stat(g); err != nil || !st.IsDir() || depth > maxIncludeDepth {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(g)
+	if err != nil {
+		return nil
+	}
+	canWrite := slices.ContainsFunc(writable, func(w string) bool { return within(w, real) })
+	hooks := filepath.Join(g, "hooks")
+	if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) {
+		_ = os.Mkdir(hooks, 0o755) // as git itself does
+	}
+	for _, ph := range []placeholder{
+		{path: hooks, dir: true},
+		{path: filepath.Join(g, "info"), dir: true},
+		{path: filepath.Join(g, "config")},
+		{path: filepath.Join(g, "config.worktree")},
+		{path: filepath.Join(g, "commondir"), content: ".\n"},
+	} {
+		c.readOnly = append(c.readOnly, ph.path)
+		if canWrite {
+			c.missing = append(c.missing, ph)
+		}
+	}
+	for _, config := range []string{filepath.Join(g, "config"), filepath.Join(g, "config.worktree")} {
+		if err := checkIncludes(config, writable, 0); err != nil {
+			return err
+		}
+	}
+	if hp := gitConfigValue(filepath.Join(g, "config"), "core", "hookspath"); hp != "" {
+		if strings.HasPrefix(hp, "~/") {
+			if home, err := os.UserHomeDir(); err == nil {
+				hp = filepath.Join(home, hp[2:])
+			}
+		}
+		if !filepath.IsAbs(hp) {
+			hp = filepath.Join(root, hp)
+		}
+		hp = filepath.Clean(hp)
+		c.readOnly = append(c.readOnly, hp)
+		if slices.ContainsFunc(writable, func(w string) bool { return within(w, hp) }) {
+			c.missing = append(c.missing, placeholder{path: hp, dir: true})
+		}
+	}
+	// Worktrees: each has its own gitdir, commondir and config.worktree.
+	if wts, err := filepath.Glob(filepath.Join(g, "worktrees", "*")); err == nil {
+		for _, w := range wts {
+			cw := filepath.Join(w, "config.worktree")
+			c.readOnly = append(c.readOnly, cw, filepath.Join(w, "commondir"), filepath.Join(w, "gitdir"))
+			if canWrite {
+				c.missing = append(c.missing, placeholder{path: cw})
+			}
+			if err := checkIncludes(cw, writable, 0); err != nil {
+				return err
+			}
+		}
+	}
+	// Submodules: a git folder under modules/, at any depth (a
+	// submodule's name may hold slashes).
+	modules := filepath.Join(g, "modules")
+	var errs error
+	_ = filepath.WalkDir(modules, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || path == modules {
+			return nil
+		}
+		if isGitDir(path) {
+			errs = errors.Join(errs, c.addGitDir(root, path, writable, depth+1))
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return errs
+}
+
+// isGitDir reports whether dir looks like a git folder: git needs HEAD.
+func isGitDir(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, "HEAD"))
+	return err == nil
+}
+
+// enclosingRepository reports whether dir or a folder above it holds a
+// .git, which git run in a folder below would find.
+func enclosingRepository(dir string) bool {
+	for {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+}
+
+// checkIncludes refuses git configuration that includes (include.path,
+// includeIf.*.path) a file commands may change, which could set
+// core.fsmonitor or core.pager and so run a program outside the sandbox
+// the next time git runs; it follows the includes of included files.
+func checkIncludes(config string, writable []string, depth int) error {
+	if depth > maxIncludeDepth {
+		return nil
+	}
+	incs := append(gitConfigValues(config, "include", "path"), gitConfigValues(config, "includeif", "path")...)
+	for _, inc := range incs {
+		p := inc
+		if strings.HasPrefix(p, "~/") {
+			if home, err := os.UserHomeDir(); err == nil {
+				p = filepath.Join(home, p[2:])
+			}
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(config), p)
+		}
+		p = filepath.Clean(p)
+		exposed := slices.ContainsFunc(writable, func(w string) bool { return within(w, p) })
+		if real, err := filepath.EvalSymlinks(p); err == nil && slices.ContainsFunc(writable, func(w string) bool { return within(w, real) }) {
+			exposed = true
+		}
+		if link, _ := writableLink(p, writable, 0); link != "" {
+			exposed = true
+		}
+		if exposed {
+			return fmt.Errorf("sandbox: the git configuration %s includes %s (path = %s), which commands may change: a command could write settings there "+
+				"that make git run a program outside the sandbox (core.fsmonitor, core.pager); move the included file out of the workspace "+
+				"and the sandbox's writable paths, or remove the include (or turn the sandbox off)", config, p, inc)
+		}
+		if err := checkIncludes(p, writable, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readGitFile returns the first line of file, after prefix when prefix is
@@ -546,60 +739,124 @@ func readGitFile(file, prefix string) string {
 	return line
 }
 
-// hooksPath returns core.hooksPath from a git config file, or "".
-func hooksPath(config string) string {
-	b, err := os.ReadFile(config)
-	if err != nil {
+// gitConfigValue returns the last value of section.key in a git config
+// file, or "".
+func gitConfigValue(file, section, key string) string {
+	vs := gitConfigValues(file, section, key)
+	if len(vs) == 0 {
 		return ""
 	}
-	section, value := "", ""
+	return vs[len(vs)-1]
+}
+
+// gitConfigValues returns the values of section.key (section without its
+// subsection, both compared without case) in a git config file, in order.
+func gitConfigValues(file, section, key string) []string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	cur := ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "[") {
-			name, _, _ := strings.Cut(strings.Trim(line, "[]"), " ")
-			section = strings.ToLower(strings.TrimSpace(name))
-			continue
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				continue
+			}
+			name := strings.TrimSpace(line[1:end])
+			if i := strings.IndexAny(name, " \t\"."); i >= 0 {
+				name = name[:i]
+			}
+			cur = strings.ToLower(name)
+			// A variable may follow on the same line.
+			line = strings.TrimSpace(line[end+1:])
 		}
-		key, val, ok := strings.Cut(line, "=")
-		if section == "core" && ok && strings.EqualFold(strings.TrimSpace(key), "hooksPath") {
-			value = strings.Trim(strings.TrimSpace(val), `"`)
+		k, v, ok := strings.Cut(line, "=")
+		if ok && cur == section && strings.EqualFold(strings.TrimSpace(k), key) {
+			out = append(out, gitConfigString(v))
 		}
 	}
-	return value
+	return out
 }
 
-// placeholders makes the control files that are missing for the time of
-// the commands that run, and removes them afterwards if still empty.
+// gitConfigString reads a value of a git config file: quotes removed,
+// escapes read, a comment (# or ; outside quotes) left out, and the ends
+// trimmed.
+func gitConfigString(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		switch ch := v[i]; {
+		case ch == '"':
+			quoted = !quoted
+		case ch == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			default:
+				b.WriteByte(v[i])
+			}
+		case (ch == '#' || ch == ';') && !quoted:
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// placeholders makes the control paths that are missing for the time of
+// the commands that run, and removes them afterwards if they still hold
+// what they were made with.
 type placeholders struct {
 	mu    sync.Mutex
 	users map[string]int // placeholder path -> commands running with it
 }
 
-// acquire makes the missing control files of root and returns the ones
-// this call must release.
-func (ph *placeholders) acquire(root string) []string {
+// acquire makes the placeholders of missing that are missing, and returns
+// the ones this call must release.
+func (ph *placeholders) acquire(missing []placeholder) []placeholder {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	var held []string
-	for _, c := range controlFiles {
-		path := filepath.Join(root, c.name)
-		if ph.users[path] > 0 {
-			ph.users[path]++
-			held = append(held, path)
+	var held []placeholder
+	var all []placeholder
+	for _, c := range missing {
+		if c.dir {
+			// The folders above a missing folder are made too (a
+			// core.hooksPath of tools/hooks), outermost first.
+			var above []placeholder
+			for d := filepath.Dir(c.path); d != filepath.Dir(d); d = filepath.Dir(d) {
+				if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				above = append(above, placeholder{path: d, dir: true})
+			}
+			slices.Reverse(above)
+			all = append(all, above...)
+		}
+		all = append(all, c)
+	}
+	for _, c := range all {
+		if ph.users[c.path] > 0 {
+			ph.users[c.path]++
+			held = append(held, c)
 			continue
 		}
-		if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Lstat(c.path); !errors.Is(err, os.ErrNotExist) {
 			continue // there, or out of reach: not ours
 		}
 		var err error
 		if c.dir {
-			err = os.Mkdir(path, 0o700)
+			err = os.Mkdir(c.path, 0o700)
 		} else {
-			var f *os.File
-			if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
-				err = f.Close()
-			}
+			err = writeNew(c.path, c.content)
 		}
 		if err != nil {
 			continue
@@ -607,29 +864,42 @@ func (ph *placeholders) acquire(root string) []string {
 		if ph.users == nil {
 			ph.users = map[string]int{}
 		}
-		ph.users[path] = 1
-		held = append(held, path)
+		ph.users[c.path] = 1
+		held = append(held, c)
 	}
 	return held
 }
 
+// writeNew makes the file path, which must not exist, holding content.
+func writeNew(path, content string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
+	return errors.Join(err, f.Close())
+}
+
 // release gives back what acquire returned; the last command to give a
-// placeholder back removes it if it is still empty.
-func (ph *placeholders) release(held []string) {
+// placeholder back removes it if it is still as it was made: an empty
+// folder, or a file holding what it was made with.
+func (ph *placeholders) release(held []placeholder) {
 	ph.mu.Lock()
 	defer ph.mu.Unlock()
-	for _, path := range held {
-		if ph.users[path]--; ph.users[path] > 0 {
+	for _, c := range slices.Backward(held) {
+		if ph.users[c.path]--; ph.users[c.path] > 0 {
 			continue
 		}
-		delete(ph.users, path)
-		fi, err := os.Lstat(path)
+		delete(ph.users, c.path)
+		fi, err := os.Lstat(c.path)
 		switch {
 		case err != nil:
 		case fi.IsDir():
-			_ = os.Remove(path) // fails, as it should, when not empty
-		case fi.Mode().IsRegular() && fi.Size() == 0:
-			_ = os.Remove(path)
+			_ = os.Remove(c.path) // fails, as it should, when not empty
+		case fi.Mode().IsRegular() && fi.Size() == int64(len(c.content)):
+			if b, err := os.ReadFile(c.path); err == nil && string(b) == c.content {
+				_ = os.Remove(c.path)
+			}
 		}
 	}
 }

@@ -1127,3 +1127,160 @@ func TestSandboxUnixSockets(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxGitControls: a command cannot plant git configuration that
+// runs a program (core.fsmonitor) the next time git runs on the host, by
+// any of the ways git finds its configuration: .git/commondir, a
+// worktree's .git file, a new repository where git would find a parent's,
+// an include, a renamed folder above a control path; a .git that is a
+// symbolic link, or an include of a file in the workspace, is refused.
+func TestSandboxGitControls(t *testing.T) {
+	sb := requireSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	gitHome := t.TempDir()
+	git := func(t *testing.T, dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "HOME="+gitHome, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
+		}
+		return string(out)
+	}
+	for _, tt := range []struct {
+		name string
+		// setup makes the layout under base and returns the workspace.
+		setup   func(t *testing.T, base string) string
+		command string
+		refused string // a part of the refusal, when the command must not run
+	}{
+		{name: "commondir", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			return filepath.Join(base, "ws")
+		}, command: "cp -r .git evilg && git --git-dir=evilg config core.fsmonitor \"$PWD/evil.sh\" && echo \"$PWD/evilg\" > .git/commondir"},
+		{name: "config.worktree", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			return filepath.Join(base, "ws")
+		}, command: "printf '[core]\\n\\tfsmonitor = %s/evil.sh\\n' \"$PWD\" > .git/config.worktree"},
+		{name: "worktree .git file", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "main")
+			git(t, filepath.Join(base, "main"), "commit", "-q", "--allow-empty", "-m", "first")
+			git(t, filepath.Join(base, "main"), "worktree", "add", "-q", filepath.Join(base, "ws"))
+			return filepath.Join(base, "ws")
+		}, command: "git init -q evilg && git --git-dir=evilg/.git config core.fsmonitor \"$PWD/evil.sh\" && echo 'gitdir: evilg/.git' > .git"},
+		{name: "no .git below a repository", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "repo")
+			files(t, base, map[string]string{"repo/ws/keep": ""})
+			return filepath.Join(base, "repo/ws")
+		}, command: "git init -q . && git config core.fsmonitor \"$PWD/evil.sh\""},
+		{name: "renamed folder above hooksPath", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			git(t, filepath.Join(base, "ws"), "config", "core.hooksPath", "tools/hooks")
+			files(t, base, map[string]string{"ws/tools/hooks/keep": ""})
+			return filepath.Join(base, "ws")
+		}, command: "mv tools tools-old && mkdir -p tools/hooks && printf '#!/bin/sh\\n%s/evil.sh\\n' \"$PWD\" > tools/hooks/pre-commit && " +
+			"chmod +x tools/hooks/pre-commit"},
+		{name: "missing hooksPath", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			git(t, filepath.Join(base, "ws"), "config", "core.hooksPath", ".githooks")
+			return filepath.Join(base, "ws")
+		}, command: "mkdir -p .githooks && printf '#!/bin/sh\\n%s/evil.sh\\n' \"$PWD\" > .githooks/pre-commit && chmod +x .githooks/pre-commit"},
+		{name: "renamed modules", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			if err := os.MkdirAll(filepath.Join(base, "ws/.git/modules"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			git(t, base, "init", "-q", "--separate-git-dir", filepath.Join(base, "ws/.git/modules/lib"), filepath.Join(base, "ws/lib"))
+			return filepath.Join(base, "ws")
+		}, command: "mv .git/modules .git/modules-old && mkdir -p .git/modules && cp -r .git/modules-old/lib .git/modules/lib && " +
+			"git --git-dir=.git/modules/lib config core.fsmonitor \"$PWD/evil.sh\""},
+		{name: "include", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "ws")
+			git(t, filepath.Join(base, "ws"), "config", "include.path", "../.gitconfig")
+			return filepath.Join(base, "ws")
+		}, command: "printf '[core]\\n\\tfsmonitor = %s/evil.sh\\n' \"$PWD\" > .gitconfig", refused: "includes"},
+		{name: "symlinked .git", setup: func(t *testing.T, base string) string {
+			git(t, base, "init", "-q", "--bare", "real.git")
+			files(t, base, map[string]string{"ws/keep": ""})
+			symlink(t, "../real.git", filepath.Join(base, "ws/.git"))
+			return filepath.Join(base, "ws")
+		}, command: "rm .git && git init -q . && git config core.fsmonitor \"$PWD/evil.sh\"", refused: ".git in the workspace is a symbolic link"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base := persistentBase(t)
+			root := tt.setup(t, base)
+			marker := filepath.Join(base, "ran")
+			files(t, root, map[string]string{"evil.sh": "#!/bin/sh\necho ran > " + marker + "\n"})
+			if err := os.Chmod(filepath.Join(root, "evil.sh"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ws, err := tool.NewWorkspace(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc := NewRunCommand(ws, Options{Sandbox: sb})
+			out, err := call(t, rc, map[string]any{"command": tt.command})
+			switch {
+			case tt.refused != "":
+				if err == nil || !strings.Contains(err.Error(), tt.refused) {
+					t.Errorf("got %q, %v; want the command refused (%s)", out, err, tt.refused)
+				}
+			case err != nil:
+				t.Fatalf("call: %v", err)
+			case exitCodeOf(out) == 0:
+				t.Errorf("the command succeeded:\n%s", out)
+			}
+			// What git may do next on the host, in the workspace and in
+			// its submodule: read per-worktree configuration (as git
+			// sparse-checkout turns on), show the status, commit (which
+			// runs the pre-commit hook).
+			for _, dir := range []string{root, filepath.Join(root, "lib")} {
+				for _, args := range [][]string{{"config", "extensions.worktreeConfig", "true"}, {"status"}, {"commit", "-q", "--allow-empty", "-m", "next"}} {
+					cmd := exec.Command("git", args...)
+					cmd.Dir = dir
+					cmd.Env = append(os.Environ(), "HOME="+gitHome, "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x",
+						"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+					_ = cmd.Run()
+				}
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("git on the host ran the program the command planted:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestSandboxGitInit: in a workspace with no repository in it or above
+// it, a command may make one, and git works in a sandboxed repository.
+func TestSandboxGitInit(t *testing.T) {
+	sb := requireSandbox(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	root := filepath.Join(persistentBase(t), "ws")
+	files(t, root, map[string]string{"f.txt": "x\n"})
+	ws, err := tool.NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := NewRunCommand(ws, Options{Sandbox: sb, Env: append(os.Environ(), "HOME="+t.TempDir(), "GIT_CONFIG_NOSYSTEM=1")})
+	for _, command := range []string{
+		"git init -q . && git add f.txt",
+		"git -c user.name=t -c user.email=t@x commit -q -m first && git status --short && git log --oneline",
+	} {
+		out, err := call(t, rc, map[string]any{"command": command})
+		if err != nil || exitCodeOf(out) != 0 {
+			t.Fatalf("%q: %q, %v", command, out, err)
+		}
+	}
+	for _, p := range []string{".git/commondir", ".git/config.worktree"} {
+		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the commands: %v, want it gone", p, err)
+		}
+	}
+}

@@ -64,6 +64,7 @@ func TestSandboxPlan(t *testing.T) {
 		"home/.netrc":          "",
 		"ws/.cadre/config":     "",
 		"ws/.git/config":       "[core]\n\thooksPath = \"tools/hooks\"\n",
+		"ws/.git/HEAD":         "ref: refs/heads/main\n",
 		"ws/tools/hooks/x":     "",
 		"ws/docs/a":            "",
 		"cache/x":              "",
@@ -79,7 +80,7 @@ func TestSandboxPlan(t *testing.T) {
 		ReadOnly: []string{filepath.Join(home, "go"), "docs"},
 		Writable: []string{"../cache", filepath.Join(home, ".ssh")},
 	}
-	args, err := sb.plan(ws, []string{filepath.Join(ws, ".cadre/cadre.db")})
+	args, err := planFor(sb, ws, []string{filepath.Join(ws, ".cadre/cadre.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +111,7 @@ func TestSandboxPlan(t *testing.T) {
 		"--ro-bind "+ws+"/.cadre "+ws+"/.cadre",
 		"--bind "+ws+"/.git "+ws+"/.git",
 		"--ro-bind "+ws+"/docs "+ws+"/docs",
+		"--bind "+ws+"/tools "+ws+"/tools",
 		"--ro-bind /dev/null "+ws+"/.cadre/cadre.db",
 		"--ro-bind "+ws+"/.git/config "+ws+"/.git/config",
 		"--ro-bind "+ws+"/.git/hooks "+ws+"/.git/hooks",
@@ -136,16 +138,25 @@ func TestSandboxPlan(t *testing.T) {
 		case "writable":
 			sb.Writable = []string{"/"}
 		}
-		if _, err := sb.plan(ws, nil); err == nil || !strings.Contains(err.Error(), "sandbox: "+list+" lists /, which is the whole file system") {
+		if _, err := planFor(sb, ws, nil); err == nil || !strings.Contains(err.Error(), "sandbox: "+list+" lists /, which is the whole file system") {
 			t.Errorf("%s: [/]: %v", list, err)
 		}
 	}
-	if _, err := (&Sandbox{}).plan("/", nil); err == nil || !strings.Contains(err.Error(), "the workspace is /") {
+	if _, err := planFor(&Sandbox{}, "/", nil); err == nil || !strings.Contains(err.Error(), "the workspace is /") {
 		t.Errorf("a workspace of /: %v", err)
 	}
-	if args, err := (&Sandbox{}).plan(ws, nil); err != nil || !slices.Contains(args, "--unshare-net") {
+	if args, err := planFor(&Sandbox{}, ws, nil); err != nil || !slices.Contains(args, "--unshare-net") {
 		t.Errorf("default plan: %v, %v; want --unshare-net", args, err)
 	}
+}
+
+// planFor returns the plan of sb for root, with its control paths.
+func planFor(sb *Sandbox, root string, hidden []string) ([]string, error) {
+	ctl, err := sb.controls(root)
+	if err != nil {
+		return nil, err
+	}
+	return sb.plan(root, hidden, ctl)
 }
 
 func TestHooksPath(t *testing.T) {
@@ -162,7 +173,7 @@ func TestHooksPath(t *testing.T) {
 		if err := os.WriteFile(f, []byte(tt.config), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := hooksPath(f); got != tt.want {
+		if got := gitConfigValue(f, "core", "hookspath"); got != tt.want {
 			t.Errorf("%d: hooksPath(%q) = %q, want %q", i, tt.config, got, tt.want)
 		}
 	}
@@ -180,14 +191,18 @@ func TestControlPathsWorktree(t *testing.T) {
 		"main/.git/worktrees/wt/commondir": "../..\n",
 		"wt/.git":                          "gitdir: " + filepath.Join(base, "main/.git/worktrees/wt") + "\n",
 	})
-	got := controlPaths(filepath.Join(base, "wt"))
+	ctl, err := (&Sandbox{}).controls(filepath.Join(base, "wt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ctl.readOnly
 	for _, want := range []string{
 		filepath.Join(base, "wt/.cadre"), filepath.Join(base, "wt/.mcp.json"),
 		filepath.Join(base, "main/.git/worktrees/wt/hooks"),
 		filepath.Join(base, "main/.git/hooks"), filepath.Join(base, "main/.git/config"),
 	} {
 		if !slices.Contains(got, want) {
-			t.Errorf("controlPaths lacks %s: %v", want, got)
+			t.Errorf("the control paths lack %s: %v", want, got)
 		}
 	}
 }
