@@ -41,7 +41,9 @@ const commandWaitDelay = 5 * time.Second
 // it keeps the output open, the call returns shortly after the command
 // ends and says so.
 //
-// The command's environment is cleaned of secrets (see CleanEnv). With
+// The command's environment is cleaned of secrets (see CleanEnv); call
+// ProtectProcess at start-up so that an unconfined command cannot read
+// the environment of the process that runs it either. With
 // Options.Sandbox it runs inside bubblewrap, confined as Sandbox says, and
 // nothing it starts outlives the call, setsid or not. Without one it is
 // confined by nothing but its working directory. On Linux the command is

@@ -17,3 +17,6 @@ func procInfo(int) (procStat, error) { return procStat{}, errors.ErrUnsupported 
 func bootID() (string, error) { return "", errors.ErrUnsupported }
 
 func groupMembers(int) []int { return nil }
+
+// ProtectProcess does nothing here: see its Linux form.
+func ProtectProcess() error { return nil }

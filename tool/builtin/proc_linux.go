@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // groupAttr puts a command in a process group of its own and has the
@@ -68,4 +70,18 @@ func groupMembers(pgid int) []int {
 		}
 	}
 	return out
+}
+
+// ProtectProcess keeps the commands the current process runs unconfined,
+// which run as the same user, from reading its environment and memory
+// (/proc/PID/environ, /proc/PID/mem, ptrace), where provider keys are
+// that CleanEnv keeps from the commands' own environment. On Linux it
+// marks the process not dumpable (prctl PR_SET_DUMPABLE 0), which also
+// turns off its core dumps; a process with CAP_SYS_PTRACE (root) can
+// still read it. Elsewhere it does nothing. Call it once, at start-up.
+func ProtectProcess() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("mark the process not dumpable, to keep commands from reading its environment: %w", err)
+	}
+	return nil
 }

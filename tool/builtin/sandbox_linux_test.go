@@ -63,6 +63,9 @@ func TestMain(m *testing.M) {
 	case "dialunix":
 		helperDialUnix(os.Getenv("CADRE_HELPER_SOCK"))
 		os.Exit(0)
+	case "environ":
+		helperEnviron()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -109,6 +112,21 @@ func helperDialUnix(path string) {
 	defer c.Close()
 	b, _ := io.ReadAll(c)
 	fmt.Printf("got: %s\n", b)
+}
+
+// helperEnviron calls ProtectProcess when asked, and says whether a child
+// it starts read its environment.
+func helperEnviron() {
+	if os.Getenv("CADRE_HELPER_PROTECT") == "1" {
+		if err := ProtectProcess(); err != nil {
+			fmt.Println("ProtectProcess:", err)
+			os.Exit(1)
+		}
+	}
+	// What the child read is not printed: it holds the environment of the
+	// test.
+	out, err := exec.Command("cat", "/proc/"+strconv.Itoa(os.Getpid())+"/environ").Output()
+	fmt.Printf("child read: %d bytes, the marker: %v, error: %v\n", len(out), bytes.Contains(out, []byte(os.Getenv("CADRE_HELPER_MARKER"))), err)
 }
 
 // helperJoinGroup moves itself into its parent's process group, out of
@@ -1281,6 +1299,55 @@ func TestSandboxGitInit(t *testing.T) {
 	for _, p := range []string{".git/commondir", ".git/config.worktree"} {
 		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after the commands: %v, want it gone", p, err)
+		}
+	}
+}
+
+// TestProtectProcess: after ProtectProcess, a child running as the same
+// user (not root) cannot read its parent's environment; before, it can.
+// Run as root, the test runs the parent and the child as nobody.
+func TestProtectProcess(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cred *syscall.Credential
+	dir := t.TempDir()
+	if os.Geteuid() == 0 {
+		// A copy of the test binary that nobody may run.
+		dir = persistentBase(t)
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe = filepath.Join(dir, "builtin.test")
+		if err := os.WriteFile(exe, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	marker := fmt.Sprintf("ENV-MARKER-%d", os.Getpid())
+	for _, protect := range []bool{false, true} {
+		cmd := exec.Command(exe)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		p := "0"
+		if protect {
+			p = "1"
+		}
+		cmd.Env = append(os.Environ(), "CADRE_BUILTIN_HELPER=environ", "CADRE_HELPER_PROTECT="+p, "CADRE_HELPER_MARKER="+marker)
+		out, err := cmd.CombinedOutput()
+		if err != nil && cred != nil && len(out) == 0 {
+			t.Skipf("cannot run the test as nobody (uid 65534) here: %v", err)
+		}
+		if err != nil || !strings.Contains(string(out), "child read:") {
+			t.Fatalf("protect %v: %q, %v", protect, out, err)
+		}
+		if got := strings.Contains(string(out), "the marker: true"); got == protect {
+			t.Errorf("protect %v: the child read its parent's environment: %v; want %v\n%s", protect, got, !protect, out)
 		}
 	}
 }
