@@ -22,12 +22,17 @@ func TestCleanEnv(t *testing.T) {
 		"DATABASE_URL=postgres://u:pw@db/x", "PLAIN_URL=https://example.com/x", "HTTP_PROXY=http://user@proxy:3128",
 		"CADRE_STORE=postgres://cadre:pw@db/cadre", "VLLM=named-by-config", "NPM_CONFIG__AUTH=a", "XAUTHORITY=/x",
 		"KEEP_TOKEN=kept",
+		"DB_PASS=p", "SMTP_PWD=p", "GITHUB_PAT=p", "CI_JOB_JWT=j", "SENTRY_DSN=https://k@sentry.io/1",
+		"SLACK_WEBHOOK_URL=https://hooks.slack.com/x", "openaiApiKey=k", "githubToken=t", "DBPassword=p", "APIKey=k",
+		"PG_CONN=host=db user=u password=p", "ODBC=Server=db;Uid=u;Pwd=p", "PWD=/home/u/ws", "OLDPWD=/home/u",
+		"myPathList=/x", "COMPASS_HOME=/c", "PASSENGER_ENV=dev", "KeyboardLayout=us",
 	}
 	got := CleanEnv(env, []string{"VLLM"}, []string{"KEEP_TOKEN"})
 	want := []string{
 		"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "TERM=xterm", "USER=u", "SHELL=/bin/bash", "TZ=UTC",
 		"GIT_AUTHOR_NAME=U", "TOKENIZERS_PARALLELISM=false", "KEYBOARD=us", "GOPATH=/home/u/go",
 		"PLAIN_URL=https://example.com/x", "HTTP_PROXY=http://user@proxy:3128", "KEEP_TOKEN=kept",
+		"PWD=/home/u/ws", "OLDPWD=/home/u", "myPathList=/x", "COMPASS_HOME=/c", "PASSENGER_ENV=dev", "KeyboardLayout=us",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CleanEnv (-want +got):\n%s", diff)
