@@ -26,15 +26,18 @@
 // secrets (CleanEnv). With Options.Sandbox it runs inside bubblewrap on
 // Linux: the workspace writable except cadre's and git's control files,
 // the rest of the file system read-only, credential stores hidden, a
-// /tmp, /dev and /proc of its own, no network unless allowed, and nothing
-// it starts outliving the call or cadre (see Sandbox). Without one, what
-// the command touches is not confined. Either way it, write_file and
+// /tmp, /dev and /proc of its own, no network (nor the host's sockets in
+// /run) unless allowed, no capabilities even under root, and nothing it
+// starts outliving the call or cadre (see Sandbox). Without one, what the
+// command touches is not confined; ProtectProcess keeps it from reading
+// cadre's own environment. Either way it, write_file and
 // edit_file are mutating tools (cadre.Mutator) that go through approval.
 //
 // # Processes
 //
 // A command runs in a process group of its own, killed when the call
-// ends. On Linux the command is killed when cadre dies (a parent-death
+// ends; on a time-out or cancel its own process is killed too, wherever
+// it moved. On Linux the command is killed when cadre dies (a parent-death
 // signal, sent from a thread that lives as long as the command); a
 // sandboxed command takes everything it started with it. An unconfined
 // command's group is recorded in Options.ProcessDir while it runs, and
