@@ -75,7 +75,8 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 //     the workspace has none but a folder above it holds a repository,
 //     which a new one would hide from git. When one of these is a
 //     symbolic link in the workspace or a Writable path, or is reached
-//     through one, when .git is a symbolic link, or when git's
+//     through one, when .cadre holds a link to where commands may write,
+//     when .git is a symbolic link, or when git's
 //     configuration includes a file commands may change, the command is
 //     refused. A repository the command makes where there was none, in
 //     the workspace or a folder of it, is the command's, configuration
@@ -533,6 +534,9 @@ func (s *Sandbox) controls(root string) (controls, error) {
 		missing:  []placeholder{{path: filepath.Join(root, ".cadre"), dir: true}, {path: filepath.Join(root, ".mcp.json")}},
 	}
 	writable := s.writableRoots(root)
+	if err := checkLinksInside(root, filepath.Join(root, ".cadre"), writable); err != nil {
+		return c, err
+	}
 	dotgit := filepath.Join(root, ".git")
 	fi, err := os.Lstat(dotgit)
 	var gitDirs []string
@@ -681,6 +685,63 @@ func enclosingRepository(dir string) bool {
 	}
 }
 
+// maxControlEntries bounds the entries of .cadre that checkLinksInside
+// looks at.
+const maxControlEntries = 10_000
+
+// checkLinksInside refuses a symbolic link inside the folder dir (.cadre)
+// that leads where commands may write: the sandbox makes dir read-only,
+// but cadre would follow the link (.cadre/agents -> ../agents) and read
+// what a command wrote there.
+func checkLinksInside(root, dir string, writable []string) error {
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return nil
+	}
+	var found error
+	n := 0
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if n++; err != nil || n > maxControlEntries || found != nil {
+			return filepath.SkipAll
+		}
+		if d.Type()&os.ModeSymlink == 0 {
+			return nil
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			return nil
+		}
+		target := to
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		if exposed(filepath.Clean(target), writable) {
+			name := path
+			if rel, err := filepath.Rel(root, path); err == nil {
+				name = rel
+			}
+			found = fmt.Errorf("sandbox: %s is a symbolic link (to %s) to where commands may write: cadre would read what a command wrote there "+
+				"(configuration, agents) outside the sandbox; replace the link with a copy of what it points to (or turn the sandbox off)", name, to)
+		}
+		return nil
+	})
+	return found
+}
+
+// exposed reports whether a command could write path: it lies in one of
+// the folders writable (resolved), as named or resolved, or is reached
+// through a symbolic link there.
+func exposed(path string, writable []string) bool {
+	in := func(p string) bool { return slices.ContainsFunc(writable, func(w string) bool { return within(w, p) }) }
+	if in(path) {
+		return true
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && in(real) {
+		return true
+	}
+	link, _ := writableLink(path, writable, 0)
+	return link != ""
+}
+
 // checkIncludes refuses git configuration that includes (include.path,
 // includeIf.*.path) a file commands may change, which could set
 // core.fsmonitor or core.pager and so run a program outside the sandbox
@@ -701,14 +762,7 @@ func checkIncludes(config string, writable []string, depth int) error {
 			p = filepath.Join(filepath.Dir(config), p)
 		}
 		p = filepath.Clean(p)
-		exposed := slices.ContainsFunc(writable, func(w string) bool { return within(w, p) })
-		if real, err := filepath.EvalSymlinks(p); err == nil && slices.ContainsFunc(writable, func(w string) bool { return within(w, real) }) {
-			exposed = true
-		}
-		if link, _ := writableLink(p, writable, 0); link != "" {
-			exposed = true
-		}
-		if exposed {
+		if exposed(p, writable) {
 			return fmt.Errorf("sandbox: the git configuration %s includes %s (path = %s), which commands may change: a command could write settings there "+
 				"that make git run a program outside the sandbox (core.fsmonitor, core.pager); move the included file out of the workspace "+
 				"and the sandbox's writable paths, or remove the include (or turn the sandbox off)", config, p, inc)

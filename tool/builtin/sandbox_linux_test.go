@@ -1071,6 +1071,26 @@ func TestSandboxControlLinks(t *testing.T) {
 		})
 	}
 
+	// A link inside .cadre to where commands may write is refused too:
+	// cadre would follow it.
+	for _, tt := range []struct{ link, target, command string }{
+		{".cadre/config.yaml", "../cadre.yaml", "echo 'sandbox: off' > cadre.yaml"},
+		{".cadre/agents", "../agents", "echo evil > agents/a.md"},
+	} {
+		base := persistentBase(t)
+		root := filepath.Join(base, "ws")
+		files(t, root, map[string]string{".cadre/keep": "", "cadre.yaml": "model: x\n", "agents/keep": ""})
+		symlink(t, tt.target, filepath.Join(root, tt.link))
+		ws, err := tool.NewWorkspace(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := call(t, NewRunCommand(ws, Options{Sandbox: sb}), map[string]any{"command": tt.command})
+		if err == nil || !strings.Contains(err.Error(), tt.link+" is a symbolic link (to "+tt.target+")") {
+			t.Errorf("%s -> %s: got %q, %v; want the command refused, naming the link", tt.link, tt.target, out, err)
+		}
+	}
+
 	// Links elsewhere, and the workspace reached through a link, are
 	// fine.
 	base := persistentBase(t)
