@@ -129,8 +129,9 @@ type Sandbox struct {
 // under home, cadre's and other agents' own configuration there, and the
 // sockets that would let a command act outside the sandbox (the user's
 // runtime folder /run/user/UID with its ssh-agent, gpg-agent and D-Bus
-// sockets, the Docker, containerd, Podman, LXD and Incus sockets, the
-// system D-Bus, systemd's private socket). They are returned whether they
+// sockets, the Docker, containerd, Podman, LXD, Incus, CRI-O, BuildKit,
+// k3s, libvirt and snapd sockets, the system D-Bus, systemd's private
+// socket). They are returned whether they
 // exist or not. With the network off, a Sandbox hides more on its own
 // (see Sandbox).
 //
@@ -154,7 +155,8 @@ func DefaultHidden(home string) []string {
 		out = append(out, "/run/user/"+strconv.Itoa(os.Getuid()))
 	}
 	return append(out, "/run/docker.sock", "/var/run/docker.sock", "/run/containerd", "/run/podman", "/run/dbus", "/var/run/dbus",
-		"/run/systemd/private", "/var/lib/lxd/unix.socket", "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/incus/unix.socket")
+		"/run/systemd/private", "/var/lib/lxd/unix.socket", "/var/snap/lxd/common/lxd/unix.socket", "/var/lib/incus/unix.socket",
+		"/run/snapd.socket", "/run/snapd-snap.socket", "/run/libvirt", "/run/crio", "/run/buildkit", "/run/k3s")
 }
 
 // offlineHidden are the folders where the system's services keep their
@@ -208,7 +210,7 @@ func (s *Sandbox) Probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	// The shell reads its own capabilities with builtins alone.
-	args := append(s.namespaceArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+	args := append(append(s.namespaceArgs(), systemMounts...), "--tmpfs", "/tmp",
 		"--", "sh", "-c", `while read -r k v; do if [ "$k" = CapEff: ]; then echo "$v"; fi; done < /proc/self/status`)
 	out, err := exec.CommandContext(ctx, prog, args...).CombinedOutput()
 	msg := strings.Join(strings.Fields(string(out)), " ")
@@ -239,6 +241,16 @@ func (s *Sandbox) namespaceArgs() []string {
 	}
 	return args
 }
+
+// systemMounts are the options of bwrap that show the file system
+// read-only, with /dev and /proc of the sandbox's own. The kernel's
+// settings in /proc/sys and /proc/sysrq-trigger are read-only too: run as
+// root, bubblewrap leaves them writable, and a command that holds no
+// capability could still set kernel.core_pattern, a program the kernel
+// runs as root outside the sandbox, since root's own file permissions
+// allow it.
+var systemMounts = []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	"--ro-bind", "/proc/sys", "/proc/sys", "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"}
 
 type mountKind int
 
@@ -301,7 +313,7 @@ func (p *mountPlan) args(base []string, root string) []string {
 		}
 		return strings.Compare(a, b)
 	})
-	args := append(base, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp")
+	args := append(append(base, systemMounts...), "--tmpfs", "/tmp")
 	var remount []string
 	for _, path := range paths {
 		switch p.rules[path] {

@@ -1001,6 +1001,10 @@ func TestSandboxDropsCapabilities(t *testing.T) {
 		"mount -o remount,rw,bind / && echo PWNED > " + target,
 		"mount -o remount,rw " + filepath.Dir(target) + " && echo PWNED > " + target,
 		"mount --bind " + filepath.Dir(target) + " /tmp && echo PWNED > /tmp/outside.txt",
+		// Root's file permissions alone would let it set the kernel's
+		// settings (core_pattern runs a program as root on the host):
+		// this one is written back unchanged, should it get through.
+		"v=$(cat /proc/sys/kernel/core_uses_pid) && echo \"$v\" > /proc/sys/kernel/core_uses_pid",
 	} {
 		out, err := call(t, rc, map[string]any{"command": command})
 		if err != nil || exitCodeOf(out) == 0 {

@@ -44,7 +44,7 @@ func mountsOf(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
-		case "--bind", "--ro-bind":
+		case "--bind", "--ro-bind", "--ro-bind-try":
 			out = append(out, args[i]+" "+args[i+1]+" "+args[i+2])
 			i += 2
 		case "--tmpfs", "--remount-ro", "--dev", "--proc", "--chdir":
@@ -104,7 +104,8 @@ func TestSandboxPlan(t *testing.T) {
 		}
 	}
 	// The test's TMPDIR holds base: its mount comes first.
-	want := append([]string{"--ro-bind / /", "--dev /dev", "--proc /proc", "--tmpfs /tmp"}, tmp...)
+	want := append([]string{"--ro-bind / /", "--dev /dev", "--proc /proc", "--ro-bind /proc/sys /proc/sys",
+		"--ro-bind-try /proc/sysrq-trigger /proc/sysrq-trigger", "--tmpfs /tmp"}, tmp...)
 	want = append(want,
 		"--bind "+base+"/cache "+base+"/cache",
 		"--tmpfs "+home,
