@@ -6,9 +6,21 @@ import (
 	"strings"
 )
 
-// maxBraceExpansions bounds how many patterns one glob with braces may
-// turn into.
-const maxBraceExpansions = 256
+// Bounds of a glob. They are far above what a person writes, and keep the
+// cost of matching a path small whatever the pattern.
+const (
+	// maxGlobLen bounds the bytes of a glob pattern.
+	maxGlobLen = 4096
+	// maxGlobSegments bounds the slash-separated segments of each
+	// alternative of a glob.
+	maxGlobSegments = 64
+	// maxBraceExpansions bounds how many patterns one glob with braces may
+	// turn into.
+	maxBraceExpansions = 256
+	// maxBraceBytes bounds the bytes of all the patterns a glob with
+	// braces turns into, together.
+	maxBraceBytes = 16 << 10
+)
 
 // A glob matches slash-separated paths. Within a path segment it follows
 // path.Match ("*", "?", "[a-z]", "\\" escapes); a segment that is exactly
@@ -16,6 +28,9 @@ const maxBraceExpansions = 256
 // are expanded first. A pattern without a slash matches the last segment
 // of a path (the file name) at any depth, so "*.go" finds Go files
 // everywhere.
+//
+// Matching a path costs at most the number of the pattern's segments times
+// the path's depth calls of path.Match, whatever "**" the pattern holds.
 type glob struct {
 	alts     [][]string // each alternative, split into segments
 	baseOnly bool
@@ -25,6 +40,9 @@ func compileGlob(pattern string) (*glob, error) {
 	pattern = strings.TrimPrefix(pattern, "./")
 	if pattern == "" {
 		return nil, fmt.Errorf("empty glob pattern")
+	}
+	if len(pattern) > maxGlobLen {
+		return nil, fmt.Errorf("glob pattern of %d bytes is too long: the limit is %d bytes; use a shorter pattern, or several calls", len(pattern), maxGlobLen)
 	}
 	if strings.HasPrefix(pattern, "/") {
 		return nil, fmt.Errorf("glob pattern %q starts with /: patterns are relative to the directory searched; drop the leading slash", pattern)
@@ -36,6 +54,9 @@ func compileGlob(pattern string) (*glob, error) {
 	g := &glob{baseOnly: !strings.Contains(pattern, "/")}
 	for _, p := range pats {
 		segs := strings.Split(p, "/")
+		if len(segs) > maxGlobSegments {
+			return nil, fmt.Errorf("glob pattern %q has %d path segments: the limit is %d; use fewer segments (one ** stands for any number of folders)", pattern, len(segs), maxGlobSegments)
+		}
 		for _, s := range segs {
 			if _, err := path.Match(s, ""); err != nil {
 				return nil, fmt.Errorf("glob pattern %q: %w (use * ? [abc] {a,b} and **)", pattern, err)
@@ -60,84 +81,168 @@ func (g *glob) match(rel string) bool {
 	return false
 }
 
+// matchSegments reports whether the segments of name match those of pat.
+// A "**" may take any number of segments: each way of splitting name
+// among the "**" of pat is tried, but a (pattern segment, name segment)
+// pair that failed once is not tried again, so the work is at most
+// len(pat) × (len(name)+1) steps rather than exponential in the number of
+// "**".
 func matchSegments(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for len(pat) > 1 && pat[1] == "**" {
-				pat = pat[1:]
+	var failed []bool // indexed by i*(len(name)+1)+j, for pat[i] == "**"
+	var rec func(i, j int) bool
+	rec = func(i, j int) bool {
+		for i < len(pat) {
+			if pat[i] != "**" {
+				if j == len(name) {
+					return false
+				}
+				if ok, _ := path.Match(pat[i], name[j]); !ok {
+					return false
+				}
+				i, j = i+1, j+1
+				continue
 			}
-			if len(pat) == 1 {
+			for i+1 < len(pat) && pat[i+1] == "**" {
+				i++
+			}
+			if i+1 == len(pat) {
 				return true
 			}
-			for i := range len(name) + 1 {
-				if matchSegments(pat[1:], name[i:]) {
+			if failed == nil {
+				failed = make([]bool, (len(pat)+1)*(len(name)+1))
+			}
+			at := i*(len(name)+1) + j
+			if failed[at] {
+				return false
+			}
+			for k := j; k <= len(name); k++ {
+				if rec(i+1, k) {
 					return true
 				}
 			}
+			failed[at] = true
 			return false
 		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, _ := path.Match(pat[0], name[0]); !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
+		return j == len(name)
 	}
-	return len(name) == 0
+	return rec(0, 0)
 }
 
-// expandBraces turns "a{b,c{d,e}}f" into abf, acdf, acef.
+// expandBraces turns "a{b,c{d,e}}f" into abf, acdf, acef. It reads the
+// pattern once, left to right, and stops as soon as the patterns it makes
+// exceed maxBraceExpansions or maxBraceBytes.
 func expandBraces(p string) ([]string, error) {
-	open := -1
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '\\':
-			i++
-		case '{':
-			open = i
-		}
-		if open >= 0 {
-			break
-		}
+	e := braceExpander{p: p}
+	out, err := e.sequence(0)
+	if err != nil {
+		return nil, err
 	}
-	if open < 0 {
-		if strings.Contains(strings.ReplaceAll(p, `\}`, ""), "}") {
-			return nil, fmt.Errorf("unmatched }")
+	return out, nil
+}
+
+// braceExpander reads a pattern with braces.
+type braceExpander struct {
+	p string
+	i int // the next byte to read
+}
+
+// sequence reads up to the end of p or, inside braces (depth > 0), up to
+// the "," or "}" that ends the current alternative, and returns the
+// patterns it stands for.
+func (e *braceExpander) sequence(depth int) ([]string, error) {
+	out := []string{""}
+	start := e.i
+	flush := func() error {
+		lit := e.p[start:e.i]
+		if lit == "" {
+			return nil
 		}
-		return []string{p}, nil
+		for k := range out {
+			out[k] += lit
+		}
+		return checkExpansion(out)
 	}
-	depth, start := 0, open+1
-	var parts []string
-	for i := open; i < len(p); i++ {
-		switch p[i] {
-		case '\\':
-			i++
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				parts = append(parts, p[start:i])
-				var out []string
-				for _, part := range parts {
-					rest, err := expandBraces(p[:open] + part + p[i+1:])
-					if err != nil {
-						return nil, err
-					}
-					out = append(out, rest...)
-					if len(out) > maxBraceExpansions {
-						return nil, fmt.Errorf("more than %d alternatives", maxBraceExpansions)
-					}
+	for e.i < len(e.p) {
+		switch c := e.p[e.i]; {
+		case c == '\\':
+			e.i = min(e.i+2, len(e.p))
+		case c == '{':
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			e.i++
+			alts, err := e.group(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			if len(out)*len(alts) > maxBraceExpansions {
+				return nil, errTooManyAlternatives
+			}
+			next := make([]string, 0, len(out)*len(alts))
+			for _, o := range out {
+				for _, a := range alts {
+					next = append(next, o+a)
 				}
-				return out, nil
+				if err := checkExpansion(next); err != nil {
+					return nil, err
+				}
 			}
-		case ',':
-			if depth == 1 {
-				parts = append(parts, p[start:i])
-				start = i + 1
+			out, start = next, e.i
+		case c == '}' && depth == 0:
+			return nil, fmt.Errorf("unmatched }")
+		case (c == '}' || c == ',') && depth > 0:
+			if err := flush(); err != nil {
+				return nil, err
 			}
+			return out, nil
+		default:
+			e.i++
 		}
 	}
-	return nil, fmt.Errorf("unmatched {")
+	if depth > 0 {
+		return nil, fmt.Errorf("unmatched {")
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// group reads the alternatives of a brace group whose "{" was read, up to
+// and including its "}".
+func (e *braceExpander) group(depth int) ([]string, error) {
+	var alts []string
+	for {
+		s, err := e.sequence(depth)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, s...)
+		if err := checkExpansion(alts); err != nil {
+			return nil, err
+		}
+		// sequence stopped at a "," or "}"; at the end it failed.
+		c := e.p[e.i]
+		e.i++
+		if c == '}' {
+			return alts, nil
+		}
+	}
+}
+
+var errTooManyAlternatives = fmt.Errorf("its braces make more than %d alternatives: use fewer {a,b} groups, or several calls", maxBraceExpansions)
+
+// checkExpansion fails when pats exceed the bounds of a brace expansion.
+func checkExpansion(pats []string) error {
+	if len(pats) > maxBraceExpansions {
+		return errTooManyAlternatives
+	}
+	n := 0
+	for _, p := range pats {
+		n += len(p)
+	}
+	if n > maxBraceBytes {
+		return fmt.Errorf("its braces expand to more than %d bytes of patterns: use fewer or shorter {a,b} groups, or several calls", maxBraceBytes)
+	}
+	return nil
 }

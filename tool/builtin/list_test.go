@@ -2,7 +2,10 @@ package builtin
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestGlob(t *testing.T) {
@@ -96,5 +99,73 @@ func TestListFiles(t *testing.T) {
 			got, err := call(t, tl, tt.args)
 			checkResult(t, got, err, tt.want, tt.wantErr)
 		})
+	}
+}
+
+// finishes runs f and fails the test if it has not returned after a
+// minute: a guard against a hang, far above what f needs, not a measure
+// of speed.
+func finishes(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not finish within a minute", what)
+	}
+}
+
+func TestGlobManyDoubleStars(t *testing.T) {
+	// Each ** could take any number of the 40 folders: tried naively,
+	// the ways to split them are beyond counting.
+	name := strings.Repeat("a/", 40) + "c.txt"
+	pattern := strings.Repeat("**/a/", 14) + "**/b"
+	g, err := compileGlob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, got2 bool
+	finishes(t, "matching "+pattern, func() {
+		got = g.match(name)
+		got2 = g.match(strings.Repeat("a/", 40) + "b")
+	})
+	if got {
+		t.Errorf("%q matches %q", pattern, name)
+	}
+	if !got2 {
+		t.Errorf("%q does not match %q", pattern, name)
+	}
+}
+
+func TestGlobBounds(t *testing.T) {
+	tests := []struct {
+		name, pattern, wantErr string
+	}{
+		{"too_long", strings.Repeat("{a}", 20_000), "too long: the limit is 4096 bytes"},
+		{"too_many_segments", strings.Repeat("a/", 64) + "b", "has 65 path segments: the limit is 64"},
+		{"too_many_alternatives", strings.Repeat("{a,b}", 9), "more than 256 alternatives"},
+		{"too_many_bytes", "{" + strings.Repeat("x", 1000) + ",y}" + strings.Repeat("{a,b}", 7), "more than 16384 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			finishes(t, "compiling the pattern", func() { _, err = compileGlob(tt.pattern) })
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("compileGlob = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+	// Many groups in a row expand to one pattern.
+	pats, err := expandBraces(strings.Repeat("{a}", 1300))
+	if err != nil || len(pats) != 1 || pats[0] != strings.Repeat("a", 1300) {
+		t.Errorf("expandBraces({a}×1300) = %d patterns, %v", len(pats), err)
+	}
+	pats, err = expandBraces(`x{a,b{c,d}}y,\{z\}`)
+	if want := []string{`xay,\{z\}`, `xbcy,\{z\}`, `xbdy,\{z\}`}; err != nil || !slices.Equal(pats, want) {
+		t.Errorf("expandBraces = %q, %v; want %q", pats, err, want)
 	}
 }
