@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
@@ -73,9 +74,9 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 	if a.Pattern == "" {
 		return "", errors.New("search_files: the pattern is empty: give a regular expression to look for")
 	}
-	re, err := regexp.Compile(a.Pattern)
+	q, err := compileSearch(a.Pattern)
 	if err != nil {
-		return "", fmt.Errorf("search_files: invalid regular expression %q: %w (Go RE2 syntax: escape literal characters such as ( [ . * with a backslash)", a.Pattern, err)
+		return "", err
 	}
 	var g *glob
 	if a.Glob != "" {
@@ -101,10 +102,10 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 		if err != nil {
 			return "", err
 		}
-		matches, err = t.searchOpen(f, fi, base, re, t.opts.MaxSearchMatches, &b, &sk)
+		matches, err = t.searchOpen(ctx, f, fi, base, q, t.opts.MaxSearchMatches, &b, &sk)
 		f.Close()
 		if err != nil && !errors.Is(err, errEnough) {
-			return "", err
+			return "", fmt.Errorf("search_files: %w", err)
 		}
 	} else {
 		err = t.ws.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
@@ -133,7 +134,7 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 			if g != nil && !g.match(relTo(base, p)) {
 				return nil
 			}
-			n, err := t.searchFile(p, re, t.opts.MaxSearchMatches-matches, &b, &sk)
+			n, err := t.searchFile(ctx, p, q, t.opts.MaxSearchMatches-matches, &b, &sk)
 			matches += n
 			return err
 		})
@@ -211,7 +212,7 @@ func (s *skips) report(maxSize int64) string {
 // regular file, has more than one hard link (unless allowed) or is too
 // large is skipped and recorded in sk. It returns errEnough when it filled
 // the room and there may be more.
-func (t *SearchFiles) searchFile(p string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
+func (t *SearchFiles) searchFile(ctx context.Context, p string, q *query, room int, b *strings.Builder, sk *skips) (int, error) {
 	f, err := t.ws.OpenResolved(p, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		sk.add(&sk.unreadable, p)
@@ -235,7 +236,7 @@ func (t *SearchFiles) searchFile(p string, re *regexp.Regexp, room int, b *strin
 		sk.add(&sk.linked, p)
 		return 0, nil
 	}
-	return t.searchOpen(f, fi, p, re, room, b, sk)
+	return t.searchOpen(ctx, f, fi, p, q, room, b, sk)
 }
 
 // errTooLarge reports a file that grew past the size search_files reads.
@@ -265,8 +266,12 @@ func readUpTo(f io.Reader, size, limit int64) ([]byte, error) {
 }
 
 // searchOpen appends up to room matching lines of f, a regular file that
-// fi describes, to b, showing it as shown.
-func (t *SearchFiles) searchOpen(f *os.File, fi fs.FileInfo, shown string, re *regexp.Regexp, room int, b *strings.Builder, sk *skips) (int, error) {
+// fi describes, to b, showing it as shown. It stops with ctx's error when
+// ctx ends, looking at it every q.step bytes of lines.
+func (t *SearchFiles) searchOpen(ctx context.Context, f *os.File, fi fs.FileInfo, shown string, q *query, room int, b *strings.Builder, sk *skips) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if fi.Size() > t.opts.MaxSearchFileSize {
 		sk.add(&sk.large, shown)
 		return 0, nil
@@ -285,6 +290,7 @@ func (t *SearchFiles) searchOpen(f *os.File, fi fs.FileInfo, shown string, re *r
 		return 0, nil
 	}
 	found := 0
+	scanned := 0
 	for num := 1; len(data) > 0; num++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -292,8 +298,14 @@ func (t *SearchFiles) searchOpen(f *os.File, fi fs.FileInfo, shown string, re *r
 		} else {
 			data = nil
 		}
+		if scanned += len(line) + 1; scanned >= q.step {
+			if err := ctx.Err(); err != nil {
+				return found, err
+			}
+			scanned = 0
+		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if !re.Match(line) {
+		if !q.re.Match(line) {
 			continue
 		}
 		if found == room {
@@ -307,4 +319,58 @@ func (t *SearchFiles) searchOpen(f *os.File, fi fs.FileInfo, shown string, re *r
 		found++
 	}
 	return found, nil
+}
+
+// maxSearchProgram bounds the size of a search_files pattern, in the
+// instructions of its compiled program. Matching a line costs up to its
+// length times this size. Patterns people write compile to fewer than 100
+// instructions; one .{1,1000}, the largest repetition RE2 allows, is 2001.
+const maxSearchProgram = 3000
+
+// checkWork is about how many steps of matching searchOpen does between
+// two looks at its context: the bytes of lines times the program's size.
+const checkWork = 16 << 20
+
+// A query is the compiled pattern of a search_files call.
+type query struct {
+	re   *regexp.Regexp
+	step int // the bytes of lines matched between two looks at the context
+}
+
+// compileSearch compiles the pattern of search_files, refusing one whose
+// program is larger than maxSearchProgram.
+func compileSearch(pattern string) (*query, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("search_files: invalid regular expression %q: %w (Go RE2 syntax: escape literal characters such as ( [ . * with a backslash)", pattern, err)
+	}
+	n := programSize(pattern)
+	if n > maxSearchProgram {
+		return nil, fmt.Errorf("search_files: the regular expression %q is too large: it compiles to %d instructions, and the limit is %d, "+
+			"far above what searches need; its repetitions ({n}, {n,m}) multiply its size: use smaller counts, or search for a shorter pattern", clip(pattern, 200), n, maxSearchProgram)
+	}
+	return &query{re: re, step: max(1, checkWork/max(1, n))}, nil
+}
+
+// programSize returns the number of instructions pattern compiles to, as
+// regexp compiles it; the pattern has compiled already.
+func programSize(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0
+	}
+	return len(prog.Inst)
+}
+
+// clip shortens s to about n bytes for a message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s, _ = cutLine(s, n)
+	return s + "…"
 }

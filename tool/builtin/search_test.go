@@ -1,11 +1,16 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cadre-ai/cadre"
 )
 
 func TestSearchFiles(t *testing.T) {
@@ -112,5 +117,77 @@ func TestReadUpTo(t *testing.T) {
 				t.Errorf("got %q, %v; want %q", got, err, tt.content)
 			}
 		})
+	}
+}
+
+// stopAfter is a context that ends (its Err says context.Canceled) once
+// Err has been called n times: it shows whether work looks at its context
+// while it goes on, without depending on how fast it goes.
+type stopAfter struct {
+	context.Context
+	left atomic.Int64
+}
+
+func newStopAfter(n int64) *stopAfter {
+	c := &stopAfter{Context: context.Background()}
+	c.left.Store(n)
+	return c
+}
+
+func (c *stopAfter) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// callCtx runs a tool with args marshalled to JSON, under ctx.
+func callCtx(t testing.TB, ctx context.Context, tl cadre.Tool, args any) (string, error) {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl.Call(ctx, raw)
+}
+
+func TestSearchFilesStopsInsideAFile(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	// 200 kB of lines, none matching: the pattern, a thousand
+	// instructions, is looked for in every one.
+	files(t, root, map[string]string{"big.txt": strings.Repeat(strings.Repeat("y", 99)+"\n", 2000)})
+	sf := NewSearchFiles(ws, Options{})
+	for _, path := range []string{"big.txt", "."} {
+		t.Run(path, func(t *testing.T) {
+			// The walk, if any, looks at the context once for the folder
+			// and once for the file; the search of the file once at its
+			// start. Any look after that must stop the call.
+			looks := int64(1)
+			if path == "." {
+				looks = 3
+			}
+			got, err := callCtx(t, newStopAfter(looks), sf, map[string]any{"pattern": "x{1000}", "path": path})
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("search under a context that ended = %q, %v; want context.Canceled", got, err)
+			}
+		})
+	}
+}
+
+func TestSearchFilesRefusesHugePrograms(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	files(t, root, map[string]string{"a.txt": strings.Repeat(strings.Repeat("a", 63)+"\n", 512)})
+	sf := NewSearchFiles(ws, Options{})
+	pattern := strings.Repeat("(?:.?){999}", 100) + "z"
+	var (
+		got string
+		err error
+	)
+	finishes(t, "the search", func() { got, err = call(t, sf, map[string]any{"pattern": pattern}) })
+	checkResult(t, got, err, "", "compiles to 199803 instructions, and the limit is 3000")
+	// The largest repetition RE2 allows is still searched for.
+	got, err = call(t, sf, map[string]any{"pattern": "a.{1,1000}"})
+	if err != nil || !strings.HasPrefix(got, "a.txt:1: ") {
+		t.Errorf("search for a.{1,1000} = %.100q, %v", got, err)
 	}
 }
