@@ -69,9 +69,16 @@ func openTarget(ws tool.Workspace, name, rel string, create, allowLinks bool) (*
 	return t, nil
 }
 
-// readText reads the whole file, refusing a binary one.
-func (t *target) readText() ([]byte, error) {
-	b, err := io.ReadAll(io.NewSectionReader(t.f, 0, 1<<62))
+// readText reads the whole file, refusing a binary one and one larger
+// than limit bytes.
+func (t *target) readText(limit int64) ([]byte, error) {
+	if t.fi.Size() > limit {
+		return nil, t.tooLarge(t.fi.Size(), limit)
+	}
+	b, err := readUpTo(io.NewSectionReader(t.f, 0, limit+1), t.fi.Size(), limit)
+	if errors.Is(err, errTooLarge) {
+		return nil, t.tooLarge(limit+1, limit)
+	}
 	if err != nil {
 		return nil, fileError(t.tool, "read", t.shown, err)
 	}
@@ -79,6 +86,16 @@ func (t *target) readText() ([]byte, error) {
 		return nil, fmt.Errorf("%s: %s is a binary file (%s), not text: %s changes text files only", t.tool, t.shown, size(int64(len(b))), t.tool)
 	}
 	return b, nil
+}
+
+// tooLarge refuses a file of n bytes, over limit.
+func (t *target) tooLarge(n, limit int64) error {
+	over := size(n)
+	if n == limit+1 {
+		over = "more than " + size(limit) // it grew while it was read
+	}
+	return fmt.Errorf("%s: %s is %s, larger than the %s that %s reads at most (the limit of search_files too, Options.MaxSearchFileSize): "+
+		"change it with a command such as sed through run_command, if you have it, or ask the user to", t.tool, t.shown, over, size(limit), t.tool)
 }
 
 // maxTempTries bounds the names replace tries for its temporary file.

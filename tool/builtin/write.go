@@ -155,6 +155,7 @@ type EditFile struct {
 	ws         tool.Workspace
 	locks      *pathLocks
 	allowLinks bool
+	maxSize    int64 // the largest file it reads, Options.MaxSearchFileSize
 }
 
 var (
@@ -164,9 +165,11 @@ var (
 
 // NewEditFile returns the edit_file tool confined to ws. Its calls that
 // change the same file run one after the other, so that no edit is lost;
-// New makes write_file and edit_file share that order.
+// New makes write_file and edit_file share that order. It refuses a file
+// larger than opts.MaxSearchFileSize, which it would hold in memory
+// whole, several times over.
 func NewEditFile(ws tool.Workspace, opts Options) *EditFile {
-	return &EditFile{ws: ws, locks: new(pathLocks), allowLinks: opts.AllowHardLinks}
+	return &EditFile{ws: ws, locks: new(pathLocks), allowLinks: opts.AllowHardLinks, maxSize: opts.withDefaults().MaxSearchFileSize}
 }
 
 type editArgs struct {
@@ -230,7 +233,7 @@ func (t *EditFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", err
 	}
 	defer tg.close()
-	b, err := tg.readText()
+	b, err := tg.readText(t.maxSize)
 	if err != nil {
 		return "", err
 	}

@@ -215,3 +215,26 @@ func TestPathLocks(t *testing.T) {
 		t.Errorf("%d entries left after every lock was given up", len(l.m))
 	}
 }
+
+func TestEditFileRefusesLargeFiles(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	files(t, root, map[string]string{"mid.txt": "needle\n" + strings.Repeat("x", 5000)})
+	got, err := call(t, NewEditFile(ws, Options{MaxSearchFileSize: 1000}), map[string]any{"path": "mid.txt", "old_string": "needle", "new_string": "pin"})
+	checkResult(t, got, err, "", "edit_file: mid.txt is 5.0 kB, larger than the 1.0 kB that edit_file reads at most")
+	if b, _ := os.ReadFile(filepath.Join(root, "mid.txt")); !strings.HasPrefix(string(b), "needle\n") {
+		t.Errorf("mid.txt was changed: %.20q", b)
+	}
+
+	// A sparse file of 8 GiB, which a read of the whole would not survive.
+	f, err := os.Create(filepath.Join(root, "huge.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(8 << 30); err != nil {
+		f.Close()
+		t.Skipf("no sparse file of 8 GiB here: %v", err)
+	}
+	f.Close()
+	got, err = call(t, NewEditFile(ws, Options{}), map[string]any{"path": "huge.txt", "old_string": "a", "new_string": "b"})
+	checkResult(t, got, err, "", "edit_file: huge.txt is 8.6 GB, larger than the 10.5 MB that edit_file reads at most")
+}
