@@ -3,6 +3,7 @@ package builtin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -192,10 +193,16 @@ func newLineReader(r io.Reader, max int) *lineReader {
 
 // next returns the next line without its line ending, the full length of
 // the line in bytes, and io.EOF after the last line. A last line without a
-// newline is still a line.
-func (l *lineReader) next() (line string, full int, err error) {
+// newline is still a line. It stops with ctx's error when ctx ends, looking
+// at it between the chunks (of the reader's buffer) of a long line.
+func (l *lineReader) next(ctx context.Context) (line string, full int, err error) {
 	l.buf = l.buf[:0]
 	for {
+		if full > 0 {
+			if err := ctx.Err(); err != nil {
+				return "", 0, err
+			}
+		}
 		chunk, err := l.r.ReadSlice('\n')
 		full += len(chunk)
 		if room := l.max - len(l.buf); room > 0 {

@@ -105,15 +105,21 @@ func (t *ReadFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 		if last > 0 && (total >= offset+limit-1 || full) {
 			// The page is done: count the rest without splitting it.
 			rest, err := countRest(ctx, lr.r)
+			if isCancel(err) {
+				return "", fmt.Errorf("read_file: %w", err)
+			}
 			if err != nil {
 				return "", fileError(NameReadFile, "read", shown, err)
 			}
 			total += rest
 			break
 		}
-		line, whole, err := lr.next()
+		line, whole, err := lr.next(ctx)
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		if isCancel(err) {
+			return "", fmt.Errorf("read_file: %w", err)
 		}
 		if err != nil {
 			return "", fileError(NameReadFile, "read", shown, err)
@@ -188,6 +194,11 @@ func countRest(ctx context.Context, r io.Reader) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// isCancel reports whether err says that a context ended.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // size words a number of bytes for people: "512 bytes", "3.2 MB".

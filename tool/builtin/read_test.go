@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,4 +126,28 @@ func TestReadFileLarge(t *testing.T) {
 	checkResult(t, got, err, want, "")
 	got, err = call(t, rf, map[string]any{"path": "big.log", "offset": 199_999})
 	checkResult(t, got, err, "199999\tline 199999\n200000\tthe end\n\n(showing lines 199999-200000 of 200000)\n", "")
+}
+
+func TestReadFileStopsInsideALine(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	// Text, then a gigabyte without a newline (a sparse file: the rest
+	// reads as NUL bytes, past where binary files are told apart).
+	f, err := os.Create(filepath.Join(root, "long.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(strings.Repeat("x", 2*sniffLen)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		f.Close()
+		t.Skipf("no sparse file of 1 GiB here: %v", err)
+	}
+	f.Close()
+	// The call looks at its context once before the first line; any look
+	// after that, inside the line, must stop it.
+	got, err := callCtx(t, newStopAfter(1), NewReadFile(ws, Options{}), map[string]any{"path": "long.txt"})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("read under a context that ended = %.100q, %v; want context.Canceled", got, err)
+	}
 }
