@@ -251,7 +251,11 @@ func (t *EditFile) Call(ctx context.Context, raw json.RawMessage) (string, error
 	}
 	switch n {
 	case 0:
-		return "", fmt.Errorf("edit_file: old_string was not found in %s: %s", shown, notFoundHint(content, old))
+		hint := notFoundHint(ctx, content, old)
+		if err := ctx.Err(); err != nil {
+			return "", fmt.Errorf("edit_file: %w", err)
+		}
+		return "", fmt.Errorf("edit_file: old_string was not found in %s: %s", shown, hint)
 	case 1:
 	default:
 		return "", fmt.Errorf("edit_file: old_string occurs %d times in %s (at %s) and must occur exactly once: "+
@@ -303,15 +307,16 @@ func lineList(content, old string, n int) string {
 var lineNumberPrefix = regexp.MustCompile(`(?m)^ *[0-9]+\t`)
 
 // notFoundHint says what may be wrong with an old_string that is not in
-// content, and what to do.
-func notFoundHint(content, old string) string {
+// content, and what to do. It gives up looking for a match that ignores
+// blank space when ctx ends or the search grows too long.
+func notFoundHint(ctx context.Context, content, old string) string {
 	if lines := strings.Split(strings.TrimSuffix(old, "\n"), "\n"); len(lineNumberPrefix.FindAllStringIndex(old, -1)) == len(lines) {
 		stripped := lineNumberPrefix.ReplaceAllString(old, "")
 		if strings.Contains(content, stripped) {
 			return `old_string starts its lines with the line numbers read_file shows (such as "    12\t"); leave them out and give only the file's text`
 		}
 	}
-	if at := matchIgnoringSpace(content, old); at > 0 {
+	if at := matchIgnoringSpace(ctx, content, old); at > 0 {
 		return fmt.Sprintf("the text at line %d matches only if spaces, tabs and indentation are ignored: copy them exactly as read_file shows them", at)
 	}
 	first := strings.TrimSpace(strings.SplitN(strings.TrimLeft(old, "\r\n"), "\n", 2)[0])
@@ -324,21 +329,39 @@ func notFoundHint(content, old string) string {
 	return "read the file again and copy the text exactly, including whitespace and indentation"
 }
 
+// maxHintWork bounds the line comparisons matchIgnoringSpace makes: past
+// it, as for an old_string of thousands of lines in a file of hundreds of
+// thousands, edit_file gives the plainer hints.
+const maxHintWork = 10_000_000
+
 // matchIgnoringSpace returns the line where the lines of old occur in
-// content when the space at both ends of every line is ignored, or 0.
-func matchIgnoringSpace(content, old string) int {
+// content when the space at both ends of every line is ignored, or 0. It
+// returns 0 too when ctx ends or it has compared maxHintWork lines.
+func matchIgnoringSpace(ctx context.Context, content, old string) int {
 	want := strings.Split(strings.Trim(old, "\r\n"), "\n")
 	for i := range want {
-		want[i] = strings.Join(strings.Fields(want[i]), " ")
+		want[i] = squeeze(want[i])
 	}
 	if len(want) == 1 && want[0] == "" {
 		return 0
 	}
 	have := strings.Split(content, "\n")
+	if len(want) > len(have) {
+		return 0
+	}
+	for i := range have {
+		have[i] = squeeze(have[i])
+	}
+	work := 0
 	for i := 0; i+len(want) <= len(have); i++ {
 		ok := true
 		for j, w := range want {
-			if !equalFields(have[i+j], w) {
+			if work++; work%(1<<16) == 0 {
+				if work > maxHintWork || ctx.Err() != nil {
+					return 0
+				}
+			}
+			if have[i+j] != w {
 				ok = false
 				break
 			}
@@ -350,10 +373,10 @@ func matchIgnoringSpace(content, old string) int {
 	return 0
 }
 
-// equalFields reports whether line, with its runs of blank space made
-// single spaces and its ends trimmed, is want.
-func equalFields(line, want string) bool {
-	return strings.Join(strings.Fields(line), " ") == want
+// squeeze trims the blank space at both ends of line and makes each run
+// of it inside a single space.
+func squeeze(line string) string {
+	return strings.Join(strings.Fields(line), " ")
 }
 
 // pathLocks serialises the changes to one file: edit_file reads, changes

@@ -238,3 +238,36 @@ func TestEditFileRefusesLargeFiles(t *testing.T) {
 	got, err = call(t, NewEditFile(ws, Options{}), map[string]any{"path": "huge.txt", "old_string": "a", "new_string": "b"})
 	checkResult(t, got, err, "", "edit_file: huge.txt is 8.6 GB, larger than the 10.5 MB that edit_file reads at most")
 }
+
+func TestEditFileHintIsBounded(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	// 200,000 lines alike, ending in the 2,000 lines of old_string but
+	// for the space around its last line: finding that takes each of the
+	// 198,000 places before it 2,000 comparisons.
+	content := strings.Repeat("a\n", 199_999) + "b\n"
+	old := strings.Repeat("a\n", 1999) + "  b"
+	files(t, root, map[string]string{"big.txt": content})
+	ef := NewEditFile(ws, Options{})
+	var (
+		got string
+		err error
+	)
+	finishes(t, "the edit", func() {
+		got, err = call(t, ef, map[string]any{"path": "big.txt", "old_string": old, "new_string": "c"})
+	})
+	checkResult(t, got, err, "", "old_string was not found in big.txt: its first line occurs at line 1 but what follows differs")
+
+	// Under a context that ended, the search for the hint stops at its
+	// first look at it.
+	ctx := newStopAfter(0)
+	if at := matchIgnoringSpace(ctx, content, old); at != 0 {
+		t.Errorf("matchIgnoringSpace = %d under a context that ended", at)
+	}
+	if n := ctx.left.Load(); n != -1 {
+		t.Errorf("the context was looked at %d times, want once", -n)
+	}
+	// Within the bound, the hint is given.
+	if at := matchIgnoringSpace(context.Background(), "x\n"+content[len(content)-4000:], old); at != 2 {
+		t.Errorf("matchIgnoringSpace = %d, want 2", at)
+	}
+}
