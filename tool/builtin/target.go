@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"unicode/utf8"
 
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -121,7 +122,7 @@ func (t *target) replace(data []byte) error {
 		err  error
 	)
 	for range maxTempTries {
-		name = fmt.Sprintf(".%s.%016x.tmp", t.name, rand.Uint64())
+		name = tempName(t.name, rand.Uint64())
 		tmp, err = t.dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if !errors.Is(err, fs.ErrExist) {
 			break
@@ -163,6 +164,24 @@ func (t *target) replace(data []byte) error {
 	}
 	renamed = true
 	return nil
+}
+
+// maxNameLen is the longest file name most file systems take, in bytes.
+const maxNameLen = 255
+
+// tempName returns the name of a temporary file beside the file named
+// name: ".NAME.<16 hex digits>.tmp", with NAME cut short, on a character
+// boundary, where the whole would be longer than maxNameLen.
+func tempName(name string, r uint64) string {
+	const extra = len(".") + len(".0123456789abcdef.tmp")
+	if len(name)+extra > maxNameLen {
+		n := maxNameLen - extra
+		for n > 0 && !utf8.RuneStart(name[n]) {
+			n--
+		}
+		name = name[:n]
+	}
+	return fmt.Sprintf(".%s.%016x.tmp", name, r)
 }
 
 // inPlace writes data over the open file.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -269,5 +270,28 @@ func TestEditFileHintIsBounded(t *testing.T) {
 	// Within the bound, the hint is given.
 	if at := matchIgnoringSpace(context.Background(), "x\n"+content[len(content)-4000:], old); at != 2 {
 		t.Errorf("matchIgnoringSpace = %d, want 2", at)
+	}
+}
+
+func TestWriteFileLongName(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	// A name of 251 bytes, which with the temporary file's additions
+	// would be longer than the 255 most file systems take.
+	name := strings.Repeat("n", 247) + ".txt"
+	got, err := call(t, NewWriteFile(ws, Options{}), map[string]any{"path": name, "content": "long\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != "long\n" {
+		t.Errorf("after %q the file holds %q, %v", got, b, err)
+	}
+	for _, tt := range []struct{ name, want string }{
+		{"a.txt", ".a.txt.00000000000000ff.tmp"},
+		{strings.Repeat("é", 127) + "x", "." + strings.Repeat("é", 116) + ".00000000000000ff.tmp"},
+	} {
+		got := tempName(tt.name, 0xff)
+		if got != tt.want || len(got) > maxNameLen || !utf8.ValidString(got) {
+			t.Errorf("tempName(%q) = %q (%d bytes), want %q", tt.name, got, len(got), tt.want)
+		}
 	}
 }
