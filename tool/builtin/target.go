@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path"
+	"path/filepath"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/cadre-ai/cadre/tool"
@@ -31,7 +33,16 @@ type target struct {
 // name to change. With create, a file that does not exist is fine, and its
 // missing parent directories are made. The file must be a regular file,
 // writable, with one hard link unless allowLinks.
+//
+// A control path (see protectedPaths) is refused with a *ProtectedError,
+// judged on rel, whose links are resolved; and so that a folder swapped
+// for a symbolic link meanwhile cannot lead the change elsewhere, the
+// folder opened must be the one rel names with no link on the way, and so
+// must the file.
 func openTarget(ws tool.Workspace, name, rel string, create, allowLinks bool) (*target, error) {
+	if err := checkProtected(ws, name, rel); err != nil {
+		return nil, err
+	}
 	parent, base := path.Dir(rel), path.Base(rel)
 	dir, err := ws.OpenDir(parent)
 	if create && errors.Is(err, fs.ErrNotExist) {
@@ -44,6 +55,10 @@ func openTarget(ws tool.Workspace, name, rel string, create, allowLinks bool) (*
 		return nil, statError(name, rel, forPath(rel, err))
 	}
 	t := &target{tool: name, shown: rel, dir: dir, name: base}
+	if err := t.checkPlace(ws, nil); err != nil {
+		t.close()
+		return nil, err
+	}
 	fi, err := dir.Stat(base)
 	switch {
 	case create && errors.Is(err, fs.ErrNotExist):
@@ -63,11 +78,59 @@ func openTarget(ws tool.Workspace, name, rel string, create, allowLinks bool) (*
 			t.fi, t.links, err = checkOpen(t.f, name, "write", rel, allowLinks)
 		}
 	}
+	if err == nil {
+		err = t.checkPlace(ws, t.fi)
+	}
 	if err != nil {
 		t.close()
 		return nil, err
 	}
 	return t, nil
+}
+
+// checkPlace makes sure that the folder held is the one t.shown names,
+// reached from the root of ws with no symbolic link on the way, and, when
+// fi is not nil, that the file t.shown names is not a link either and is
+// the file fi describes. The tree may change while a tool works (a command
+// run at the same time can swap a folder for a link to .git/hooks): what
+// is judged is the path, so the path must be where the change goes.
+func (t *target) checkPlace(ws tool.Workspace, fi fs.FileInfo) error {
+	root, err := ws.Dir()
+	if err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	held, err := t.dir.Stat(".")
+	if err != nil {
+		return fileError(t.tool, "write", t.shown, err)
+	}
+	rel := path.Dir(t.shown)
+	if t.dir.Rel() != rel {
+		return t.moved() // OpenDir resolved the path anew and found another folder
+	}
+	cur := root
+	if rel != "." {
+		for _, c := range strings.Split(rel, "/") {
+			cur = filepath.Join(cur, c)
+			if st, err := os.Lstat(cur); err != nil || st.Mode()&fs.ModeSymlink != 0 {
+				return t.moved()
+			}
+		}
+	}
+	if st, err := os.Lstat(cur); err != nil || !os.SameFile(st, held) {
+		return t.moved()
+	}
+	if fi == nil {
+		return nil
+	}
+	if st, err := os.Lstat(filepath.Join(cur, t.name)); err != nil || st.Mode()&fs.ModeSymlink != 0 || !os.SameFile(st, fi) {
+		return t.moved()
+	}
+	return nil
+}
+
+// moved reports a path that changed while it was used.
+func (t *target) moved() error {
+	return fmt.Errorf("%s: %s changed while it was being opened (a folder or the file on its way was moved or replaced, maybe by a symbolic link): nothing was changed; look at the path again with list_files and retry", t.tool, t.shown)
 }
 
 // readText reads the whole file, refusing a binary one and one larger

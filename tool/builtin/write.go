@@ -47,7 +47,7 @@ func (t *WriteFile) Spec() cadre.ToolSpec {
 	return cadre.ToolSpec{
 		Name: NameWriteFile,
 		Description: "Write a file in the workspace, replacing it if it exists and creating missing parent directories. " +
-			"To change part of an existing file, prefer edit_file.",
+			"To change part of an existing file, prefer edit_file. " + protectedNote,
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {
@@ -184,7 +184,7 @@ func (t *EditFile) Spec() cadre.ToolSpec {
 		Name: NameEditFile,
 		Description: "Edit a text file in the workspace by replacing old_string with new_string. old_string must match the file's text exactly, " +
 			"whitespace and indentation included, and occur exactly once: include enough surrounding lines to make it unique. " +
-			"Read the file first. Write line breaks as \\n, also in files with Windows line endings, which are kept. To create a file, use write_file.",
+			"Read the file first. Write line breaks as \\n, also in files with Windows line endings, which are kept. To create a file, use write_file. " + protectedNote,
 		Parameters: json.RawMessage(`{
 	"type": "object",
 	"properties": {
