@@ -170,6 +170,10 @@ const maxSkipNames = 5
 // skips records the files search_files did not search, by reason.
 type skips struct {
 	binary, large, linked, unreadable skipList
+	// longLines are the files with lines too long for the pattern (see
+	// query.maxLine), which were searched but for those lines.
+	longLines skipList
+	maxLine   int
 }
 
 type skipList struct {
@@ -204,6 +208,8 @@ func (s *skips) report(maxSize int64) string {
 	line(s.linked, plural(s.linked.n, "file")+" with more than one hard link, which may be a door to a file outside the workspace",
 		"; the user can allow such files with "+allowHardLinksKey)
 	line(s.unreadable, plural(s.unreadable.n, "unreadable file"), "")
+	line(s.longLines, "lines over "+size(int64(s.maxLine))+" in "+plural(s.longLines.n, "file"),
+		"; the larger an expression, the shorter the lines it can search: a smaller one searches longer lines")
 	return b.String()
 }
 
@@ -289,8 +295,7 @@ func (t *SearchFiles) searchOpen(ctx context.Context, f *os.File, fi fs.FileInfo
 		sk.add(&sk.binary, shown)
 		return 0, nil
 	}
-	found := 0
-	scanned := 0
+	found, scanned, longSeen := 0, 0, false
 	for num := 1; len(data) > 0; num++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -305,6 +310,13 @@ func (t *SearchFiles) searchOpen(ctx context.Context, f *os.File, fi fs.FileInfo
 			scanned = 0
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) > q.maxLine {
+			if !longSeen {
+				sk.add(&sk.longLines, shown)
+				sk.maxLine, longSeen = q.maxLine, true
+			}
+			continue
+		}
 		if !q.re.Match(line) {
 			continue
 		}
@@ -331,10 +343,17 @@ const maxSearchProgram = 3000
 // two looks at its context: the bytes of lines times the program's size.
 const checkWork = 16 << 20
 
+// maxMatchWork bounds the steps of matching one line, which cannot be
+// stopped once begun: the bytes of the line times the program's size.
+// It is about a second at worst (a program of 2000 instructions takes some
+// 13 s for a line of 1 MiB); longer lines are left out and named.
+const maxMatchWork = 128 << 20
+
 // A query is the compiled pattern of a search_files call.
 type query struct {
-	re   *regexp.Regexp
-	step int // the bytes of lines matched between two looks at the context
+	re      *regexp.Regexp
+	step    int // the bytes of lines matched between two looks at the context
+	maxLine int // the longest line matched
 }
 
 // compileSearch compiles the pattern of search_files, refusing one whose
@@ -349,7 +368,8 @@ func compileSearch(pattern string) (*query, error) {
 		return nil, fmt.Errorf("search_files: the regular expression %q is too large: it compiles to %d instructions, and the limit is %d, "+
 			"far above what searches need; its repetitions ({n}, {n,m}) multiply its size: use smaller counts, or search for a shorter pattern", clip(pattern, 200), n, maxSearchProgram)
 	}
-	return &query{re: re, step: max(1, checkWork/max(1, n))}, nil
+	n = max(1, n)
+	return &query{re: re, step: max(1, checkWork/n), maxLine: maxMatchWork / n}, nil
 }
 
 // programSize returns the number of instructions pattern compiles to, as

@@ -191,3 +191,25 @@ func TestSearchFilesRefusesHugePrograms(t *testing.T) {
 		t.Errorf("search for a.{1,1000} = %.100q, %v", got, err)
 	}
 }
+
+func TestSearchFilesLeavesOutLinesTooLongForThePattern(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	files(t, root, map[string]string{
+		"min.js":  strings.Repeat("a", 100_000) + "z\naxz\n",
+		"note.md": "abz\n",
+	})
+	sf := NewSearchFiles(ws, Options{})
+	var (
+		got string
+		err error
+	)
+	// The expression is 2002 instructions: a line of 100 kB would take
+	// it about a second, which could not be cut short.
+	finishes(t, "the search", func() { got, err = call(t, sf, map[string]any{"pattern": "a.{1,1000}z"}) })
+	want := "min.js:2: axz\nnote.md:1: abz\n\n" +
+		"(not searched: lines over 67.0 kB in 1 file: min.js; the larger an expression, the shorter the lines it can search: a smaller one searches longer lines)\n"
+	checkResult(t, got, err, want, "")
+	// A small expression searches the long line.
+	got, err = call(t, sf, map[string]any{"pattern": "az$", "path": "min.js"})
+	checkResult(t, got, err, "min.js:1: "+strings.Repeat("a", 500)+" …\n", "")
+}
