@@ -44,7 +44,8 @@ var protectedPaths = []protectedPath{
 // workspace root: the paths the file tools refuse to change and a command
 // sandbox keeps read-only. "**" stands for any number of folders, "*" for
 // one, {a,b} for either. Besides them, the folder the repository's
-// core.hooksPath names is protected (see hooksPathsIn).
+// core.hooksPath names is protected, and the git folders a .git file
+// names (see repoControl).
 func protectedPatterns() []string {
 	out := make([]string, len(protectedPaths))
 	for i, p := range protectedPaths {
@@ -82,33 +83,71 @@ func isProtected(rel string) (what string, ok bool) {
 }
 
 // protectedIn reports whether rel, resolved as for isProtected, is a
-// control path of ws: one of protectedPaths or in a hooks folder the
-// repository's core.hooksPath names.
+// control path of ws: one of protectedPaths; in the git folders a .git
+// file at the root of ws names, when they lie in ws, the same files as in
+// a .git folder; or in a hooks folder the repository's core.hooksPath
+// names.
 func protectedIn(ws tool.Workspace, rel string) (what string, ok bool) {
 	if what, ok := isProtected(rel); ok {
 		return what, true
 	}
-	for _, hp := range hooksPathsIn(ws) {
-		if hp == "." || rel == hp || strings.HasPrefix(rel, hp+"/") {
+	repo := repoControl(ws)
+	lower := strings.ToLower(rel)
+	for _, g := range repo.gitDirs {
+		if inGitDir(lower, strings.ToLower(g)) {
+			return "git's configuration or hooks, in the folder the .git file names, which can make git run programs when it next runs", true
+		}
+	}
+	for _, hp := range repo.hooks {
+		if hp = strings.ToLower(hp); hp == "." || lower == hp || strings.HasPrefix(lower, hp+"/") {
 			return "in the folder of git hooks that core.hooksPath names: git runs hooks as programs, outside any sandbox", true
 		}
 	}
 	return "", false
 }
 
-// hooksPathsIn returns the folders the core.hooksPath of the repository at
-// the root of ws names, relative to the root and resolved, that lie in ws.
-// It reads the configuration of the repository in .git, or where a .git
-// file says (a linked worktree, a submodule).
-func hooksPathsIn(ws tool.Workspace) []string {
+// inGitDir reports whether rel is one of the control files of the git
+// folder g, both relative to the workspace root.
+func inGitDir(rel, g string) bool {
+	r := rel
+	if g != "." {
+		var ok bool
+		if r, ok = strings.CutPrefix(rel, g+"/"); !ok {
+			return false
+		}
+	}
+	switch r {
+	case "config", "config.worktree", "commondir", "gitdir", "hooks", "info":
+		return true
+	}
+	return strings.HasPrefix(r, "hooks/") || strings.HasPrefix(r, "info/")
+}
+
+// repoPaths are the control paths of the repository at a workspace's
+// root that depend on its configuration, relative to the root and
+// resolved; those outside the workspace are left out, as the file tools
+// cannot reach them.
+type repoPaths struct {
+	gitDirs []string // the folders a .git file names: the worktree's, and the common one
+	hooks   []string // the folders core.hooksPath names
+}
+
+// repoControl reads the repository's configuration in .git, or where a
+// .git file says (a linked worktree, a submodule), for its control paths.
+func repoControl(ws tool.Workspace) repoPaths {
+	var out repoPaths
 	root, err := ws.Dir()
 	if err != nil {
-		return nil
+		return out
 	}
 	dotgit := filepath.Join(root, ".git")
 	fi, err := os.Lstat(dotgit)
 	if err != nil {
-		return nil
+		return out
+	}
+	inside := func(p string) (string, bool) {
+		rel, err := ws.Local(p)
+		return rel, err == nil
 	}
 	var configs []string
 	switch {
@@ -117,7 +156,7 @@ func hooksPathsIn(ws tool.Workspace) []string {
 	case fi.Mode().IsRegular():
 		dir := readGitFile(dotgit, "gitdir:")
 		if dir == "" {
-			return nil
+			return out
 		}
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(root, dir)
@@ -129,9 +168,13 @@ func hooksPathsIn(ws tool.Workspace) []string {
 				common = filepath.Join(dir, c)
 			}
 		}
+		for _, d := range []string{dir, common} {
+			if rel, ok := inside(d); ok {
+				out.gitDirs = append(out.gitDirs, rel)
+			}
+		}
 		configs = append(configs, filepath.Join(common, "config"), filepath.Join(dir, "config.worktree"))
 	}
-	var out []string
 	for _, c := range configs {
 		hp := gitConfigValue(c, "core", "hookspath")
 		if hp == "" {
@@ -147,8 +190,8 @@ func hooksPathsIn(ws tool.Workspace) []string {
 		if !filepath.IsAbs(hp) {
 			hp = filepath.Join(root, hp)
 		}
-		if rel, err := ws.Local(hp); err == nil {
-			out = append(out, rel) // else outside the workspace, out of the file tools' reach
+		if rel, ok := inside(hp); ok {
+			out.hooks = append(out.hooks, rel)
 		}
 	}
 	return out

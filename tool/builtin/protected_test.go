@@ -147,3 +147,32 @@ func TestProtectedPatterns(t *testing.T) {
 		t.Errorf("protectedPatterns returns %d patterns, want %d", len(protectedPatterns()), len(protectedPaths))
 	}
 }
+
+// TestProtectedGitFolderElsewhere checks a workspace whose .git is a file
+// naming a git folder inside the workspace, as a linked worktree's or a
+// submodule's does: that folder's configuration and hooks are protected,
+// and so is its common folder's.
+func TestProtectedGitFolderElsewhere(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	files(t, root, map[string]string{
+		".git":                       "gitdir: repo/worktrees/w\n",
+		"repo/worktrees/w/HEAD":      "ref: refs/heads/w\n",
+		"repo/worktrees/w/commondir": "../..\n",
+		"repo/config":                "[core]\n\thooksPath = tools/hooks\n",
+		"repo/HEAD":                  "ref: refs/heads/main\n",
+	})
+	write := NewWriteFile(ws, Options{})
+	for _, p := range []string{"repo/worktrees/w/config.worktree", "repo/worktrees/w/commondir", "repo/config",
+		"repo/hooks/pre-commit", "repo/info/attributes", "tools/hooks/pre-commit", "Tools/Hooks/x", "REPO/Config"} {
+		_, err := call(t, write, map[string]any{"path": p, "content": "x\n"})
+		var pe *ProtectedError
+		if !errors.As(err, &pe) {
+			t.Errorf("write_file %s = %v, want a *ProtectedError", p, err)
+		}
+	}
+	for _, p := range []string{"repo/HEAD", "repo/worktrees/w/HEAD", "repo/objects/ab/cd", "tools/build.sh", "src/config"} {
+		if _, err := call(t, write, map[string]any{"path": p, "content": "x\n"}); err != nil {
+			t.Errorf("write_file %s: %v", p, err)
+		}
+	}
+}
