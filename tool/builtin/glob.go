@@ -3,6 +3,7 @@ package builtin
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -29,8 +30,9 @@ const (
 // of a path (the file name) at any depth, so "*.go" finds Go files
 // everywhere.
 //
-// Matching a path costs at most the number of the pattern's segments times
-// the path's depth calls of path.Match, whatever "**" the pattern holds.
+// Matching a path costs at most about the number of the pattern's segments
+// times the path's depth calls of path.Match, whatever "**" the pattern
+// holds.
 type glob struct {
 	alts     [][]string // each alternative, split into segments
 	baseOnly bool
@@ -82,50 +84,53 @@ func (g *glob) match(rel string) bool {
 }
 
 // matchSegments reports whether the segments of name match those of pat.
-// A "**" may take any number of segments: each way of splitting name
-// among the "**" of pat is tried, but a (pattern segment, name segment)
-// pair that failed once is not tried again, so the work is at most
-// len(pat) × (len(name)+1) steps rather than exponential in the number of
-// "**".
+// A "**" may take any number of segments. Whether pat[i:] matches
+// name[j:] is worked out once for each (i, j) and remembered, so the work
+// is at most (len(pat)+1) × (len(name)+1) steps, each one path.Match at
+// most, rather than growing exponentially with the number of "**".
 func matchSegments(pat, name []string) bool {
-	var failed []bool // indexed by i*(len(name)+1)+j, for pat[i] == "**"
-	var rec func(i, j int) bool
-	rec = func(i, j int) bool {
-		for i < len(pat) {
-			if pat[i] != "**" {
-				if j == len(name) {
-					return false
-				}
-				if ok, _ := path.Match(pat[i], name[j]); !ok {
-					return false
-				}
-				i, j = i+1, j+1
-				continue
-			}
-			for i+1 < len(pat) && pat[i+1] == "**" {
-				i++
-			}
-			if i+1 == len(pat) {
-				return true
-			}
-			if failed == nil {
-				failed = make([]bool, (len(pat)+1)*(len(name)+1))
-			}
-			at := i*(len(name)+1) + j
-			if failed[at] {
-				return false
-			}
-			for k := j; k <= len(name); k++ {
-				if rec(i+1, k) {
-					return true
-				}
-			}
-			failed[at] = true
+	if !slices.Contains(pat, "**") {
+		if len(pat) != len(name) {
 			return false
 		}
-		return j == len(name)
+		for i := range pat {
+			if ok, _ := path.Match(pat[i], name[i]); !ok {
+				return false
+			}
+		}
+		return true
 	}
-	return rec(0, 0)
+	width := len(name) + 1
+	const (
+		unknown = iota
+		no
+		yes
+	)
+	memo := make([]uint8, (len(pat)+1)*width)
+	var rest func(i, j int) bool // pat[i:] matches name[j:]
+	rest = func(i, j int) bool {
+		if i == len(pat) {
+			return j == len(name)
+		}
+		at := i*width + j
+		if memo[at] != unknown {
+			return memo[at] == yes
+		}
+		var ok bool
+		if pat[i] == "**" {
+			// It takes no more segments, or one more.
+			ok = rest(i+1, j) || j < len(name) && rest(i, j+1)
+		} else if j < len(name) {
+			m, _ := path.Match(pat[i], name[j])
+			ok = m && rest(i+1, j+1)
+		}
+		memo[at] = no
+		if ok {
+			memo[at] = yes
+		}
+		return ok
+	}
+	return rest(0, 0)
 }
 
 // expandBraces turns "a{b,c{d,e}}f" into abf, acdf, acef. It reads the

@@ -139,6 +139,16 @@ func TestGlobManyDoubleStars(t *testing.T) {
 	if !got2 {
 		t.Errorf("%q does not match %q", pattern, name)
 	}
+	// A path 2000 folders deep, and a pattern at the segment limit.
+	deep := strings.Repeat("a/", 2000) + "c.txt"
+	long := strings.Repeat("**/a/", 31) + "**"
+	if g, err = compileGlob(long); err != nil {
+		t.Fatal(err)
+	}
+	finishes(t, "matching "+long, func() { got = g.match(deep) })
+	if !got {
+		t.Errorf("%q does not match a path 2000 folders deep", long)
+	}
 }
 
 func TestGlobBounds(t *testing.T) {
