@@ -40,20 +40,6 @@ var protectedPaths = []protectedPath{
 	{"**/.git/worktrees/*/{config.worktree,commondir,gitdir}", "git's configuration of a linked worktree, which can make git run programs when it next runs"},
 }
 
-// protectedPatterns returns the globs of protectedPaths, relative to the
-// workspace root: the paths the file tools refuse to change and a command
-// sandbox keeps read-only. "**" stands for any number of folders, "*" for
-// one, {a,b} for either. Besides them, the folder the repository's
-// core.hooksPath names is protected, and the git folders a .git file
-// names (see repoControl).
-func protectedPatterns() []string {
-	out := make([]string, len(protectedPaths))
-	for i, p := range protectedPaths {
-		out[i] = p.pattern
-	}
-	return out
-}
-
 // protectedGlobs are protectedPaths compiled, once.
 var protectedGlobs = sync.OnceValue(func() []*glob {
 	gs := make([]*glob, len(protectedPaths))
