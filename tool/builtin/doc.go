@@ -68,7 +68,22 @@
 // An allowed file with several hard links is written in place, so that
 // every name sees the change.
 // edit_file replaces text that occurs exactly once and, when it does not,
-// says where it occurs or why it may not match.
+// says where it occurs or why it may not match; it refuses a file larger
+// than Options.MaxSearchFileSize.
+//
+// Neither changes a control file of the workspace (a *ProtectedError):
+// .cadre/, .mcp.json, a .git file, and git's config, hooks, info and
+// worktree links at any depth with the folder core.hooksPath names, judged
+// on the path with its links resolved. What is written there takes effect
+// outside any confinement (cadre's configuration, a hook git runs); the
+// user makes such changes. The command sandbox keeps the same paths
+// read-only.
+//
+// A model's pattern cannot make a call run away: a glob is matched in time
+// proportional to its segments times a path's depth and is refused past
+// 4096 bytes, a regular expression past 3000 compiled instructions, and
+// read_file and search_files look at the call's context inside a long line
+// or file, not only between them.
 //
 // # Concurrency and errors
 //
