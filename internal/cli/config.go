@@ -201,33 +201,59 @@ func (e *ConfigError) Error() string {
 }
 
 // loadConfig reads the user's then the project's config file and the
-// environment. Flags are applied by each command afterwards.
+// environment. Flags are applied by each command afterwards. The
+// project's settings that need trust (see trust.go) are applied only
+// when the project is trusted.
 func (a *app) loadConfig() (*config, error) {
 	c := &config{}
-	if err := a.loadMCPJSON(c); err != nil {
-		return nil, err
-	}
-	var files []string
+	var user fileConfig
+	userFile := ""
 	if home := a.home(); home != "" {
-		files = append(files, filepath.Join(home, ".cadre", "config.yaml"))
-	}
-	if proj := a.projectDir(); proj != "" {
-		files = append(files, filepath.Join(proj, ".cadre", "config.yaml"))
-	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
+		f := filepath.Join(home, ".cadre", "config.yaml")
+		ok, err := readConfigFile(f, &user)
 		if err != nil {
-			return nil, fmt.Errorf("read config: %w", err)
-		}
-		var fc fileConfig
-		if err := parseConfig(f, data, &fc); err != nil {
 			return nil, err
 		}
-		c.merge(fc)
-		c.Files = append(c.Files, f)
+		if ok {
+			userFile = f
+		}
+	}
+	p, err := a.readProject()
+	if err != nil {
+		return nil, err
+	}
+	proj := p.config
+	if p.configPath != "" || p.mcpPath != "" {
+		wd, _ := a.wd()
+		uc := &config{}
+		uc.merge(user)
+		t := &trustCheck{a: a, user: uc, proj: p.dir, wd: wd}
+		settings, safe := t.sensitive(p)
+		ok, err := a.trusted(p.dir, settings)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			proj, p.mcp = safe, nil
+		}
+	}
+	// The servers of .mcp.json lie under what the config files set.
+	for name, e := range p.mcp {
+		if c.MCPServers == nil {
+			c.MCPServers = map[string]mcpServerConfig{}
+		}
+		c.MCPServers[name] = e
+	}
+	if p.mcpPath != "" {
+		c.Files = append(c.Files, p.mcpPath)
+	}
+	if userFile != "" {
+		c.merge(user)
+		c.Files = append(c.Files, userFile)
+	}
+	if p.configPath != "" {
+		c.merge(proj)
+		c.Files = append(c.Files, p.configPath)
 	}
 	if m := a.io.Getenv("CADRE_MODEL"); m != "" {
 		c.Model = m
@@ -237,6 +263,43 @@ func (a *app) loadConfig() (*config, error) {
 	}
 	a.redact.Store(a.redactor(c))
 	return c, nil
+}
+
+// readConfigFile reads and checks the config file f into fc; false when
+// there is no such file.
+func readConfigFile(f string, fc *fileConfig) (bool, error) {
+	data, err := os.ReadFile(f)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read config: %w", err)
+	}
+	if err := parseConfig(f, data, fc); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// readProject reads the project's config file and .mcp.json, applying
+// neither.
+func (a *app) readProject() (*projectFiles, error) {
+	p := &projectFiles{dir: a.projectDir()}
+	if p.dir == "" {
+		return p, nil
+	}
+	f := filepath.Join(p.dir, ".cadre", "config.yaml")
+	ok, err := readConfigFile(f, &p.config)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		p.configPath = f
+	}
+	if err := a.loadMCPJSON(p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // checkInput checks the input list of a model or provider (where names
@@ -495,12 +558,8 @@ func findMCPKey(data []byte, name, key string) (int, int) {
 // cannot use are kept with their problem, which is reported when the
 // servers are connected, so the file does not stop commands that do not
 // need them.
-func (a *app) loadMCPJSON(c *config) error {
-	proj := a.projectDir()
-	if proj == "" {
-		return nil
-	}
-	file := filepath.Join(proj, ".mcp.json")
+func (a *app) loadMCPJSON(p *projectFiles) error {
+	file := filepath.Join(p.dir, ".mcp.json")
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -528,12 +587,12 @@ func (a *app) loadMCPJSON(c *config) error {
 		if ce := checkMCPServer(file, data, name, e); ce != nil {
 			e.problem = ce.Error()
 		}
-		if c.MCPServers == nil {
-			c.MCPServers = map[string]mcpServerConfig{}
+		if p.mcp == nil {
+			p.mcp = map[string]mcpServerConfig{}
 		}
-		c.MCPServers[name] = e
+		p.mcp[name] = e
 	}
-	c.Files = append(c.Files, file)
+	p.mcpPath = file
 	return nil
 }
 
@@ -686,6 +745,9 @@ func (a *app) home() string {
 
 // projectDir is the nearest directory from the working directory up that
 // has a .cadre folder, else the repository root, else the working directory.
+// The .cadre folder of a parent folder is left out, with a warning, when
+// another user owns it or its folder is writable by all (as /tmp is):
+// anyone could have put it there.
 func (a *app) projectDir() string {
 	wd, err := a.wd()
 	if err != nil {
@@ -693,7 +755,19 @@ func (a *app) projectDir() string {
 	}
 	for d := wd; ; {
 		if fi, err := os.Stat(filepath.Join(d, ".cadre")); err == nil && fi.IsDir() && d != a.home() {
-			return d
+			if d == wd {
+				return d
+			}
+			why := ""
+			if pi, err := os.Stat(d); err == nil && pi.Mode().Perm()&0o002 != 0 {
+				why = d + " is writable by every user"
+			} else if ownedByOther(fi) {
+				why = "another user owns it"
+			}
+			if why == "" {
+				return d
+			}
+			a.skipParent(filepath.Join(d, ".cadre"), why)
 		}
 		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
 			return d
@@ -704,6 +778,22 @@ func (a *app) projectDir() string {
 		}
 		d = up
 	}
+}
+
+// skipParent says, once, that the .cadre folder dir of a parent folder
+// is not used, and why.
+func (a *app) skipParent(dir, why string) {
+	a.skippedMu.Lock()
+	defer a.skippedMu.Unlock()
+	if a.skippedParents[dir] {
+		return
+	}
+	if a.skippedParents == nil {
+		a.skippedParents = map[string]bool{}
+	}
+	a.skippedParents[dir] = true
+	fmt.Fprintf(a.errOut(), "cadre: warning: not using %s as the project's settings: %s, so anyone could have put it there. "+
+		"Run cadre from a folder of your own, or make one with a .cadre or .git folder in it\n", dir, why)
 }
 
 // searchBackend is the service of web_search, its key read from the

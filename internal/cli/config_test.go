@@ -141,7 +141,8 @@ func TestWebFetchAllowConfig(t *testing.T) {
 	home, proj := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "webFetch:\n  allow: [\"10.0.0.0/8\"]\n")
 	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "webFetch:\n  allow:\n    - intranet.example.com:8080\n    - \"*.corp.example\"\n")
-	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}}
+	// The project's rules apply when it is trusted (see TestTrustConfigKeys).
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}, trustProject: true}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,8 @@ func TestWebSearchConfig(t *testing.T) {
 	home, proj := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "webSearch: {provider: searxng, url: \"http://localhost:8888\"}\n")
 	env := map[string]string{"HOME": home, "MY_BRAVE": "k-1"}
-	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}}
+	// The project's section applies when it is trusted (see TestTrustConfigKeys).
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}, trustProject: true}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		t.Fatal(err)

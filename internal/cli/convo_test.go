@@ -19,7 +19,7 @@ func convoProject(t *testing.T, script string) (dir, home, model string) {
 	dir, home = t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
 	writeFile(t, filepath.Join(dir, "script.yaml"), script)
-	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), "sandbox: off\n")
+	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "sandbox: off\n")
 	return dir, home, "scripted:" + filepath.Join(dir, "script.yaml")
 }
 

@@ -54,7 +54,7 @@ func TestE2EWebSearchAndTodos(t *testing.T) {
 		return chatReply{Text: "Go 1.26 came out in February 2026."}
 	})
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
-	res := runBinary(t, dir, env, "run", "--json", "--agent", "researcher", "-m", "openai:test-model", "When did Go 1.26 come out?")
+	res := runBinary(t, dir, env, "run", "--trust-project", "--json", "--agent", "researcher", "-m", "openai:test-model", "When did Go 1.26 come out?")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -170,7 +170,7 @@ func TestAgentsListPlugins(t *testing.T) {
 		t.Errorf("--plugin-dir: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}
 	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), "plugins: ["+plugs+"]\n")
-	res = runCadre(t, dir, home, "agents", "list")
+	res = runCadre(t, dir, home, "agents", "list", "--trust-project") // the folder lies outside the project
 	if res.code != 0 || !strings.Contains(res.stdout, "review-kit:code-reviewer") || !strings.Contains(res.stdout, "ops-kit:code-reviewer") {
 		t.Errorf("plugins: in the config: exit %d\n%s%s", res.code, res.stdout, res.stderr)
 	}

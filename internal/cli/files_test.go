@@ -41,7 +41,8 @@ func TestAllowHardLinksConfig(t *testing.T) {
 				writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"), tt.project)
 			}
 			env := map[string]string{"HOME": home}
-			a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}}
+			// A project's allowHardLinks: true needs trust (see TestTrustConfigKeys).
+			a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}, trustProject: true}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				t.Fatal(err)

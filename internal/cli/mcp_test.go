@@ -92,7 +92,8 @@ func TestMCPJSON(t *testing.T) {
 `)
 	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "mcpServers:\n  shared:\n    command: from-user\n")
 	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "mcpServers:\n  projonly:\n    url: http://127.0.0.1:1/mcp\n")
-	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}}
+	// A project's servers are used once it is trusted (see TestTrustMCPJSON).
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }}, trustProject: true}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestMCPList(t *testing.T) {
 	dir := mcpProject(t)
 	var stdout, stderr bytes.Buffer
 	home := t.TempDir()
-	code := Main(context.Background(), []string{"mcp", "list"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+	code := Main(context.Background(), []string{"mcp", "list", "--trust-project"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }})
 	if code != 1 {
 		t.Errorf("exit %d with a broken server, want 1; stderr %s", code, stderr.String())
@@ -196,7 +197,7 @@ func TestMCPList(t *testing.T) {
 	}
 
 	stdout.Reset()
-	code = Main(context.Background(), []string{"mcp", "list", "--json"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+	code = Main(context.Background(), []string{"mcp", "list", "--json", "--trust-project"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(k string) string { return map[string]string{"HOME": home}[k] }})
 	var got struct {
 		Servers []mcpServerInfo `json:"servers"`
@@ -256,7 +257,7 @@ func TestMCPE2EChildCallsTool(t *testing.T) {
 	})
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
 
-	res := runBinary(t, dir, env, "run", "--json", "--store", "none", "--approve", "all", "-m", "openai:test-model", "Echo hello through the demo server")
+	res := runBinary(t, dir, env, "run", "--trust-project", "--json", "--store", "none", "--approve", "all", "-m", "openai:test-model", "Echo hello through the demo server")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -282,7 +283,7 @@ func TestMCPE2EChildCallsTool(t *testing.T) {
 
 	// With --approve none the call is denied: MCP tools mutate unless
 	// they say they only read.
-	res = runBinary(t, dir, env, "run", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "Echo hello through the demo server")
+	res = runBinary(t, dir, env, "run", "--trust-project", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "Echo hello through the demo server")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -360,7 +361,7 @@ func TestMCPE2EServerEnvironment(t *testing.T) {
 	const key = "sk-parent-key-0123456789"
 	res := runBinary(t, dir, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=" + key,
 		"PASS_ME=passed", "PASS_PREFIX_A=a", "NOT_NAMED=hidden-value", "SOURCE_TOKEN=tok-from-env-0123456789", "LANG=C.UTF-8"},
-		"run", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "show the server's environment")
+		"run", "--trust-project", "--json", "--store", "none", "--approve", "none", "-m", "openai:test-model", "show the server's environment")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -396,7 +397,7 @@ func TestMCPListHidesCredentials(t *testing.T) {
 `)
 	var stdout, stderr bytes.Buffer
 	env := map[string]string{"HOME": t.TempDir(), "DOCS_TOKEN": "docs-token-0123456789"}
-	code := Main(context.Background(), []string{"mcp", "list"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
+	code := Main(context.Background(), []string{"mcp", "list", "--trust-project"}, IO{Dir: dir, Stdout: &stdout, Stderr: &stderr,
 		Getenv: func(k string) string { return env[k] }})
 	out := stdout.String() + stderr.String()
 	if code != 1 || !strings.Contains(out, "docs (http: http://user:[REDACTED]@127.0.0.1:1/mcp") || !strings.Contains(out, "not available") {

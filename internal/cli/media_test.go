@@ -86,7 +86,7 @@ models:
 		}},
 	} {
 		t.Run(tt.model, func(t *testing.T) {
-			res := runBinary(t, dir, env, "run", "--json", "--store", "none", "--approve", "none", "-m", tt.model, "What does the chart say?")
+			res := runBinary(t, dir, env, "run", "--trust-project", "--json", "--store", "none", "--approve", "none", "-m", tt.model, "What does the chart say?")
 			if res.code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 			}

@@ -234,7 +234,7 @@ func TestE2EToolResultSecretsHidden(t *testing.T) {
 		return scriptedAnswer{reply: chatReply{Text: "The page shows a key; I will not repeat it."}}
 	})
 	env := []string{"OPENAI_BASE_URL=" + withPassword(srv.URL) + "/v1", "OPENAI_API_KEY=" + e2eKey}
-	res := runBinary(t, dir, env, "run", "--json", "-m", "openai:test-model", "read the debug page")
+	res := runBinary(t, dir, env, "run", "--trust-project", "--json", "-m", "openai:test-model", "read the debug page")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}

@@ -61,6 +61,17 @@ type app struct {
 	// session is the interactive session (cadre chat) the runs belong
 	// to, if any.
 	session *chatSession
+
+	// trustProject is --trust-project: the project's sensitive settings
+	// apply without a record of trust.
+	trustProject bool
+	// trustDecided remembers, by the hash of a project's sensitive
+	// settings, what was decided of them, so a command asks or warns once.
+	trustDecided map[string]bool
+	// skippedParents are the .cadre folders of parent folders left out
+	// (see projectDir), each said once.
+	skippedMu      sync.Mutex
+	skippedParents map[string]bool
 }
 
 // exitError carries an exit status through cobra without printing twice.
@@ -122,8 +133,10 @@ inside limits you set, with every step recorded.`,
 			return a.chat(cmd.Context(), cfg, &f, "")
 		},
 	}
+	root.PersistentFlags().BoolVar(&a.trustProject, "trust-project", false,
+		"use the project's settings that run programs, send data or secrets elsewhere, or loosen confinement, for this command, without asking (see cadre trust)")
 	root.AddCommand(
-		a.newVersionCmd(),
+		a.newVersionCmd(), a.newTrustCmd(),
 		a.newRunCmd(), a.newResumeCmd(), a.newContinueCmd(), a.newChatCmd(), a.newDemoCmd(),
 		a.newAgentsCmd(), a.newInitCmd(),
 		a.newRunsCmd(),

@@ -66,7 +66,7 @@ func TestE2ESandboxConfinesCommands(t *testing.T) {
 		"head -c 16 .cadre/cadre.db; echo 'sandbox: off' > .cadre/config.yaml; echo made > made.txt; echo end"
 	srv := commandModel(t, command)
 	res := runBinary(t, dir, []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=sk-key-marker"},
-		"run", "--json", "-m", "openai:test-model", "run the command")
+		"run", "--trust-project", "--json", "-m", "openai:test-model", "run the command")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -111,7 +111,7 @@ func TestE2EUnconfinedWarning(t *testing.T) {
 	srv := commandModel(t, "cat ../outside/secret.txt")
 	env := []string{"OPENAI_BASE_URL=" + srv.URL + "/v1", "OPENAI_API_KEY=k"}
 	for _, json := range []bool{false, true} {
-		args := []string{"run", "--store", "none", "-m", "openai:test-model", "run the command"}
+		args := []string{"run", "--trust-project", "--store", "none", "-m", "openai:test-model", "run the command"}
 		if json {
 			args = append([]string{"run", "--json"}, args[1:]...)
 		}
@@ -206,7 +206,7 @@ func waitSleeps(t *testing.T, token, what string, ok func([]int) bool) {
 // command has started n sleeps of token, and kills cadre with SIGKILL.
 func killedCadre(t *testing.T, dir string, env []string, command, token string, n int) {
 	t.Helper()
-	cmd := exec.Command(cadreBinary(t), "run", "--json", "-m", "openai:test-model", "run the command")
+	cmd := exec.Command(cadreBinary(t), "run", "--trust-project", "--json", "-m", "openai:test-model", "run the command")
 	cmd.Dir = dir
 	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
 	var out bytes.Buffer
@@ -283,7 +283,7 @@ func TestE2EResumeKillsLeftoverCommands(t *testing.T) {
 	if left := sleepsOf(token); len(left) != 2 {
 		t.Fatalf("the sleeps left in the shell's group: %v, want 2", left)
 	}
-	res := runBinaryWithin(t, 2*time.Minute, dir, env, "resume", "--approve", "all")
+	res := runBinaryWithin(t, 2*time.Minute, dir, env, "resume", "--trust-project", "--approve", "all")
 	if res.code != 0 {
 		t.Fatalf("resume: exit %d\nstderr:\n%s", res.code, res.stderr)
 	}

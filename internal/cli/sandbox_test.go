@@ -14,7 +14,8 @@ func TestSandboxConfig(t *testing.T) {
 	writeFile(t, filepath.Join(home, ".cadre", "config.yaml"), "sandbox: off\n")
 	writeFile(t, filepath.Join(proj, ".cadre", "config.yaml"), "model: x\nsandbox:\n  network: true\n  hide: [~/private, secrets]\n  writable:\n    - ~/.cache/go-build\n  passEnv: [GITHUB_TOKEN]\n")
 	env := map[string]string{"HOME": home}
-	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}}
+	// The project's lists need trust (see TestTrustConfigKeys).
+	a := &app{io: IO{Dir: proj, Getenv: func(k string) string { return env[k] }}, trustProject: true}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -156,7 +156,7 @@ func TestTelemetryConfigGRPCInterrupted(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ".cadre", "agents", "alpha.md"), "---\nname: alpha\ndescription: Counts apples.\n---\nYou count.\n")
 	writeFile(t, filepath.Join(dir, ".cadre", "agents", "beta.md"), "---\nname: beta\ndescription: Counts pears.\n---\nYou count.\n")
 
-	cmd := exec.Command(cadreBinary(t), "run", "--json", "--store", "none", "--approve", "all", "-m", model, "Count the fruit.")
+	cmd := exec.Command(cadreBinary(t), "run", "--trust-project", "--json", "--store", "none", "--approve", "all", "-m", model, "Count the fruit.")
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
