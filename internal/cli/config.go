@@ -222,6 +222,11 @@ func (a *app) loadConfig() (*config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if userFile != "" && p.configPath != "" && sameFile(userFile, p.configPath) {
+		// The project is the home folder (a repository of dotfiles, say):
+		// its config file is the user's own.
+		p.config, p.configPath = fileConfig{}, ""
+	}
 	proj := p.config
 	if p.configPath != "" || p.mcpPath != "" {
 		wd, _ := a.wd()
@@ -263,6 +268,16 @@ func (a *app) loadConfig() (*config, error) {
 	}
 	a.redact.Store(a.redactor(c))
 	return c, nil
+}
+
+// sameFile tells whether the paths a and b name the same file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // readConfigFile reads and checks the config file f into fc; false when

@@ -15,11 +15,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // A project's files (.cadre/config.yaml and .mcp.json) are written by
@@ -546,9 +548,18 @@ func (a *app) trustStateOf(dir, hash string) (trustState, error) {
 func describeSettings(s []projectSetting) string {
 	var b strings.Builder
 	for _, x := range s {
-		fmt.Fprintf(&b, "  %s: %s: %s\n      (%s)\n", x.File, x.Key, x.Value, x.why)
+		fmt.Fprintf(&b, "  %s: %s: %s\n      (%s)\n", x.File, printableKey(x.Key), tool.Printable(x.Value), x.why)
 	}
 	return b.String()
+}
+
+// printableKey is key as it is when it is all printable, else quoted
+// with escapes (a server's name in .mcp.json may hold anything).
+func printableKey(key string) string {
+	if q := strconv.Quote(key); q[1:len(q)-1] != key {
+		return q
+	}
+	return key
 }
 
 // keysOf lists the settings' keys by file, for the warning.
@@ -558,7 +569,7 @@ func keysOf(s []projectSetting) string {
 		j := i
 		var keys []string
 		for ; j < len(s) && s[j].File == s[i].File; j++ {
-			keys = append(keys, s[j].Key)
+			keys = append(keys, printableKey(s[j].Key))
 		}
 		parts = append(parts, s[i].File+" ("+strings.Join(keys, ", ")+")")
 		i = j

@@ -487,3 +487,14 @@ func TestProjectDirParent(t *testing.T) {
 		t.Fatalf("stderr %q; want one warning %q", se.String(), want)
 	}
 }
+
+// What a project's files set is shown with what could fool a terminal
+// escaped: a server's name or value cannot rewrite the screen.
+func TestTrustShownEscaped(t *testing.T) {
+	e := newTrustEnv(t)
+	writeFile(t, filepath.Join(e.repo, ".mcp.json"), `{"mcpServers": {"a\u001b[2Jb": {"command": "x\u202ey"}}}`)
+	code, out, errOut := e.run(t, "trust")
+	if code != 0 || strings.ContainsAny(out, "\x1b\u202e") || !strings.Contains(out, `mcpServers.a\x1b[2Jb`) {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
