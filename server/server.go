@@ -24,7 +24,10 @@ type Options struct {
 	// Start starts a run for a POST /api/runs. Nil starts it with the
 	// engine's Start and refuses requests that set more than the task,
 	// since the engine's settings are fixed. A Start that rejects the
-	// request's settings returns a *RequestError, which is a 400.
+	// request's settings returns a *RequestError. The request comes from
+	// whoever holds the token: a Start should let it tighten the server's
+	// settings (a stricter approval mode, smaller limits) but never loosen
+	// them, refusing with a 403 that says what the server allows.
 	Start func(ctx context.Context, req RunRequest) (string, error)
 	// Approvals, when set, holds the approval requests of the runs, which
 	// the API lists and answers. Nil means approvals are not answered
@@ -104,9 +107,12 @@ func (l *RunLimits) Limits() (cadre.Limits, error) {
 }
 
 // A RequestError is a request the server cannot act on as it is: an
-// answer of 400 with Msg.
+// answer of Status (400 when zero) with Msg. A request that asks for more
+// than the server allows (a looser approval mode, a larger limit) is a
+// 403.
 type RequestError struct {
-	Msg string
+	Msg    string
+	Status int
 }
 
 func (e *RequestError) Error() string { return e.Msg }
@@ -316,6 +322,9 @@ func errorStatus(err error) int {
 	var re *RequestError
 	switch {
 	case errors.As(err, &re):
+		if re.Status != 0 {
+			return re.Status
+		}
 		return http.StatusBadRequest
 	case errors.Is(err, cadre.ErrNotFound):
 		return http.StatusNotFound

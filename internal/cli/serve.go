@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -20,10 +22,11 @@ const DefaultListen = "127.0.0.1:7788"
 // serveFlags are the flags of cadre serve: those of cadre run that choose
 // how runs are made, and the server's own.
 type serveFlags struct {
-	run    runFlags
-	listen string
-	token  string
-	hosts  []string
+	run     runFlags
+	listen  string
+	token   string
+	noToken bool
+	hosts   []string
 }
 
 func (a *app) newServeCmd() *cobra.Command {
@@ -36,15 +39,21 @@ ones and shows each run's agent tree live (stop any agent, answer questions and
 approvals), a JSON API for other programs (described at /api/openapi.json), and
 each run's events as Server-Sent Events.
 
-The first line on stdout is the page's address. The run flags (--model,
---approve, the limits…) are the defaults of the runs started here; a request
-may choose its own model, root agent, limits and approval mode. Approvals of
-writes and commands (--approve ask, the default) wait for an answer on the page.
+Every request must carry the server's token, since whoever can start a run
+can run commands as you: give one with --token or CADRE_TOKEN, or cadre serve
+makes a random one. The first line on stdout is the page's address to open,
+with the token it made after ?token= (a token you gave is not printed).
+Programs send the header "Authorization: Bearer TOKEN".
 
-cadre serve listens on 127.0.0.1 unless --listen says otherwise; any other
-address needs a token (--token or CADRE_TOKEN), which every request must carry:
-open the page once as http://ADDRESS/?token=TOKEN, or send the header
-"Authorization: Bearer TOKEN".`,
+The run flags (--model, --approve, the limits…) are the settings of the runs
+started here, and the most a request may ask for: a request may choose its
+own model and root agent, a stricter approval mode and smaller limits, never
+looser ones. Approvals of writes and commands (--approve ask, the default)
+wait for an answer on the page.
+
+cadre serve listens on 127.0.0.1 unless --listen says otherwise. --no-token
+serves without a token, on a loopback address only; then any user or
+program of this machine can run commands as you.`,
 		Example: `  cadre serve --model openai:gpt-4o-mini
   cadre serve --listen 127.0.0.1:0 --model ollama:llama3.2
   CADRE_TOKEN=$(openssl rand -hex 16) cadre serve --listen 0.0.0.0:7788 --host devbox.lan -m openai:gpt-4o`,
@@ -63,7 +72,8 @@ open the page once as http://ADDRESS/?token=TOKEN, or send the header
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", DefaultListen, "address to listen on, host:port (port 0 picks a free one)")
-	fl.StringVar(&f.token, "token", "", "token every request must carry; needed to listen beyond this machine (env CADRE_TOKEN)")
+	fl.StringVar(&f.token, "token", "", "token every request must carry (env CADRE_TOKEN); without one, a random token is made")
+	fl.BoolVar(&f.noToken, "no-token", false, "serve without a token, on a loopback address only: any user or program of this machine can then run commands as you")
 	fl.StringArrayVar(&f.hosts, "host", nil, "a host name the server is reached by, besides localhost and IP addresses (repeatable)")
 	return cmd
 }
@@ -78,6 +88,21 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 		return errors.New("cadre serve shows runs on its page: --json, --no-tree, --resume and --serve are for cadre run")
 	}
 	token := cmpOr(f.token, a.io.Getenv("CADRE_TOKEN"))
+	made := false
+	switch {
+	case f.noToken && token != "":
+		return errors.New("--no-token serves without a token, but one is given (--token or CADRE_TOKEN): drop one or the other")
+	case f.noToken:
+		if err := checkLoopback("--no-token", f.listen); err != nil {
+			return err
+		}
+	case token == "":
+		var err error
+		if token, err = newToken(); err != nil {
+			return err
+		}
+		made = true
+	}
 	if err := checkListen(f.listen, token); err != nil {
 		return err
 	}
@@ -102,10 +127,19 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(a.io.Stdout, hs.url)
+	open := hs.url
+	if made {
+		open = pageLink(hs.url, token)
+	}
+	fmt.Fprintln(a.io.Stdout, open)
 	fmt.Fprintf(a.io.Stderr, "cadre: serving runs at %s (Ctrl+C stops)\n", hs.url)
-	if token != "" {
-		fmt.Fprintf(a.io.Stderr, "cadre: open %s?token=… with the token once; the browser keeps it\n", hs.url)
+	switch {
+	case made:
+		fmt.Fprintf(a.io.Stderr, "cadre: open %s\ncadre: its token lets whoever holds it run commands as you; programs send it as \"Authorization: Bearer TOKEN\"\n", open)
+	case token != "":
+		fmt.Fprintf(a.io.Stderr, "cadre: open %s with the token (--token or CADRE_TOKEN) after ?token=, or send it as \"Authorization: Bearer TOKEN\"\n", hs.url)
+	default:
+		fmt.Fprintln(a.io.Stderr, noTokenWarning)
 	}
 
 	stop := ctx.Done()
@@ -118,6 +152,33 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 	hs.close()
 	set.close("the server stopped")
 	return err
+}
+
+// noTokenWarning is what cadre says when it serves without a token.
+const noTokenWarning = "cadre: warning: serving without a token (--no-token): any user or program of this machine can start runs here, and so run commands as you"
+
+// newToken makes a random token: 32 bytes from crypto/rand, URL-safe.
+func newToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make the server's token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// pageLink is the address of a page of the server with the token to open
+// it with.
+func pageLink(page, token string) string {
+	return page + "?token=" + token
+}
+
+// checkLoopback refuses an address beyond this machine for what (a flag
+// that turns the token off).
+func checkLoopback(what, addr string) error {
+	if err := checkListen(addr, ""); err != nil {
+		return fmt.Errorf("%s is only for an address of this machine (127.0.0.1 or localhost), which --listen %s is not: drop %s and let cadre serve make a token", what, addr, what)
+	}
+	return nil
 }
 
 // checkListen refuses an address beyond this machine without a token.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -128,7 +130,9 @@ func (s *engineSet) Answer(ctx context.Context, run string, agent cadre.AgentID,
 // runStarter returns the server's Start: it puts the settings of a request
 // over the configuration cadre serve was started with, gives the run an
 // approval policy whose questions wait for the page or the API, and
-// starts it on an engine of its own.
+// starts it on an engine of its own. The server's settings are a ceiling:
+// a request may ask for a stricter approval mode and smaller limits, never
+// for more (see withinServer).
 func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *server.Approvals) func(context.Context, server.RunRequest) (string, error) {
 	return func(ctx context.Context, req server.RunRequest) (string, error) {
 		ecfg := w.engine
@@ -138,9 +142,30 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		if err := json.Unmarshal(w.engine.Settings, &settings); err != nil {
 			return "", fmt.Errorf("read the server's settings: %w", err)
 		}
+		serverMode, err := tool.ParseApprovalMode(cfg.Approve)
+		if err != nil {
+			return "", fmt.Errorf("the server's approval mode: %w", err)
+		}
+		mode, err := tool.ParseApprovalMode(cmpOr(req.Approve, string(serverMode)))
+		if err != nil {
+			return "", &server.RequestError{Msg: err.Error()}
+		}
+		lim, err := req.Limits.Limits()
+		if err != nil {
+			return "", err
+		}
+		if msg := withinServer(serverMode, w.engine.Limits, mode, lim); msg != "" {
+			return "", &server.RequestError{Msg: msg, Status: http.StatusForbidden}
+		}
 		if req.Model != "" {
-			if _, err := w.models.resolve(req.Model); err != nil {
+			name, err := w.models.resolve(req.Model)
+			if err != nil {
 				return "", &server.RequestError{Msg: fmt.Sprintf("model %q: %v", req.Model, err)}
+			}
+			// A scripted model plays a file named by the request: only a
+			// server playing one itself (a test) takes another.
+			if own, _ := w.models.resolve(cfg.Model); strings.HasPrefix(name, "scripted:") && !strings.HasPrefix(own, "scripted:") {
+				return "", &server.RequestError{Msg: fmt.Sprintf("model %q: a run started through the API cannot use a scripted model, which reads a file of this machine", req.Model), Status: http.StatusForbidden}
 			}
 			ecfg.RootModel, settings.Model = req.Model, req.Model
 		}
@@ -157,10 +182,6 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 				return "", &server.RequestError{Msg: fmt.Sprintf("there is no agent definition %q; the agents are: %s", req.Agent, strings.Join(names, ", "))}
 			}
 			settings.Agent = req.Agent
-		}
-		lim, err := req.Limits.Limits()
-		if err != nil {
-			return "", err
 		}
 		l := &settings.Limits.limitsConfig
 		for _, o := range []struct {
@@ -179,10 +200,6 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		}
 		ecfg.Limits = (&config{fileConfig: fileConfig{Limits: *l}}).limits()
 
-		mode, err := tool.ParseApprovalMode(cmpOr(req.Approve, cfg.Approve))
-		if err != nil {
-			return "", &server.RequestError{Msg: err.Error()}
-		}
 		id := local.NewRunID()
 		approver := &tool.Approver{Mode: mode, Prompt: approvals.Prompt(id)}
 		ecfg.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
@@ -193,6 +210,54 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		}
 		return set.start(ctx, ecfg, id, req.Task)
 	}
+}
+
+// leniency orders the approval modes from the strictest.
+var leniency = map[tool.ApprovalMode]int{tool.ApproveNone: 0, tool.ApproveAsk: 1, tool.ApproveAll: 2}
+
+// withinServer checks what a request asks for against the server's settings,
+// which it may tighten but not loosen. It returns "" when the request
+// stays within them, else what it asked for beyond them and what the
+// server allows.
+func withinServer(serverMode tool.ApprovalMode, serverLimits cadre.Limits, mode tool.ApprovalMode, req cadre.Limits) string {
+	var over []string
+	if leniency[mode] > leniency[serverMode] {
+		may := map[tool.ApprovalMode]string{tool.ApproveNone: "none", tool.ApproveAsk: "ask or none"}[serverMode]
+		over = append(over, fmt.Sprintf("approve %q: the server's approval mode is %s, so a run may use %s", mode, serverMode, may))
+	}
+	srv := serverLimits.WithDefaults()
+	for _, c := range []struct {
+		name     string
+		req, max int
+	}{
+		{"max_depth", req.MaxDepth, srv.MaxDepth},
+		{"max_concurrent", req.MaxConcurrent, srv.MaxConcurrent},
+		{"max_agents", req.MaxAgents, srv.MaxAgents},
+		{"max_turns", req.MaxTurns, srv.MaxTurns},
+	} {
+		switch {
+		case c.req == 0:
+		case c.max < 0:
+			over = append(over, fmt.Sprintf("limits.%s %d: the server allows no subagents", c.name, c.req))
+		case c.req > c.max:
+			over = append(over, fmt.Sprintf("limits.%s %d: the server allows at most %d", c.name, c.req, c.max))
+		}
+	}
+	if b := req.BudgetTokens; b != 0 && srv.BudgetTokens > 0 && (b < 0 || b > srv.BudgetTokens) {
+		asked := strconv.FormatInt(b, 10)
+		if b < 0 {
+			asked = "-1 (no budget)"
+		}
+		over = append(over, fmt.Sprintf("limits.budget_tokens %s: the server allows at most %d", asked, srv.BudgetTokens))
+	}
+	if t := req.Timeout; t != 0 && srv.Timeout > 0 && t > srv.Timeout {
+		over = append(over, fmt.Sprintf("limits.timeout %s: the server allows at most %s", t, srv.Timeout))
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	return "this server's settings (the flags and config it was started with) are the most a run may ask for; " +
+		strings.Join(over, "; ") + ". Ask for less, or leave the field out for the server's setting"
 }
 
 func cmpOr(a, b string) string {

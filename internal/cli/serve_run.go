@@ -16,7 +16,7 @@ import (
 // registerServe adds --serve to cadre run.
 func (f *runFlags) registerServe(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.serve, "serve", "", "serve the run's live page and API at this address while it runs (--serve alone: "+DefaultListen+"; beyond this machine CADRE_TOKEN is needed)")
+	fl.StringVar(&f.serve, "serve", "", "serve the run's live page and API at this address while it runs (--serve alone: "+DefaultListen+"); requests carry CADRE_TOKEN, or a random token printed with the page's address")
 	fl.Lookup("serve").NoOptDefVal = DefaultListen
 }
 
@@ -28,6 +28,7 @@ type runPage struct {
 	con       *console
 	ln        net.Listener
 	token     string
+	made      bool // the token was made here, and is shown with the address
 	approvals *server.Approvals
 	id        string
 	ready     chan struct{} // closed once id is set
@@ -42,7 +43,14 @@ func (a *app) prepareRunPage(f *runFlags, w *wiring, con *console) (*runPage, er
 	if f.serve == "" {
 		return nil, nil
 	}
-	token := a.io.Getenv("CADRE_TOKEN")
+	token, made := a.io.Getenv("CADRE_TOKEN"), false
+	if token == "" {
+		var err error
+		if token, err = newToken(); err != nil {
+			return nil, err
+		}
+		made = true
+	}
 	if err := checkListen(f.serve, token); err != nil {
 		return nil, fmt.Errorf("--serve: %w", err)
 	}
@@ -50,7 +58,7 @@ func (a *app) prepareRunPage(f *runFlags, w *wiring, con *console) (*runPage, er
 	if err != nil {
 		return nil, fmt.Errorf("--serve %s: %w (choose another address, or port 0 for a free one)", f.serve, err)
 	}
-	p := &runPage{a: a, con: con, ln: ln, token: token, approvals: &server.Approvals{}, ready: make(chan struct{})}
+	p := &runPage{a: a, con: con, ln: ln, token: token, made: made, approvals: &server.Approvals{}, ready: make(chan struct{})}
 	if !con.canAsk() {
 		if w.approver != nil && w.approver.Prompt == nil {
 			w.approver.Prompt = func(ctx context.Context, req tool.ApprovalRequest) (bool, error) {
@@ -84,7 +92,11 @@ func (p *runPage) serve(eng cadre.Engine, w *wiring, id string) {
 		Logger:     w.engine.Logger,
 	})
 	p.hs = serveOn(p.ln, srv)
-	p.con.println(fmt.Sprintf("cadre: watch and steer this run at %sruns/%s", p.hs.url, id))
+	page := p.hs.url + "runs/" + id
+	if p.made {
+		page = pageLink(page, p.token)
+	}
+	p.con.println(fmt.Sprintf("cadre: watch and steer this run at %s", page))
 }
 
 // close stops the page.

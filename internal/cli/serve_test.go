@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // serveFailsafe turns a hang into a failure.
@@ -104,10 +108,20 @@ func startCadre(t *testing.T, dir string, env map[string]string, args ...string)
 	return b
 }
 
-func postJSON(t *testing.T, url string, body any, out any) int {
+// postJSON posts body with the token (when not empty) and decodes the
+// answer into out; it returns the status.
+func postJSON(t *testing.T, url, token string, body any, out any) int {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	res, err := http.Post(url, "application/json", strings.NewReader(string(b)))
+	req, err := http.NewRequest("POST", url, strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +132,16 @@ func postJSON(t *testing.T, url string, body any, out any) int {
 	return res.StatusCode
 }
 
-func getJSON(t *testing.T, url string, out any) int {
+func getJSON(t *testing.T, url, token string, out any) int {
 	t.Helper()
-	res, err := http.Get(url)
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +166,10 @@ helper:
   - text: "Done."
 `)
 	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model)
-	url := b.stdout.find(t, func(string) bool { return true })
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/") {
-		t.Fatalf("the first line is %q, want the server's address", url)
-	}
+	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
 
 	var created struct{ ID string }
-	if st := postJSON(t, url+"api/runs", map[string]any{"task": "Count the files.", "approve": "none", "limits": map[string]any{"max_agents": 5}}, &created); st != 201 {
+	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "Count the files.", "approve": "none", "limits": map[string]any{"max_agents": 5}}, &created); st != 201 {
 		t.Fatalf("POST /api/runs: %d", st)
 	}
 	deadline := time.Now().Add(serveFailsafe)
@@ -163,7 +181,7 @@ helper:
 		Tree struct{ Agents []struct{ ID, Status string } }
 	}
 	for {
-		getJSON(t, url+"api/runs/"+created.ID, &view)
+		getJSON(t, url+"api/runs/"+created.ID, tok, &view)
 		if view.Run.Status == "done" {
 			break
 		}
@@ -200,10 +218,10 @@ helper:
 
 	// Settings the server cannot use are 400s that say why.
 	var e struct{ Error string }
-	if st := postJSON(t, url+"api/runs", map[string]any{"task": "x", "agent": "ghost"}, &e); st != 400 || !strings.Contains(e.Error, "helper") {
+	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "x", "agent": "ghost"}, &e); st != 400 || !strings.Contains(e.Error, "helper") {
 		t.Errorf("an unknown root agent: %d %q, want 400 listing the agents", st, e.Error)
 	}
-	if st := postJSON(t, url+"api/runs", map[string]any{"task": "x", "model": "nosuch:model"}, &e); st != 400 || !strings.Contains(e.Error, "nosuch") {
+	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "x", "model": "nosuch:model"}, &e); st != 400 || !strings.Contains(e.Error, "nosuch") {
 		t.Errorf("an unknown model: %d %q, want 400 naming it", st, e.Error)
 	}
 	// The page is served.
@@ -229,18 +247,6 @@ helper:
 	}
 }
 
-// TestServeNeedsToken checks that an address beyond this machine needs a
-// token.
-func TestServeNeedsToken(t *testing.T) {
-	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
-	var stderr strings.Builder
-	code := Main(context.Background(), []string{"serve", "--listen", "0.0.0.0:0", "--model", model}, IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr,
-		Getenv: func(k string) string { return env[k] }})
-	if code == 0 || !strings.Contains(stderr.String(), "CADRE_TOKEN") {
-		t.Errorf("exit %d, stderr %q: want a refusal naming CADRE_TOKEN", code, stderr.String())
-	}
-}
-
 // TestRunServe runs a task with --serve and no terminal: the root's
 // question is answered through the run's page API.
 func TestRunServe(t *testing.T) {
@@ -257,14 +263,14 @@ root:
 	if i < 0 {
 		t.Fatalf("no address in %q", line)
 	}
-	runURL := line[i:]
+	runURL, tok := pageAddress(t, line[i:])
 	base, id, ok := strings.Cut(runURL, "/runs/")
 	if !ok {
 		t.Fatalf("no run in %q", runURL)
 	}
 	deadline := time.Now().Add(serveFailsafe)
 	for {
-		st := postJSON(t, base+"/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "green"}, nil)
+		st := postJSON(t, base+"/api/runs/"+id+"/answer", tok, map[string]string{"agent": "root", "answer": "green"}, nil)
 		if st == 200 {
 			break
 		}
@@ -285,5 +291,207 @@ root:
 		b.code <- code
 	case <-time.After(serveFailsafe):
 		t.Fatal("cadre run did not end")
+	}
+}
+
+// pageAddress splits the address cadre prints into the page's address and
+// the token after ?token=, failing when there is none.
+func pageAddress(t *testing.T, link string) (string, string) {
+	t.Helper()
+	page, tok, ok := strings.Cut(link, "?token=")
+	if !ok || !strings.HasPrefix(page, "http://127.0.0.1:") {
+		t.Fatalf("%q is not the page's address with its token", link)
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(tok); err != nil || len(b) != 32 {
+		t.Fatalf("the token %q is not 32 random bytes in URL-safe base64 (%v)", tok, err)
+	}
+	return page, tok
+}
+
+// TestServeMakesToken checks that cadre serve with no token makes one,
+// prints the address to open with it, and answers no request without it:
+// a process of this machine can no longer start a run that runs commands.
+func TestServeMakesToken(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model)
+	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
+	b.stderr.find(t, func(l string) bool { return strings.Contains(l, "?token="+tok) })
+
+	var e struct{ Error string }
+	if st := postJSON(t, url+"api/runs", "", map[string]any{"task": "Delete the files.", "approve": "all"}, &e); st != http.StatusUnauthorized {
+		t.Errorf("a run started without the token: %d %q, want 401", st, e.Error)
+	}
+	if st := getJSON(t, url+"api/runs", "", &e); st != http.StatusUnauthorized {
+		t.Errorf("the runs listed without the token: %d, want 401", st)
+	}
+	if st := postJSON(t, url+"api/runs", "wrong", map[string]any{"task": "Delete the files."}, &e); st != http.StatusUnauthorized {
+		t.Errorf("a run started with a wrong token: %d, want 401", st)
+	}
+	var runs struct{ Runs []json.RawMessage }
+	if st := getJSON(t, url+"api/runs", tok, &runs); st != http.StatusOK || len(runs.Runs) != 0 {
+		t.Errorf("the runs with the token: %d %d runs, want 200 and none", st, len(runs.Runs))
+	}
+
+	// Another server gets another token.
+	b2 := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model)
+	if _, tok2 := pageAddress(t, b2.stdout.find(t, func(string) bool { return true })); tok2 == tok {
+		t.Errorf("two servers made the same token %q", tok)
+	}
+}
+
+// TestServeGivenToken checks that a token given in CADRE_TOKEN is the one
+// required and is not printed.
+func TestServeGivenToken(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	env["CADRE_TOKEN"] = "given-token-of-the-user"
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model)
+	url := b.stdout.find(t, func(string) bool { return true })
+	if strings.Contains(url, "token") {
+		t.Errorf("the first line %q shows the token", url)
+	}
+	b.stderr.find(t, func(l string) bool { return strings.Contains(l, "Authorization: Bearer") })
+	var e struct{ Error string }
+	if st := getJSON(t, url+"api/runs", "", &e); st != http.StatusUnauthorized {
+		t.Errorf("without the token: %d, want 401", st)
+	}
+	if st := getJSON(t, url+"api/runs", "given-token-of-the-user", &e); st != http.StatusOK {
+		t.Errorf("with the token: %d %q, want 200", st, e.Error)
+	}
+}
+
+// TestServeNoToken checks the opt-out: only on a loopback address, and
+// with a warning.
+func TestServeNoToken(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--no-token", "--model", model)
+	url := b.stdout.find(t, func(string) bool { return true })
+	b.stderr.find(t, func(l string) bool {
+		return strings.Contains(l, "any user or program of this machine can start runs here")
+	})
+	var runs struct{ Runs []json.RawMessage }
+	if st := getJSON(t, url+"api/runs", "", &runs); st != http.StatusOK {
+		t.Errorf("without a token: %d, want 200", st)
+	}
+
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"beyond this machine", []string{"--listen", "0.0.0.0:0", "--no-token"}, "", "--no-token is only for an address of this machine"},
+		{"with a token", []string{"--listen", "127.0.0.1:0", "--no-token", "--token", "x"}, "", "drop one or the other"},
+		{"with CADRE_TOKEN", []string{"--listen", "127.0.0.1:0", "--no-token"}, "x", "drop one or the other"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr strings.Builder
+			e := map[string]string{"HOME": env["HOME"], "CADRE_TOKEN": c.env}
+			code := Main(context.Background(), append([]string{"serve", "--model", model}, c.args...), IO{Dir: dir, Stdout: io.Discard, Stderr: &stderr,
+				Getenv: func(k string) string { return e[k] }})
+			if code == 0 || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q: want a refusal saying %q", code, stderr.String(), c.want)
+			}
+		})
+	}
+}
+
+// TestServeCeiling checks that the server's approval mode and limits are
+// the most a request may ask for: a request may tighten them, and one
+// asking for more is refused with what the server allows, starting no run.
+func TestServeCeiling(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model, "--approve", "none",
+		"--max-agents", "10", "--budget-tokens", "1000", "--timeout", "5m")
+	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
+	for _, c := range []struct {
+		name string
+		req  map[string]any
+		want []string
+	}{
+		{"approve all", map[string]any{"approve": "all"}, []string{`approve "all"`, "approval mode is none"}},
+		{"approve ask", map[string]any{"approve": "ask"}, []string{`approve "ask"`, "may use none"}},
+		{"more agents", map[string]any{"limits": map[string]any{"max_agents": 11}}, []string{"limits.max_agents 11", "at most 10"}},
+		{"more depth", map[string]any{"limits": map[string]any{"max_depth": 4}}, []string{"limits.max_depth 4", "at most 3"}},
+		{"more concurrent", map[string]any{"limits": map[string]any{"max_concurrent": 17}}, []string{"limits.max_concurrent 17", "at most 16"}},
+		{"more turns", map[string]any{"limits": map[string]any{"max_turns": 26}}, []string{"limits.max_turns 26", "at most 25"}},
+		{"more tokens", map[string]any{"limits": map[string]any{"budget_tokens": 1001}}, []string{"limits.budget_tokens 1001", "at most 1000"}},
+		{"no budget", map[string]any{"limits": map[string]any{"budget_tokens": -1}}, []string{"no budget", "at most 1000"}},
+		{"more time", map[string]any{"limits": map[string]any{"timeout": "6m"}}, []string{"limits.timeout 6m0s", "at most 5m0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.req["task"] = "Delete the files."
+			var e struct{ Error string }
+			st := postJSON(t, url+"api/runs", tok, c.req, &e)
+			if st != http.StatusForbidden {
+				t.Fatalf("%v: %d %q, want 403", c.req, st, e.Error)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(e.Error, w) {
+					t.Errorf("the refusal %q does not say %q", e.Error, w)
+				}
+			}
+		})
+	}
+	var runs struct{ Runs []json.RawMessage }
+	if getJSON(t, url+"api/runs", tok, &runs); len(runs.Runs) != 0 {
+		t.Errorf("%d runs started by refused requests", len(runs.Runs))
+	}
+	// Tighter settings, and the server's own, are taken.
+	for _, req := range []map[string]any{
+		{"task": "Say hi.", "approve": "none", "limits": map[string]any{"max_agents": 10, "budget_tokens": 500, "timeout": "1m", "max_depth": 1}},
+		{"task": "Say hi."},
+	} {
+		var e struct{ Error string }
+		if st := postJSON(t, url+"api/runs", tok, req, &e); st != http.StatusCreated {
+			t.Errorf("%v: %d %q, want 201", req, st, e.Error)
+		}
+	}
+}
+
+// TestWithinServer checks the comparison of a request's settings with the
+// server's, where a zero means the default and -1 no budget.
+func TestWithinServer(t *testing.T) {
+	srv := cadre.Limits{MaxAgents: 10, BudgetTokens: -1}
+	for _, c := range []struct {
+		name       string
+		serverMode tool.ApprovalMode
+		server     cadre.Limits
+		mode       tool.ApprovalMode
+		req        cadre.Limits
+		ok         bool
+	}{
+		{"same", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{}, true},
+		{"stricter mode", tool.ApproveAll, srv, tool.ApproveAsk, cadre.Limits{}, true},
+		{"none under ask", tool.ApproveAsk, srv, tool.ApproveNone, cadre.Limits{}, true},
+		{"looser mode", tool.ApproveAsk, srv, tool.ApproveAll, cadre.Limits{}, false},
+		{"no budget under no budget", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{BudgetTokens: -1}, true},
+		{"a budget under no budget", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{BudgetTokens: 10}, true},
+		{"default budget", tool.ApproveAsk, cadre.Limits{}, tool.ApproveAsk, cadre.Limits{BudgetTokens: cadre.DefaultBudgetTokens + 1}, false},
+		{"any time under none", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{Timeout: time.Hour}, true},
+		{"depth under no subagents", tool.ApproveAsk, cadre.Limits{MaxDepth: cadre.NoSubagents}, tool.ApproveAsk, cadre.Limits{MaxDepth: 1}, false},
+		{"fewer agents", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{MaxAgents: 10}, true},
+		{"more agents", tool.ApproveAsk, srv, tool.ApproveAsk, cadre.Limits{MaxAgents: 11}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			msg := withinServer(c.serverMode, c.server, c.mode, c.req)
+			if (msg == "") != c.ok {
+				t.Errorf("withinServer = %q, want ok %v", msg, c.ok)
+			}
+		})
+	}
+}
+
+// TestServeRefusesScriptedModel checks that a request cannot make a server
+// of another model play a scripted model, which reads a file the request
+// names.
+func TestServeRefusesScriptedModel(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	// No run starts: the model is never called.
+	env["OPENAI_API_KEY"], env["OPENAI_BASE_URL"] = "sk-test", "http://127.0.0.1:1/v1"
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", "openai:gpt-4o-mini")
+	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
+	var e struct{ Error string }
+	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "Say hi.", "model": model}, &e); st != http.StatusForbidden || !strings.Contains(e.Error, "scripted") {
+		t.Errorf("a scripted model asked of an OpenAI server: %d %q, want 403", st, e.Error)
 	}
 }
