@@ -270,12 +270,16 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, done{OK: true})
 }
 
-// An answerRequest is the body of POST /api/runs/{run}/answer.
+// An answerRequest is the body of POST /api/runs/{run}/answer: either an
+// approval's id and yes or no, or an agent and the answer to its question.
 type answerRequest struct {
-	// Agent is the agent that asks.
-	Agent cadre.AgentID `json:"agent"`
-	// Answer is the answer: free text to a question, yes or no to an
-	// approval.
+	// ID is the approval answered (Pending.ID). Without it, the answer is
+	// for the agent's question.
+	ID string `json:"id,omitempty"`
+	// Agent is the agent that asks; with an ID, it need not be given.
+	Agent cadre.AgentID `json:"agent,omitempty"`
+	// Answer is the answer: yes or no to an approval, free text to a
+	// question.
 	Answer string `json:"answer"`
 }
 
@@ -285,36 +289,55 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req, "the answer") {
 		return
 	}
+	if req.ID != "" {
+		s.answerApproval(w, r, id, req)
+		return
+	}
 	if req.Agent == "" {
-		writeError(w, http.StatusBadRequest, `say which agent the answer is for: {"agent": "root", "answer": "…"}`)
+		writeError(w, http.StatusBadRequest, `say what the answer is for: {"agent": "root", "answer": "…"} for an agent's question, {"id": "approval-1", "answer": "yes"} for an approval`)
 		return
 	}
 	if _, ok := s.findAgent(w, r, id, req.Agent); !ok {
 		return
 	}
-	if s.opts.Approvals.waiting(id, req.Agent) {
-		var yes bool
-		switch strings.ToLower(strings.TrimSpace(req.Answer)) {
-		case "yes", "y":
-			yes = true
-		case "no", "n":
-		default:
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("agent %s waits for an approval: answer yes or no, not %s", req.Agent, quote(req.Answer)))
-			return
-		}
-		if err := s.opts.Approvals.Answer(id, req.Agent, yes); err != nil {
-			s.fail(w, err, "answer")
-			return
-		}
-		writeJSON(w, http.StatusOK, done{OK: true})
-		return
-	}
 	ans, ok := s.eng.(cadre.Answerer)
 	if !ok {
-		writeError(w, http.StatusConflict, fmt.Sprintf("agent %s has no approval waiting, and this engine takes no answers to questions", req.Agent))
+		writeError(w, http.StatusConflict, `this engine takes no answers to questions; an approval is answered with its id: {"id": "approval-1", "answer": "yes"}`)
 		return
 	}
 	if err := ans.Answer(r.Context(), id, req.Agent, req.Answer); err != nil {
+		if errors.Is(err, cadre.ErrNoQuestion) && s.opts.Approvals.waiting(id, req.Agent) {
+			writeError(w, http.StatusConflict, fmt.Sprintf("agent %s has no question waiting, only approvals: answer one with its id, as {\"id\": \"approval-1\", \"answer\": \"yes\"} (GET /api/runs/%s lists them)", req.Agent, id))
+			return
+		}
+		s.fail(w, err, "answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, done{OK: true})
+}
+
+// answerApproval answers exactly the approval req.ID names, which must
+// still be waiting.
+func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, run string, req answerRequest) {
+	if _, err := s.tree(r.Context(), run); err != nil {
+		s.fail(w, err, "run "+run)
+		return
+	}
+	var yes bool
+	switch strings.ToLower(strings.TrimSpace(req.Answer)) {
+	case "yes", "y":
+		yes = true
+	case "no", "n":
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s is an approval: answer yes or no, not %s", quote(req.ID), quote(req.Answer)))
+		return
+	}
+	p, ok := s.opts.Approvals.get(run, req.ID)
+	if ok && req.Agent != "" && p.Agent != req.Agent {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("approval %s is of agent %s, not %s: check the id", quote(req.ID), p.Agent, req.Agent))
+		return
+	}
+	if err := s.opts.Approvals.Answer(run, req.ID, yes); err != nil {
 		s.fail(w, err, "answer")
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/model/scripted"
 )
 
 // TestSteerRun drives a run through the API: it starts, its tree grows,
@@ -49,6 +50,11 @@ func TestSteerRun(t *testing.T) {
 		t.Errorf("cancelling an unknown agent: %d, want 404", st)
 	}
 
+	// An approval's answer never lands on the question: with no approval
+	// waiting, it is a 409 and the question still waits.
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": "approval-1", "agent": "root", "answer": "yes"}, &e); st != http.StatusConflict {
+		t.Errorf("an approval's answer while only a question waits: %d %q, want 409", st, e.Error)
+	}
 	// Answer the question; then the touch waits for approval.
 	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "blue"}, nil); st != http.StatusOK {
 		t.Fatalf("answer the question: %d", st)
@@ -57,11 +63,23 @@ func TestSteerRun(t *testing.T) {
 	if p := v.Pending[0]; p.Agent != "root" || p.Tool != "touch" || !strings.Contains(p.Summary, "report.txt") {
 		t.Errorf("pending approval %+v, want root's touch of report.txt", p)
 	}
-	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "perhaps"}, &e); st != http.StatusBadRequest || !strings.Contains(e.Error, "yes or no") {
+	ap := v.Pending[0].ID
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": ap, "answer": "perhaps"}, &e); st != http.StatusBadRequest || !strings.Contains(e.Error, "yes or no") {
 		t.Errorf("answering an approval with perhaps: %d %q, want 400 asking for yes or no", st, e.Error)
 	}
-	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "yes"}, nil); st != http.StatusOK {
+	// An answer without the approval's id is for a question, which root
+	// has not asked: it does not approve the call.
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "yes"}, &e); st != http.StatusConflict || !strings.Contains(e.Error, "its id") {
+		t.Errorf("answering yes without the approval's id: %d %q, want 409 asking for the id", st, e.Error)
+	}
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": ap, "agent": "root/mid.2", "answer": "yes"}, &e); st != http.StatusBadRequest || !strings.Contains(e.Error, "of agent root") {
+		t.Errorf("answering the approval as another agent's: %d %q, want 400", st, e.Error)
+	}
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": ap, "agent": "root", "answer": "yes"}, nil); st != http.StatusOK {
 		t.Fatalf("approve: %d", st)
+	}
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": ap, "answer": "yes"}, &e); st != http.StatusConflict || !strings.Contains(e.Error, "not waiting") {
+		t.Errorf("answering the approval again: %d %q, want 409", st, e.Error)
 	}
 	f.open()
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
@@ -125,7 +143,9 @@ func TestBadInput(t *testing.T) {
 		{"unknown run", "GET", "/api/runs/20000101-000000-abcdef", nil, 404, "no run"},
 		{"unknown run events", "GET", "/api/runs/nope/events", nil, 404, "no run"},
 		{"unknown agent", "GET", "/api/runs/" + id + "/agents/root/ghost.1", nil, 404, "no agent"},
-		{"answer without agent", "POST", "/api/runs/" + id + "/answer", map[string]string{"answer": "x"}, 400, "which agent"},
+		{"answer without agent", "POST", "/api/runs/" + id + "/answer", map[string]string{"answer": "x"}, 400, "what the answer is for"},
+		{"answer unknown approval", "POST", "/api/runs/" + id + "/answer", map[string]string{"id": "approval-999", "answer": "yes"}, 409, "not waiting"},
+		{"approval of unknown run", "POST", "/api/runs/nope/answer", map[string]string{"id": "approval-1", "answer": "yes"}, 404, "no run"},
 		{"answer unknown run", "POST", "/api/runs/nope/answer", map[string]string{"agent": "root", "answer": "x"}, 404, "no run"},
 		{"cancel unknown run", "POST", "/api/runs/nope/cancel", nil, 404, "no run"},
 		{"bad Last-Event-ID", "GET", "/api/runs/" + id + "/events?after=x", nil, 400, "after"},
@@ -168,11 +188,11 @@ func TestConcurrentAnswers(t *testing.T) {
 			t.Fatalf("answer: %d", st)
 		}
 	}
-	f.waitFor(id, "the approval", func(v *runView) bool { return len(v.Pending) == 1 })
+	v := f.waitFor(id, "the approval", func(v *runView) bool { return len(v.Pending) == 1 })
 	statuses = map[int]int{}
 	for range 10 {
 		wg.Go(func() {
-			st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "yes"}, nil)
+			st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": v.Pending[0].ID, "answer": "yes"}, nil)
 			mu.Lock()
 			statuses[st]++
 			mu.Unlock()
@@ -184,5 +204,70 @@ func TestConcurrentAnswers(t *testing.T) {
 	}
 	if n := f.touch.count(); n > 1 {
 		t.Errorf("touch ran %d times for one approval", n)
+	}
+}
+
+// twoTouchModel plays a root that touches two files in one turn: the
+// run's approver asks about one call, then the other.
+func twoTouchModel() cadre.Model {
+	return scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if !hasCall(req.Messages, "touch") {
+			return calls("touch", `{"path":"a.txt"}`, `{"path":"b.txt"}`), nil
+		}
+		return text("Both asked."), nil
+	})
+}
+
+// pendingOne waits for the run's one approval other than not, and returns
+// it.
+func (f *fixture) pendingOne(run, not string) Pending {
+	f.t.Helper()
+	v := f.waitFor(run, "an approval other than "+quote(not), func(v *runView) bool { return len(v.Pending) == 1 && v.Pending[0].ID != not })
+	return v.Pending[0]
+}
+
+// TestAnswerApprovalByID checks that an answer approves exactly the
+// approval it names: once the first of two approvals of one agent is
+// answered and the second waits, a stale answer to the first is a 409 and
+// leaves the second waiting, and so does an answer for a question.
+func TestAnswerApprovalByID(t *testing.T) {
+	f := newFixture(t, fixtureOptions{model: twoTouchModel()})
+	id := f.start(RunRequest{Task: "Touch both files.", Approve: "ask"})
+	first := f.pendingOne(id, "")
+	// Denied elsewhere (another page, a program): the second call asks.
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": first.ID, "answer": "no"}, nil); st != http.StatusOK {
+		t.Fatalf("deny %s: %d", first.ID, st)
+	}
+	second := f.pendingOne(id, first.ID)
+	if second.Agent != first.Agent || second.Summary == first.Summary {
+		t.Fatalf("approvals %+v then %+v, want two calls of one agent", first, second)
+	}
+
+	// A stale Allow of the first does not allow the second.
+	var e struct{ Error string }
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": first.ID, "answer": "yes"}, &e); st != http.StatusConflict || !strings.Contains(e.Error, first.ID) {
+		t.Errorf("allowing %s again: %d %q, want 409 naming it", first.ID, st, e.Error)
+	}
+	// Nor does an answer for a question of the agent, which has none.
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": string(first.Agent), "answer": "yes"}, &e); st != http.StatusConflict {
+		t.Errorf("a question's answer with an approval waiting: %d %q, want 409", st, e.Error)
+	}
+	if v := f.waitFor(id, "the run", func(*runView) bool { return true }); len(v.Pending) != 1 || v.Pending[0].ID != second.ID {
+		t.Errorf("after the stale answers, waiting: %+v, want %s", v.Pending, second.ID)
+	}
+	if got := f.touch.touched(); len(got) != 0 {
+		t.Errorf("touched %v before the second approval was answered", got)
+	}
+
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": second.ID, "answer": "yes"}, nil); st != http.StatusOK {
+		t.Fatalf("allow %s: %d", second.ID, st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	if _, err := f.eng.Wait(ctx, id); err != nil {
+		t.Fatalf("the run did not complete: %v", err)
+	}
+	if got := f.touch.touched(); len(got) != 1 || !strings.Contains(second.Summary, got[0]) {
+		t.Errorf("touched %v, want only the second call's file (%s)", got, second.Summary)
 	}
 }

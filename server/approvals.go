@@ -27,7 +27,8 @@ type Approvals struct {
 
 // A Pending is an approval request waiting for an answer.
 type Pending struct {
-	// ID names the request within the server.
+	// ID names the request within the server, never reused: an answer
+	// names it, so it answers this request and no other.
 	ID string `json:"id"`
 	// Agent is the agent making the call.
 	Agent cadre.AgentID `json:"agent"`
@@ -124,32 +125,36 @@ func (a *Approvals) Pending(run string) ([]Pending, <-chan struct{}) {
 	return out, ch
 }
 
-// Answer answers the oldest request of the agent in the run: yes allows
-// the call. It fails with an error wrapping cadre.ErrNoQuestion when the
-// agent has no request waiting.
-func (a *Approvals) Answer(run string, agent cadre.AgentID, yes bool) error {
-	if a == nil {
-		return fmt.Errorf("agent %s of run %s has no approval waiting: %w", agent, run, cadre.ErrNoQuestion)
-	}
-	a.mu.Lock()
-	var found *approval
-	for _, ap := range a.pending[run] {
-		if ap.Agent == agent {
-			found = ap
-			break
-		}
-	}
-	a.mu.Unlock()
-	if found == nil {
-		return fmt.Errorf("agent %s of run %s has no approval waiting: %w", agent, run, cadre.ErrNoQuestion)
+// Answer answers the run's request with the id (Pending.ID): yes allows
+// the call. It fails with an error wrapping cadre.ErrNoQuestion when that
+// request is not waiting (answered already, or its call has ended), and
+// never answers another.
+func (a *Approvals) Answer(run, id string, yes bool) error {
+	found, ok := a.get(run, id)
+	if !ok {
+		return fmt.Errorf("approval %s is not waiting in run %s: it was answered, or its call has ended (GET /api/runs/%s lists those waiting): %w", quote(id), run, run, cadre.ErrNoQuestion)
 	}
 	select {
 	case found.answer <- yes:
 		a.remove(run, found)
 		return nil
 	default:
-		return fmt.Errorf("the approval %s of agent %s was answered already: %w", found.ID, agent, cadre.ErrNoQuestion)
+		return fmt.Errorf("approval %s of agent %s was answered already: %w", id, found.Agent, cadre.ErrNoQuestion)
 	}
+}
+
+// get returns the run's request with the id, if it is waiting.
+func (a *Approvals) get(run, id string) (*approval, bool) {
+	if a == nil {
+		return nil, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i := slices.IndexFunc(a.pending[run], func(ap *approval) bool { return ap.ID == id })
+	if i < 0 {
+		return nil, false
+	}
+	return a.pending[run][i], true
 }
 
 // waiting reports whether the agent has a request waiting.

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,6 +204,10 @@ func TestPage(t *testing.T) {
 	waitJS(t, ctx, "the approval", `!!document.querySelector('[data-approval="root"]')`)
 	waitJS(t, ctx, "the question gone", `!document.querySelector('form[data-question="root"]')`)
 	screenshot(t, ctx, dir, "4-approval")
+	pending := f.waitFor(id, "the approval", func(v *runView) bool { return len(v.Pending) == 1 }).Pending
+	if got := eval[string](t, ctx, "read the approval's id", `document.querySelector('[data-approval="root"]').dataset.approvalId`); got != pending[0].ID {
+		t.Errorf("the page shows approval %q, the server has %q", got, pending[0].ID)
+	}
 	run(t, ctx, "allow the call", chromedp.Click(`[data-approval="root"] button[data-answer="yes"]`))
 	waitJS(t, ctx, "the approval gone", `!document.querySelector('[data-approval="root"]')`)
 
@@ -228,6 +233,42 @@ func TestPage(t *testing.T) {
 	run(t, ctx, "open the list", chromedp.Navigate(f.srv.URL+"/"))
 	waitJS(t, ctx, "the run in the list", fmt.Sprintf(`(document.querySelector('[data-run=%q] .pill')||{}).textContent === 'done'`, id))
 	screenshot(t, ctx, dir, "7-runs")
+}
+
+// TestPageStaleApproval clicks Allow on an approval that was answered
+// elsewhere after the page drew it, while another approval of the same
+// agent waits: the click must not allow the other call.
+func TestPageStaleApproval(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, fixtureOptions{model: twoTouchModel()})
+	id := f.start(RunRequest{Task: "Touch both files.", Approve: "ask"})
+	first := f.pendingOne(id, "")
+	run(t, ctx, "open the run", chromedp.Navigate(f.srv.URL+"/runs/"+id))
+	waitJS(t, ctx, "the first approval", fmt.Sprintf(`!!document.querySelector('[data-approval-id=%q]')`, first.ID))
+	eval[bool](t, ctx, "keep the first Allow button", `!!(window.staleAllow = document.querySelector('[data-approval] button[data-answer="yes"]'))`)
+
+	// Another page denies the first; the second call asks.
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": first.ID, "answer": "no"}, nil); st != http.StatusOK {
+		t.Fatalf("deny %s: %d", first.ID, st)
+	}
+	second := f.pendingOne(id, first.ID)
+	waitJS(t, ctx, "the second approval", fmt.Sprintf(`!!document.querySelector('[data-approval-id=%q]')`, second.ID))
+
+	// The click that was meant for the first arrives late.
+	eval[bool](t, ctx, "click the stale Allow", `(window.staleAllow.click(), true)`)
+	waitJS(t, ctx, "the stale click refused", `window.staleAllow.closest('.ask').querySelector('.error').textContent.includes('not waiting')`)
+	if v := f.waitFor(id, "the run", func(*runView) bool { return true }); len(v.Pending) != 1 || v.Pending[0].ID != second.ID {
+		t.Errorf("after the stale click, waiting: %+v, want %s", v.Pending, second.ID)
+	}
+	if got := f.touch.touched(); len(got) != 0 {
+		t.Errorf("the stale click touched %v", got)
+	}
+
+	run(t, ctx, "allow the second", chromedp.Click(fmt.Sprintf(`[data-approval-id=%q] button[data-answer="yes"]`, second.ID)))
+	waitJS(t, ctx, "the run done", `document.querySelector('#run-status').textContent === 'done'`)
+	if got := f.touch.touched(); len(got) != 1 || !strings.Contains(second.Summary, got[0]) {
+		t.Errorf("touched %v, want only the second call's file (%s)", got, second.Summary)
+	}
 }
 
 // treeModel plays a run of 1+10+100+1000 agents: the root and mids spawn

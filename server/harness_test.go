@@ -39,17 +39,30 @@ var (
 type touchTool struct {
 	mu    sync.Mutex
 	calls int
+	paths []string
 }
 
 func (t *touchTool) Spec() cadre.ToolSpec {
 	return cadre.ToolSpec{Name: "touch", Description: "Touches the file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
 }
 
-func (t *touchTool) Call(context.Context, json.RawMessage) (string, error) {
+func (t *touchTool) Call(_ context.Context, args json.RawMessage) (string, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	_ = json.Unmarshal(args, &a)
 	t.mu.Lock()
 	t.calls++
+	t.paths = append(t.paths, a.Path)
 	t.mu.Unlock()
 	return "touched", nil
+}
+
+// touched returns the paths touched, in order.
+func (t *touchTool) touched() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.paths)
 }
 
 func (t *touchTool) Mutates() bool { return true }

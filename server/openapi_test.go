@@ -62,6 +62,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{"getAgent", "GET", "/api/runs/" + id + "/agents/root/none", nil, 404},
 		{"answer", "POST", "/api/runs/" + id + "/answer", map[string]string{"agent": "root/mid.1", "answer": "x"}, 409},
 		{"answer", "POST", "/api/runs/" + id + "/answer", map[string]string{"agent": "root"}, 0},
+		{"answer", "POST", "/api/runs/" + id + "/answer", map[string]string{"id": "approval-0", "answer": "yes"}, 409},
 		{"cancel", "POST", "/api/runs/" + id + "/cancel", map[string]string{"agent": "root/mid.2"}, 200},
 		{"cancel", "POST", "/api/runs/" + id + "/cancel", rawBody("{"), 400},
 		{"cancel", "POST", "/api/runs/none/cancel", nil, 404},

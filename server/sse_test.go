@@ -218,7 +218,9 @@ func TestEventsPending(t *testing.T) {
 	if len(pend) != 1 || pend[0].Tool != "touch" || pend[0].Agent != cadre.RootID {
 		t.Fatalf("pending %+v, want the root's touch", pend)
 	}
-	f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"agent": "root", "answer": "no"}, nil)
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": pend[0].ID, "answer": "no"}, nil); st != 200 {
+		t.Fatalf("deny %s: %d", pend[0].ID, st)
+	}
 	_, err = readSSE(body, func(e sseEvent) bool {
 		var p pendingEvent
 		return e.event == "pending" && json.Unmarshal([]byte(e.data), &p) == nil && len(p.Pending) == 0

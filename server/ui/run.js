@@ -364,17 +364,19 @@ class RunView {
       const form = el("form", { class: "ask", "data-question": agent },
         el("div", null, el("span", { class: "who mono" }, agent), " asks:"), el("div", { class: "what" }, q), input,
         el("div", { class: "buttons" }, el("button", { class: "primary", type: "submit" }, "Send answer")), err);
-      form.addEventListener("submit", (e) => { e.preventDefault(); this.send(agent, input.value, err, form); });
+      form.addEventListener("submit", (e) => { e.preventDefault(); this.send({ agent, answer: input.value }, err, form); });
       forms.push(form);
     }
     for (const p of this.approvals) {
       const err = el("p", { class: "error" });
-      const form = el("div", { class: "ask", "data-approval": p.agent },
+      // The answer names the approval shown, so it answers this call and
+      // no other, even if others of the same agent are waiting.
+      const form = el("div", { class: "ask", "data-approval": p.agent, "data-approval-id": p.id },
         el("div", null, el("span", { class: "who mono" }, p.agent), " wants to run ", el("b", null, p.tool), ":"),
         el("div", { class: "what mono" }, p.summary), p.rule ? el("div", { class: "muted" }, p.rule) : null,
         el("div", { class: "buttons" },
-          el("button", { class: "primary", "data-answer": "yes", onclick: () => this.send(p.agent, "yes", err, form) }, "Allow"),
-          el("button", { class: "danger", "data-answer": "no", onclick: () => this.send(p.agent, "no", err, form) }, "Deny")), err);
+          el("button", { class: "primary", "data-answer": "yes", onclick: () => this.send({ id: p.id, answer: "yes" }, err, form) }, "Allow"),
+          el("button", { class: "danger", "data-answer": "no", onclick: () => this.send({ id: p.id, answer: "no" }, err, form) }, "Deny")), err);
       forms.push(form);
     }
     if (forms.length) forms.unshift(el("h2", null, "Waiting for you"));
@@ -390,12 +392,14 @@ class RunView {
     if (this.dirty.size) this.schedule();
   }
 
-  async send(agent, answer, err, form) {
+  // send posts an answer: {agent, answer} to a question, {id, answer} to
+  // an approval.
+  async send(body, err, form) {
     err.textContent = "";
     for (const b of form.querySelectorAll("button")) b.disabled = true;
     try {
-      await api("POST", "/api/runs/" + encodeURIComponent(this.id) + "/answer", { agent, answer });
-      if (this.questions.delete(agent)) { this.asksDirty = true; this.schedule(); }
+      await api("POST", "/api/runs/" + encodeURIComponent(this.id) + "/answer", body);
+      if (body.agent && this.questions.delete(body.agent)) { this.asksDirty = true; this.schedule(); }
     } catch (x) {
       err.textContent = x.message;
       for (const b of form.querySelectorAll("button")) b.disabled = false;
