@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,6 +271,99 @@ func TestPageStaleApproval(t *testing.T) {
 	if got := f.touch.touched(); len(got) != 1 || !strings.Contains(second.Summary, got[0]) {
 		t.Errorf("touched %v, want only the second call's file (%s)", got, second.Summary)
 	}
+}
+
+// TestPageToken drives the page of a server with a token: opened from
+// the address with #token=, it takes the token out of the address, keeps
+// it for the tab, starts a run and follows its events with it, and sets no
+// cookie, so another server of the host (another port) is sent nothing.
+// An older ?token= link works too, and a tab without the token says how to
+// get it.
+func TestPageToken(t *testing.T) {
+	const tok = "page-token_0123456789-abcdefghijklmnopqrstuvw"
+	ctx := browser(t)
+	f := newFixture(t, fixtureOptions{token: tok})
+	var (
+		mu      sync.Mutex
+		cookies []string
+	)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		cookies = append(cookies, r.Header.Values("Cookie")...)
+		mu.Unlock()
+		w.Write([]byte("another server of this host"))
+	}))
+	defer other.Close()
+
+	run(t, ctx, "open the page from its address", chromedp.Navigate(f.srv.URL+"/#token="+tok), chromedp.WaitVisible(`#start`))
+	waitJS(t, ctx, "the empty list", `!!document.querySelector('#runs .empty')`)
+	if href := eval[string](t, ctx, "read the address", `location.href`); strings.Contains(href, "token") {
+		t.Errorf("the address still holds the token: %s", href)
+	}
+	if got := eval[string](t, ctx, "read sessionStorage", `sessionStorage.getItem('cadre_token')`); got != tok {
+		t.Errorf("sessionStorage holds %q, want the token", got)
+	}
+	run(t, ctx, "start a run from the form",
+		chromedp.SendKeys(`#task`, "Write the quarterly report."),
+		chromedp.Click(`#start-button`))
+	waitJS(t, ctx, "the run's page", `location.pathname.startsWith('/runs/')`)
+	id := strings.TrimPrefix(eval[string](t, ctx, "read the URL", `location.pathname`), "/runs/")
+	waitJS(t, ctx, "the tree from the event stream", `document.querySelectorAll('#agents [data-agent]').length === 7`)
+	waitJS(t, ctx, "the root's question", `!!document.querySelector('form[data-question="root"]')`)
+	run(t, ctx, "reload", chromedp.Reload())
+	waitJS(t, ctx, "the tree after the reload", `document.querySelectorAll('#agents [data-agent]').length === 7`)
+	if c := eval[string](t, ctx, "read document.cookie", `document.cookie`); c != "" {
+		t.Errorf("the page has the cookies %q", c)
+	}
+
+	// An older link with ?token=, in a tab of its own.
+	tab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	run(t, tab, "open an old link", chromedp.Navigate(f.srv.URL+"/runs/"+id+"?token="+tok))
+	waitJS(t, tab, "the tree in the new tab", `document.querySelectorAll('#agents [data-agent]').length === 7`)
+	if href := eval[string](t, tab, "read the address", `location.href`); strings.Contains(href, "token") {
+		t.Errorf("the address still holds the token: %s", href)
+	}
+
+	// A tab opened without the token says how to get it.
+	bare, cancelBare := chromedp.NewContext(ctx)
+	defer cancelBare()
+	run(t, bare, "open the run without the token", chromedp.Navigate(f.srv.URL+"/runs/"+id))
+	waitJS(t, bare, "the message", `document.querySelector('#run-error').textContent.includes('#token=')`)
+
+	// Another server of the host is sent no cookie.
+	run(t, ctx, "open another server of the host", chromedp.Navigate(other.URL+"/"))
+	waitJS(t, ctx, "its page", `document.body.textContent.includes('another server')`)
+	mu.Lock()
+	if len(cookies) != 0 {
+		t.Errorf("another server of the host was sent the cookies %q", cookies)
+	}
+	mu.Unlock()
+
+	// An agent's transcript, which a link cannot fetch with the token's
+	// header, opens in a tab of its own. (Last: the tab it opens comes to
+	// the front, and the pages behind it draw nothing.)
+	run(t, tab, "open the root's transcript", chromedp.Click(`[data-agent="root"] a[data-transcript]`))
+	deadline := time.Now().Add(failsafe)
+	var transcript context.Context
+	for transcript == nil {
+		targets, err := chromedp.Targets(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range targets {
+			if strings.HasPrefix(tg.URL, "blob:") {
+				var cancelTab context.CancelFunc
+				transcript, cancelTab = chromedp.NewContext(ctx, chromedp.WithTargetID(tg.TargetID))
+				defer cancelTab()
+			}
+		}
+		if transcript == nil && time.Now().After(deadline) {
+			t.Fatal("no tab opened with the transcript")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitJS(t, transcript, "the transcript", `document.body.textContent.includes('"run": "`+id+`"')`)
 }
 
 // treeModel plays a run of 1+10+100+1000 agents: the root and mids spawn

@@ -34,8 +34,12 @@
 // answers to (Options.Hosts, localhost and IP addresses), so a web page
 // cannot reach it through DNS rebinding; it refuses writes (POST) whose
 // Origin is another site's; and, with Options.Token set, every API request
-// must carry the token, as an "Authorization: Bearer" header or as the
-// cookie a browser gets by opening /?token=TOKEN once.
+// must carry the token as an "Authorization: Bearer" header. The page
+// takes the token from its address's fragment (/#token=TOKEN, which is
+// neither sent nor logged), keeps it in sessionStorage, which is per
+// origin and so per port, and reads the event stream with fetch so that
+// it can send the header. No cookie holds it: cookies are not kept apart
+// by port, so any other server of the host would receive it.
 //
 // # Concurrency
 //

@@ -8,8 +8,8 @@ import (
 )
 
 // TestToken checks that with a token every API and stream request needs
-// it, by header or by the cookie /?token= sets, and the page itself does
-// not.
+// it in the Authorization header, never in a cookie, and the page itself
+// does not.
 func TestToken(t *testing.T) {
 	const tok = "s3cret-token"
 	f := newFixture(t, fixtureOptions{token: tok})
@@ -21,9 +21,8 @@ func TestToken(t *testing.T) {
 		{"no token", nil, 401},
 		{"wrong token", []string{"Authorization", "Bearer nope"}, 401},
 		{"not bearer", []string{"Authorization", "Basic " + tok}, 401},
-		{"wrong cookie", []string{"Cookie", cookieName + "=nope"}, 401},
+		{"cookie", []string{"Cookie", oldCookie + "=" + tok}, 401},
 		{"bearer", []string{"Authorization", "Bearer " + tok}, 200},
-		{"cookie", []string{"Cookie", cookieName + "=" + tok}, 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if st := f.do("GET", "/api/runs", nil, nil, c.hdr...); st != c.want {
@@ -44,27 +43,31 @@ func TestToken(t *testing.T) {
 		}
 	}
 
-	// A browser opening /?token= gets the cookie and a URL without it.
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	res, err := c.Get(f.srv.URL + "/runs/abc?token=" + tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 200 || res.Request.URL.RawQuery != "" || res.Request.URL.Path != "/runs/abc" {
-		t.Errorf("after /runs/abc?token=: %d at %s, want the page at /runs/abc", res.StatusCode, res.Request.URL)
-	}
-	res, err = c.Get(f.srv.URL + "/api/runs")
+	// An old link with ?token= gets the page, which takes the token, and
+	// no cookie; a cookie an earlier version set is expired.
+	req, _ := http.NewRequest("GET", f.srv.URL+"/runs/abc?token="+tok, nil)
+	req.AddCookie(&http.Cookie{Name: oldCookie, Value: tok})
+	res, err := f.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res.Body.Close()
 	if res.StatusCode != 200 {
-		t.Errorf("GET /api/runs with the cookie: %d, want 200", res.StatusCode)
+		t.Errorf("/runs/abc?token=: %d, want the page", res.StatusCode)
 	}
-	if st := f.do("GET", "/?token=wrong", nil, nil); st != 401 {
-		t.Errorf("/?token=wrong: %d, want 401", st)
+	cookies := res.Cookies()
+	if len(cookies) != 1 || cookies[0].Name != oldCookie || cookies[0].Value != "" || cookies[0].MaxAge >= 0 {
+		t.Errorf("the page set the cookies %v, want only %s expired", cookies, oldCookie)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	res, err = c.Get(f.srv.URL + "/?token=" + tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if len(res.Cookies()) != 0 {
+		t.Errorf("/?token= set the cookies %v, want none", res.Cookies())
 	}
 }
 

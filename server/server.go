@@ -33,9 +33,11 @@ type Options struct {
 	// the API lists and answers. Nil means approvals are not answered
 	// here.
 	Approvals *Approvals
-	// Token, when set, is required of every API and event stream request:
-	// as "Authorization: Bearer TOKEN", or as the cookie the page sets when
-	// opened as /?token=TOKEN.
+	// Token, when set, is required of every API and event stream request
+	// as "Authorization: Bearer TOKEN". The page takes it from its address
+	// (/#token=TOKEN, or ?token=TOKEN of older links), keeps it in the
+	// tab's sessionStorage and sends it in that header; it is never put in
+	// a cookie, which the browser would send to every port of the host.
 	Token string
 	// Hosts are the host names, besides localhost and IP addresses, that
 	// requests may name in their Host header (the names this machine is
@@ -129,8 +131,9 @@ type Server struct {
 //go:embed ui
 var uiFiles embed.FS
 
-// cookieName is the name of the cookie that carries the token.
-const cookieName = "cadre_token"
+// oldCookie is the name of the cookie earlier versions kept the token in;
+// the page expires it.
+const oldCookie = "cadre_token"
 
 // New returns a Server over eng. store, when not nil, lists the runs and
 // holds the agents' transcripts; it should be the store eng writes to.
@@ -239,19 +242,13 @@ func (s *Server) authorized(h http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="cadre"`)
-		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header \"Authorization: Bearer TOKEN\", or open the page once as /?token=TOKEN")
+		writeError(w, http.StatusUnauthorized, "this server needs its token: open the page with the address cadre serve printed (it ends with #token=…), or send the header \"Authorization: Bearer TOKEN\"")
 	})
 }
 
 func (s *Server) hasToken(r *http.Request) bool {
-	if auth := r.Header.Get("Authorization"); auth != "" {
-		tok, ok := strings.CutPrefix(auth, "Bearer ")
-		return ok && tokenEqual(tok, s.opts.Token)
-	}
-	if c, err := r.Cookie(cookieName); err == nil {
-		return tokenEqual(c.Value, s.opts.Token)
-	}
-	return false
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && tokenEqual(tok, s.opts.Token)
 }
 
 func tokenEqual(a, b string) bool {
@@ -259,21 +256,11 @@ func tokenEqual(a, b string) bool {
 }
 
 // page serves the web page, the same document for every page route; its
-// script reads the path. Opened with ?token=, it sets the token's cookie
-// and sends the browser to the same page without the token in its URL.
+// script reads the path, and takes the token from the address. A cookie
+// an earlier version set with the token is expired.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	if tok := r.URL.Query().Get("token"); tok != "" {
-		if s.opts.Token == "" || !tokenEqual(tok, s.opts.Token) {
-			writeError(w, http.StatusUnauthorized, "the token in this link is not this server's: ask whoever started it for the right link")
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-		q := r.URL.Query()
-		q.Del("token")
-		u := *r.URL
-		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
-		return
+	if _, err := r.Cookie(oldCookie); err == nil {
+		http.SetCookie(w, &http.Cookie{Name: oldCookie, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	b, err := uiFiles.ReadFile("ui/index.html")
 	if err != nil {

@@ -42,7 +42,7 @@ each run's events as Server-Sent Events.
 Every request must carry the server's token, since whoever can start a run
 can run commands as you: give one with --token or CADRE_TOKEN, or cadre serve
 makes a random one. The first line on stdout is the page's address to open,
-with the token it made after ?token= (a token you gave is not printed).
+with the token it made after #token= (a token you gave is not printed).
 Programs send the header "Authorization: Bearer TOKEN".
 
 The run flags (--model, --approve, the limits…) are the settings of the runs
@@ -137,7 +137,7 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 	case made:
 		fmt.Fprintf(a.io.Stderr, "cadre: open %s\ncadre: its token lets whoever holds it run commands as you; programs send it as \"Authorization: Bearer TOKEN\"\n", open)
 	case token != "":
-		fmt.Fprintf(a.io.Stderr, "cadre: open %s with the token (--token or CADRE_TOKEN) after ?token=, or send it as \"Authorization: Bearer TOKEN\"\n", hs.url)
+		fmt.Fprintf(a.io.Stderr, "cadre: open %s#token=TOKEN with the token (--token or CADRE_TOKEN), or send it as \"Authorization: Bearer TOKEN\"\n", hs.url)
 	default:
 		fmt.Fprintln(a.io.Stderr, noTokenWarning)
 	}
@@ -167,9 +167,10 @@ func newToken() (string, error) {
 }
 
 // pageLink is the address of a page of the server with the token to open
-// it with.
+// it with, in the fragment, which the browser does not send: the page
+// takes it from there.
 func pageLink(page, token string) string {
-	return page + "?token=" + token
+	return page + "#token=" + token
 }
 
 // checkLoopback refuses an address beyond this machine for what (a flag

@@ -295,10 +295,10 @@ root:
 }
 
 // pageAddress splits the address cadre prints into the page's address and
-// the token after ?token=, failing when there is none.
+// the token after #token=, failing when there is none.
 func pageAddress(t *testing.T, link string) (string, string) {
 	t.Helper()
-	page, tok, ok := strings.Cut(link, "?token=")
+	page, tok, ok := strings.Cut(link, "#token=")
 	if !ok || !strings.HasPrefix(page, "http://127.0.0.1:") {
 		t.Fatalf("%q is not the page's address with its token", link)
 	}
@@ -315,7 +315,7 @@ func TestServeMakesToken(t *testing.T) {
 	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
 	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model)
 	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
-	b.stderr.find(t, func(l string) bool { return strings.Contains(l, "?token="+tok) })
+	b.stderr.find(t, func(l string) bool { return strings.Contains(l, "#token="+tok) })
 
 	var e struct{ Error string }
 	if st := postJSON(t, url+"api/runs", "", map[string]any{"task": "Delete the files.", "approve": "all"}, &e); st != http.StatusUnauthorized {

@@ -5,13 +5,12 @@
 // marked dirty and drawn once per animation frame, touching only the rows
 // and cells whose text changed, so a tree of a thousand agents stays
 // responsive.
-import { api, el, tokens, duration, toast } from "./api.js";
+import { api, stream, openJSON, el, tokens, duration, toast } from "./api.js";
 
-// The event types of a run the page listens to (EventSource delivers named
-// events only to listeners of that name).
-const TYPES = ["run_started", "run_resumed", "run_completed", "run_failed", "agent_started", "agent_spawned", "queued",
+// The event types of a run the page draws.
+const TYPES = new Set(["run_started", "run_resumed", "run_completed", "run_failed", "agent_started", "agent_spawned", "queued",
   "agent_completed", "agent_failed", "agent_cancelled", "agent_reported", "model_delta", "model_response", "tool_called",
-  "tool_result", "finding", "agent_question", "agent_answer", "warning", "events_skipped", "say"];
+  "tool_result", "finding", "agent_question", "agent_answer", "warning", "events_skipped", "say"]);
 
 // RESTARTED is shown where a streamed reply broke off and is asked again.
 const RESTARTED = "(the reply was cut off; asking again)";
@@ -76,6 +75,11 @@ class RunView {
     this.$rows.addEventListener("click", (e) => {
       const b = e.target.closest("button[data-stop]");
       if (b) this.cancel(b.getAttribute("data-stop"));
+      const t = e.target.closest("a[data-transcript]");
+      if (t && !e.ctrlKey && !e.metaKey && !e.shiftKey && e.button === 0) {
+        e.preventDefault();
+        openJSON(t.getAttribute("href"));
+      }
     });
     main.replaceChildren(
       el("section", { class: "panel" },
@@ -90,31 +94,31 @@ class RunView {
   }
 
   connect() {
-    const es = this.source = new EventSource("/api/runs/" + encodeURIComponent(this.id) + "/events");
-    const on = (ev) => {
+    const on = (type, data) => {
+      if (type === "pending") {
+        this.approvals = JSON.parse(data).pending || [];
+        this.asksDirty = true;
+        this.schedule();
+        return;
+      }
+      if (type === "end") { this.source.close(); this.schedule(); return; }
+      if (type === "error") { // the server's error event, or a refused stream
+        try { this.error = JSON.parse(data).error; } catch { /* keep */ }
+        this.headDirty = true;
+        this.source.close();
+        this.schedule();
+        return;
+      }
+      if (!TYPES.has(type)) return;
       const t0 = performance.now();
       stats.events++;
       let d;
-      try { d = JSON.parse(ev.data); } catch { return; }
-      this.apply(ev.type, d);
+      try { d = JSON.parse(data); } catch { return; }
+      this.apply(type, d);
       this.schedule();
       stats.eventMs += performance.now() - t0;
     };
-    for (const t of TYPES) es.addEventListener(t, on);
-    es.addEventListener("pending", (ev) => {
-      this.approvals = JSON.parse(ev.data).pending || [];
-      this.asksDirty = true;
-      this.schedule();
-    });
-    es.addEventListener("end", () => { es.close(); this.schedule(); });
-    es.addEventListener("error", (ev) => {
-      if (ev.data) { // the server's error event
-        try { this.error = JSON.parse(ev.data).error; } catch { /* keep */ }
-        this.headDirty = true;
-        es.close();
-        this.schedule();
-      }
-    });
+    this.source = stream("/api/runs/" + encodeURIComponent(this.id) + "/events", on);
   }
 
   close() {
@@ -290,7 +294,7 @@ class RunView {
     const name = a.id.split("/").pop();
     const cells = {
       id: el("span", { class: "id", title: a.id }, a.tw = el("span", { class: "tw" }),
-        el("a", { href: "/api/runs/" + encodeURIComponent(this.id) + "/agents/" + a.id, target: "_blank", title: a.id + ": its transcript" }, name)),
+        el("a", { href: "/api/runs/" + encodeURIComponent(this.id) + "/agents/" + a.id, target: "_blank", "data-transcript": true, title: a.id + ": its transcript" }, name)),
       status: el("span", { class: "pill" }), definition: el("span"), model: el("span", { class: "mono" }),
       turns: el("span", { class: "n" }), tokens: el("span", { class: "n" }), time: el("span", { class: "n" }),
       task: el("span", { class: "tk" }),
