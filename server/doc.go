@@ -46,4 +46,15 @@
 // A Server is safe for concurrent use. Each event stream is read in the
 // goroutine of its request plus one reader goroutine it owns and waits
 // for; nothing outlives the request.
+//
+// # Bounds
+//
+// A request's body must arrive within Options.BodyTimeout, whether its
+// handler reads it or not; a client that stalls loses its connection. At
+// most Options.MaxStreams event streams are open at once, and more are
+// refused with a 503. Each write to a stream must go out within
+// Options.StreamWriteTimeout: a client that stops reading is dropped, and
+// reconnects from its Last-Event-ID when it reads again. The listener's
+// owner sets the rest (http.Server's ReadHeaderTimeout and IdleTimeout;
+// not WriteTimeout, which would end every stream).
 package server

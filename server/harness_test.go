@@ -137,14 +137,15 @@ func steerModel(gate <-chan struct{}) *scripted.Model {
 
 // fixture is a server over a local engine with a memory store.
 type fixture struct {
-	t     *testing.T
-	eng   *engineSet
-	store cadre.Store
-	appr  *Approvals
-	touch *touchTool
-	srv   *httptest.Server
-	gate  chan struct{}
-	once  sync.Once
+	t      *testing.T
+	eng    *engineSet
+	store  cadre.Store
+	appr   *Approvals
+	touch  *touchTool
+	server *Server
+	srv    *httptest.Server
+	gate   chan struct{}
+	once   sync.Once
 }
 
 type fixtureOptions struct {
@@ -155,6 +156,9 @@ type fixtureOptions struct {
 	hosts       []string
 	redact      func(cadre.Event) cadre.Event
 	redactText  func(string) string
+	// The server's bounds (Options).
+	bodyTimeout, writeTimeout time.Duration
+	maxStreams                int
 }
 
 func newFixture(t *testing.T, fo fixtureOptions) *fixture {
@@ -196,7 +200,9 @@ func newFixture(t *testing.T, fo fixtureOptions) *fixture {
 		engines.add(id, eng)
 		return eng.Start(ctx, req.Task, cadre.StartOptions{ID: id})
 	}
-	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token, Hosts: fo.hosts, Redact: fo.redact, RedactText: fo.redactText})
+	s := New(engines, f.store, Options{Start: start, Approvals: f.appr, Token: fo.token, Hosts: fo.hosts, Redact: fo.redact, RedactText: fo.redactText,
+		BodyTimeout: fo.bodyTimeout, StreamWriteTimeout: fo.writeTimeout, MaxStreams: fo.maxStreams})
+	f.server = s
 	f.srv = httptest.NewServer(s)
 	t.Cleanup(func() {
 		f.open()

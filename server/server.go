@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -51,7 +52,25 @@ type Options struct {
 	// Logger receives errors the server could not report to a client.
 	// Nil discards them.
 	Logger *slog.Logger
+	// BodyTimeout bounds the reading of a request's body, so a client
+	// that stops sending does not hold its connection open; zero means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
+	// StreamWriteTimeout bounds each write of an event stream: a client
+	// that stops reading for that long is dropped. Zero means
+	// DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
+	// MaxStreams bounds the event streams open at once; more are refused
+	// with a 503. Zero means DefaultMaxStreams.
+	MaxStreams int
 }
+
+// Defaults of Options.
+const (
+	DefaultBodyTimeout        = 30 * time.Second
+	DefaultStreamWriteTimeout = 30 * time.Second
+	DefaultMaxStreams         = 100
+)
 
 // A RunRequest is the body of POST /api/runs: the settings of cadre run.
 // Only Task is required; empty fields take the server's defaults.
@@ -126,6 +145,8 @@ type Server struct {
 	opts  Options
 	mux   *http.ServeMux
 	log   *slog.Logger
+
+	streams atomic.Int64 // event streams open
 }
 
 //go:embed ui
@@ -141,6 +162,15 @@ func New(eng cadre.Engine, store cadre.Store, opts Options) *Server {
 	s := &Server{eng: eng, store: store, opts: opts, mux: http.NewServeMux(), log: opts.Logger}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if s.opts.StreamWriteTimeout <= 0 {
+		s.opts.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if s.opts.MaxStreams <= 0 {
+		s.opts.MaxStreams = DefaultMaxStreams
 	}
 	for _, r := range routes {
 		h := r.handler(s)
@@ -177,8 +207,16 @@ var routes = []route{
 }
 
 // ServeHTTP checks the request's Host and, for writes, its Origin, then
-// routes it.
+// routes it. A request with a body must send it within
+// Options.BodyTimeout, whether its handler reads it or the server
+// discards it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		// The server clears the deadline once the body has been read to
+		// its end. An error means a connection without deadlines (a
+		// test's recorder).
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	}
 	if !s.hostAllowed(r.Host) {
 		writeError(w, http.StatusMisdirectedRequest, "this server does not answer to the host name "+quote(r.Host)+
 			": open it as localhost or by its IP address, or start it with --host "+hostName(r.Host))

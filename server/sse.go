@@ -31,12 +31,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if n := s.streams.Add(1); n > int64(s.opts.MaxStreams) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("this server has %d event streams open, the most it serves at once: close pages of it that are not needed, and try again", s.opts.MaxStreams))
+		return
+	}
+	defer s.streams.Add(-1)
 	if _, err := s.eng.Tree(r.Context(), id); err != nil {
 		s.fail(w, err, "run "+id)
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, http.StatusInternalServerError, "this connection cannot stream events")
 		return
 	}
@@ -65,10 +71,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 
-	st := &stream{s: s, w: w, run: id, last: after, caught: after == 0}
+	st := &stream{s: s, w: w, rc: http.NewResponseController(w), run: id, last: after, caught: after == 0}
 	pending, changed := s.opts.Approvals.Pending(id)
-	st.pending(pending)
-	flusher.Flush()
+	if !st.pending(pending) || !st.flush() {
+		return
+	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -76,14 +83,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case it, ok := <-items:
 			if !ok {
 				st.write("end", "", []byte(`{}`))
-				flusher.Flush()
+				st.flush()
 				return
 			}
 			if it.err != nil {
 				if ctx.Err() == nil {
 					b, _ := json.Marshal(map[string]string{"error": it.err.Error()})
 					st.write("error", "", b)
-					flusher.Flush()
+					st.flush()
 				}
 				return
 			}
@@ -91,16 +98,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			// Flush once what is waiting has been written.
-			if len(items) == 0 {
-				flusher.Flush()
+			if len(items) == 0 && !st.flush() {
+				return
 			}
 		case <-changed:
 			pending, changed = s.opts.Approvals.Pending(id)
-			st.pending(pending)
-			flusher.Flush()
+			if !st.pending(pending) || !st.flush() {
+				return
+			}
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
-			flusher.Flush()
+			if !st.raw([]byte(": keep-alive\n\n")) || !st.flush() {
+				return
+			}
 		case <-ctx.Done():
 			return
 		}
@@ -125,10 +134,13 @@ func lastEventID(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// A stream writes one client's events.
+// A stream writes one client's events. Every write and flush must finish
+// within Options.StreamWriteTimeout: a client that stops reading is
+// dropped, and its handler returns.
 type stream struct {
 	s   *Server
 	w   http.ResponseWriter
+	rc  *http.ResponseController
 	run string
 	// last is the Seq of the last stored event sent, or the one the client
 	// had.
@@ -193,12 +205,12 @@ type pendingEvent struct {
 	Pending []Pending `json:"pending"`
 }
 
-func (st *stream) pending(p []Pending) {
+func (st *stream) pending(p []Pending) bool {
 	if p == nil {
 		p = []Pending{}
 	}
 	b, _ := json.Marshal(pendingEvent{Pending: p})
-	st.write("pending", "", b)
+	return st.write("pending", "", b)
 }
 
 // write writes one SSE event; data holds no newline (it is JSON).
@@ -215,6 +227,24 @@ func (st *stream) write(event, id string, data []byte) bool {
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
 	st.buf = b
+	return st.raw(b)
+}
+
+// raw writes b within the write deadline.
+func (st *stream) raw(b []byte) bool {
+	st.deadline()
 	_, err := st.w.Write(b)
 	return err == nil
+}
+
+// flush sends what is written within the write deadline.
+func (st *stream) flush() bool {
+	st.deadline()
+	return st.rc.Flush() == nil
+}
+
+// deadline sets the deadline of the next write. An error means a
+// connection without deadlines (a test's recorder).
+func (st *stream) deadline() {
+	_ = st.rc.SetWriteDeadline(time.Now().Add(st.s.opts.StreamWriteTimeout))
 }

@@ -215,11 +215,21 @@ func listen(addr string, h http.Handler) (*httpServer, error) {
 	return serveOn(ln, h), nil
 }
 
+// Bounds of the server's connections: the time to send a request's
+// headers, and how long a kept-alive connection may wait for the next
+// request. Bodies and event streams are bounded by the server package
+// (server.Options).
+const (
+	headerTimeout = 10 * time.Second
+	idleTimeout   = 2 * time.Minute
+)
+
 // serveOn starts serving h on ln.
 func serveOn(ln net.Listener, h http.Handler) *httpServer {
 	base, cancel := context.WithCancel(context.Background())
 	hs := &httpServer{
-		srv:    &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return base }},
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+			BaseContext: func(net.Listener) context.Context { return base }},
 		url:    "http://" + urlHost(ln.Addr().String()) + "/",
 		cancel: cancel,
 		failed: make(chan error, 1),

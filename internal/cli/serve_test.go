@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -493,5 +494,20 @@ func TestServeRefusesScriptedModel(t *testing.T) {
 	var e struct{ Error string }
 	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "Say hi.", "model": model}, &e); st != http.StatusForbidden || !strings.Contains(e.Error, "scripted") {
 		t.Errorf("a scripted model asked of an OpenAI server: %d %q, want 403", st, e.Error)
+	}
+}
+
+// TestServeOnTimeouts checks that the listening server bounds a request's
+// headers and an idle connection (bodies and streams are the server
+// package's, tested there).
+func TestServeOnTimeouts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := serveOn(ln, http.NotFoundHandler())
+	defer hs.close()
+	if hs.srv.ReadHeaderTimeout != headerTimeout || hs.srv.IdleTimeout != idleTimeout || idleTimeout <= 0 {
+		t.Errorf("ReadHeaderTimeout %s, IdleTimeout %s: want %s and %s", hs.srv.ReadHeaderTimeout, hs.srv.IdleTimeout, headerTimeout, idleTimeout)
 	}
 }
