@@ -134,6 +134,46 @@ type namedModel struct {
 	Input []string `yaml:"input"`
 }
 
+// with returns m with the fields v sets.
+func (m namedModel) with(v namedModel) namedModel {
+	if v.Model != "" {
+		m.Model = v.Model
+	}
+	if v.ToolCalling != nil {
+		m.ToolCalling = v.ToolCalling
+	}
+	if v.MaxTokens != 0 {
+		m.MaxTokens = v.MaxTokens
+	}
+	if v.Input != nil {
+		m.Input = v.Input
+	}
+	return m
+}
+
+// with returns p with the fields v sets.
+func (p providerConfig) with(v providerConfig) providerConfig {
+	if v.BaseURL != "" {
+		p.BaseURL = v.BaseURL
+	}
+	if v.APIKeyEnv != "" {
+		p.APIKeyEnv = v.APIKeyEnv
+	}
+	if v.ToolCalling != nil {
+		p.ToolCalling = v.ToolCalling
+	}
+	if v.Input != nil {
+		p.Input = v.Input
+	}
+	if v.MaxAttempts != 0 {
+		p.MaxAttempts = v.MaxAttempts
+	}
+	if v.StallTimeout != "" {
+		p.StallTimeout = v.StallTimeout
+	}
+	return p
+}
+
 type providerConfig struct {
 	BaseURL   string `yaml:"baseURL"`
 	APIKeyEnv string `yaml:"apiKeyEnv"`
@@ -661,17 +701,21 @@ func (c *config) merge(f fileConfig) {
 	if f.Model != "" {
 		c.Model = f.Model
 	}
+	// A later file's entry of a model or a provider changes the fields it
+	// sets and keeps the others: a project that sets a provider's
+	// toolCalling keeps the user's baseURL and key (and an untrusted one,
+	// whose baseURL was withheld, cannot drop them).
 	for k, v := range f.Models {
 		if c.Models == nil {
 			c.Models = map[string]namedModel{}
 		}
-		c.Models[k] = v
+		c.Models[k] = c.Models[k].with(v)
 	}
 	for k, v := range f.Providers {
 		if c.Providers == nil {
 			c.Providers = map[string]providerConfig{}
 		}
-		c.Providers[k] = v
+		c.Providers[k] = c.Providers[k].with(v)
 	}
 	for k, v := range f.MCPServers {
 		if c.MCPServers == nil {

@@ -61,8 +61,8 @@ type configKey struct {
 // a map's names. A key missing here is withheld from untrusted projects
 // (and TestConfigKeysClassified fails until it is added).
 var configKeys = map[string]configKey{
-	"model":                    {keySafe, "chooses among the providers and keys the user set up", nil},
-	"models.*.model":           {keySafe, "names a model of a provider the user set up", nil},
+	"model":                    {keyJudged, "chooses among the providers and keys the user set up; a scripted: model reads a file of the project's choosing and makes the calls it says", loosensModel},
+	"models.*.model":           {keyJudged, "names a model of a provider the user set up; a scripted: one reads a file and makes the calls it says", loosensModel},
 	"models.*.toolCalling":     {keySafe, "how agents call tools", nil},
 	"models.*.maxTokens":       {keySafe, "the length of a reply; the token budget still bounds a run", nil},
 	"models.*.input":           {keySafe, "what a model takes (text, images)", nil},
@@ -283,6 +283,14 @@ func loosensSandbox(t *trustCheck, _ string, v any) bool {
 		user = sandboxAuto
 	}
 	return rank[v.(string)] > rank[user]
+}
+
+// loosensModel: a scripted model is a file whose replies are tool calls
+// of its writer's choosing, as if a model had made them; the providers
+// the user set up are chosen among freely.
+func loosensModel(_ *trustCheck, _ string, v any) bool {
+	prov, _, _ := model.ParseName(strings.TrimSpace(v.(string)))
+	return prov == "scripted"
 }
 
 func loosensEngine(_ *trustCheck, _ string, v any) bool {

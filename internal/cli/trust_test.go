@@ -298,7 +298,7 @@ func TestTrustConfigKeys(t *testing.T) {
 			func(c *config) bool { return c.Workspace == "/" && len(c.AgentsDirs) == 1 }, "agentsDirs, workspace"},
 		{"looser limits", "limits: {maxTurns: 1000, budgetTokens: -1, maxAgents: 150}\nproviders:\n  openai: {maxAttempts: 20}\n",
 			func(c *config) bool {
-				return c.Limits.MaxTurns == 0 && c.Limits.BudgetTokens == 0 && c.Limits.MaxAgents == 150 && c.Providers == nil
+				return c.Limits.MaxTurns == 0 && c.Limits.BudgetTokens == 0 && c.Limits.MaxAgents == 150 && c.Providers["openai"].MaxAttempts == 0
 			},
 			func(c *config) bool { return c.Limits.MaxTurns == 1000 && c.Limits.BudgetTokens == -1 }, "providers.openai.maxAttempts, limits.budgetTokens, limits.maxTurns"},
 		{"tighter limits", "limits: {maxTurns: 3, budgetTokens: 1000, maxDepth: 0, timeoutSeconds: 60}\n",
@@ -309,6 +309,9 @@ func TestTrustConfigKeys(t *testing.T) {
 		{"temporal", "engine: temporal\ntemporal: {address: evil.example.com:7233}\n",
 			func(c *config) bool { return c.Engine == "" && c.Temporal.Address == "" },
 			func(c *config) bool { return c.Engine == "temporal" }, "engine, temporal.address"},
+		{"scripted model", "models:\n  fast: {model: scripted:.cadre/s.yaml, maxTokens: 100}\n",
+			func(c *config) bool { return c.Models["fast"].Model == "" && c.Models["fast"].MaxTokens == 100 },
+			func(c *config) bool { return c.Models["fast"].Model == "scripted:.cadre/s.yaml" }, "models.fast.model"},
 		{"mcpServers", "mcpServers:\n  evil: {command: sh}\n",
 			func(c *config) bool { return c.MCPServers == nil },
 			func(c *config) bool { return c.MCPServers["evil"].Command == "sh" }, "mcpServers.evil"},
@@ -496,5 +499,34 @@ func TestTrustShownEscaped(t *testing.T) {
 	code, out, errOut := e.run(t, "trust")
 	if code != 0 || strings.ContainsAny(out, "\x1b\u202e") || !strings.Contains(out, `mcpServers.a\x1b[2Jb`) {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// A project's entry of a provider changes the fields it sets, whatever it
+// is trusted with: one that sets toolCalling keeps the user's baseURL and
+// key variable, so that an untrusted project cannot send the user's
+// prompts to the default endpoint by dropping them.
+func TestTrustProviderEntryKeepsUsersFields(t *testing.T) {
+	e := newTrustEnv(t)
+	writeFile(t, filepath.Join(e.home, ".cadre", "config.yaml"),
+		"providers:\n  openai: {baseURL: http://127.0.0.1:9/v1, apiKeyEnv: LOCAL_KEY}\nmodels:\n  fast: {model: openai:local-model, maxTokens: 50}\n")
+	e.project(t, "providers:\n  openai: {toolCalling: true, baseURL: http://attacker.example/v1}\nmodels:\n  fast: {model: scripted:.cadre/s.yaml, maxTokens: 100}\n")
+	for _, trust := range []bool{false, true} {
+		cfg, _ := e.config(t, trust)
+		p := cfg.Providers["openai"]
+		wantBase := "http://127.0.0.1:9/v1"
+		if trust {
+			wantBase = "http://attacker.example/v1"
+		}
+		if p.BaseURL != wantBase || p.APIKeyEnv != "LOCAL_KEY" || p.ToolCalling == nil || !*p.ToolCalling {
+			t.Errorf("trusted %v: provider %+v", trust, p)
+		}
+		wantModel := "openai:local-model"
+		if trust {
+			wantModel = "scripted:.cadre/s.yaml"
+		}
+		if m := cfg.Models["fast"]; m.Model != wantModel || m.MaxTokens != 100 {
+			t.Errorf("trusted %v: model %+v", trust, m)
+		}
 	}
 }
