@@ -89,11 +89,16 @@ func (a *app) continueRun(ctx context.Context, cfg *config, f *runFlags, rec *ca
 // recordedSettings puts the settings a run was started with over cfg, and
 // the flags given on the command line over them.
 func (a *app) recordedSettings(cfg *config, f *runFlags, rec *cadre.RunRecord) error {
+	var rs runSettings
 	if len(rec.Config) > 0 {
-		var rs runSettings
 		if err := json.Unmarshal(rec.Config, &rs); err != nil {
 			return fmt.Errorf("run %s: its recorded settings cannot be read (%v); it was written by another version of cadre", rec.ID, err)
 		}
+	}
+	if err := a.checkRecorded(cfg, rec, rs); err != nil {
+		return err
+	}
+	if len(rec.Config) > 0 {
 		rs.apply(cfg)
 		f.apply(cfg)
 	}

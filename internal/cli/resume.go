@@ -79,11 +79,16 @@ func (a *app) resumeRun(ctx context.Context, cfg *config, f *runFlags, rec *cadr
 	if isTemporalRun(rec) {
 		return errTemporalResume(rec.ID)
 	}
+	var rs runSettings
 	if len(rec.Config) > 0 {
-		var rs runSettings
 		if err := json.Unmarshal(rec.Config, &rs); err != nil {
 			return fmt.Errorf("run %s: its recorded settings cannot be read (%v); it was written by another version of cadre", rec.ID, err)
 		}
+	}
+	if err := a.checkRecorded(cfg, rec, rs); err != nil {
+		return err
+	}
+	if len(rec.Config) > 0 {
 		rs.apply(cfg)
 	}
 	if cfg.Model == "" {

@@ -79,7 +79,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 	model := "fast"
 	res := runBinary(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "OTEL_SERVICE_NAME=cadre-e2e",
 		"OTEL_RESOURCE_ATTRIBUTES=deployment.environment=test,team=search%20tools"},
-		"run", "--json", "--store", "none", "--approve", "all", "-m", model, "When is the release?")
+		"run", "--trust-project", "--json", "--store", "none", "--approve", "all", "-m", model, "When is the release?")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}
@@ -130,7 +130,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 	// OTEL_SDK_DISABLED turns it off.
 	before := len(spans)
 	off := runBinary(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "OTEL_SDK_DISABLED=true"},
-		"run", "--json", "--store", "none", "--approve", "all", "-m", model, "When is the release?")
+		"run", "--trust-project", "--json", "--store", "none", "--approve", "all", "-m", model, "When is the release?")
 	if off.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", off.code, off.stderr)
 	}
@@ -140,7 +140,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 
 	// A protocol cadre does not speak is an error that says what to set.
 	bad := runBinary(t, dir, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/json"},
-		"run", "--store", "none", "-m", model, "When is the release?")
+		"run", "--trust-project", "--store", "none", "-m", model, "When is the release?")
 	if bad.code == 0 || !strings.Contains(bad.stderr, "OTEL_EXPORTER_OTLP_PROTOCOL") || !strings.Contains(bad.stderr, "grpc") {
 		t.Errorf("http/json: exit %d, stderr %s", bad.code, bad.stderr)
 	}
@@ -224,7 +224,9 @@ func TestRunsCost(t *testing.T) {
 	dir, script := telemetryProject(t, telemetryScript, "")
 	writeFile(t, filepath.Join(dir, ".cadre", "config.yaml"),
 		"models:\n  fast:\n    model: "+strconvQuote(script)+"\nprices:\n  fast: {input: 2, cachedInput: 1, output: 10}\n")
-	res := runBinary(t, dir, nil, "run", "--json", "--approve", "all", "-m", "fast", "When is the release?")
+	// A scripted model named by the project's config is a setting that
+	// needs trust.
+	res := runBinary(t, dir, nil, "run", "--trust-project", "--json", "--approve", "all", "-m", "fast", "When is the release?")
 	if res.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", res.code, res.stderr)
 	}

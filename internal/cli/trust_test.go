@@ -530,3 +530,50 @@ func TestTrustProviderEntryKeepsUsersFields(t *testing.T) {
 		}
 	}
 }
+
+// A run of the project's own store is carried on with its recorded
+// settings only when this user's cadre recorded it, or the project is
+// trusted: a repository can bring its .cadre/cadre.db, recorded elsewhere
+// with a workspace of / and a scripted model of its choosing.
+func TestRecordedRunNeedsMark(t *testing.T) {
+	dir, home, model := convoProject(t, `
+root:
+  - when: "first task"
+    text: "answer one"
+  - when: "follow up"
+    text: "answer two"
+`)
+	// Brought by the repository: recorded under another user's home.
+	attacker := t.TempDir()
+	writeFile(t, filepath.Join(attacker, ".cadre", "config.yaml"), "sandbox: off\n")
+	if res := runCadre(t, dir, attacker, "run", "--workspace", "/", "-m", model, "first task"); res.code != 0 {
+		t.Fatalf("run: exit %d, %q", res.code, res.stderr)
+	}
+	res := runCadre(t, dir, home, "continue", "follow up")
+	if res.code == 0 || !strings.Contains(res.stderr, "lies in this project's own store") ||
+		!strings.Contains(res.stderr, "reach further than an untrusted project's may: .cadre/cadre.db (model, workspace)") ||
+		!strings.Contains(res.stderr, "cadre trust") {
+		t.Fatalf("continue of a run another user recorded: exit %d, %q %q", res.code, res.stdout, res.stderr)
+	}
+	if res := runCadre(t, dir, home, "--trust-project", "continue", "follow up"); res.code != 0 || strings.TrimSpace(res.stdout) != "answer two" {
+		t.Fatalf("continue with --trust-project: exit %d, %q %q", res.code, res.stdout, res.stderr)
+	}
+
+	// The user's own runs carry on as before, trusted or not.
+	dir, home, model = convoProject(t, `
+root:
+  - when: "first task"
+    text: "answer one"
+  - when: "follow up"
+    text: "answer two"
+`)
+	if res := runCadre(t, dir, home, "run", "--workspace", "/", "-m", model, "first task"); res.code != 0 {
+		t.Fatalf("run: exit %d, %q", res.code, res.stderr)
+	}
+	if res := runCadre(t, dir, home, "continue", "follow up"); res.code != 0 || strings.TrimSpace(res.stdout) != "answer two" {
+		t.Fatalf("continue of the user's own run: exit %d, %q %q", res.code, res.stdout, res.stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".cadre", "run.key")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the key: %v, %v", fi, err)
+	}
+}

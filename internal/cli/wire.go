@@ -69,6 +69,8 @@ type runSettings struct {
 	AgentsDirs []string     `json:"agents_dirs,omitempty"`
 	PluginDirs []string     `json:"plugin_dirs,omitempty"`
 	Limits     storedLimits `json:"limits"`
+	// Mark is the user's mark on the settings (see runmark.go).
+	Mark string `json:"mark,omitempty"`
 }
 
 // apply puts the settings of a recorded run over a configuration.
@@ -212,6 +214,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 		Model: cfg.Model, Agent: cfg.Agent, Workspace: w.workspace, Protocol: cfg.Protocol, Report: cfg.Report,
 		Say: w.engine.Say, Strict: cfg.Strict != nil && *cfg.Strict, AgentsDirs: opts.ExtraDirs, PluginDirs: opts.PluginDirs, Limits: storedLimits{cfg.Limits},
 	}
+	a.mark(&settings)
 	if w.engine.Settings, err = json.Marshal(settings); err != nil {
 		return nil, err
 	}
