@@ -205,6 +205,7 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		ecfg.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
 		ecfg.CreateAgent = a.agentCreator(approver, filepath.Join(a.projectDir(), ".cadre", "agents", "generated"))
 		ecfg.AskUser = local.AwaitAnswer
+		a.mark(&settings) // the request changed them: marked again
 		if ecfg.Settings, err = json.Marshal(settings); err != nil {
 			return "", err
 		}

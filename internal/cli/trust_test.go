@@ -577,3 +577,39 @@ root:
 		t.Errorf("the key: %v, %v", fi, err)
 	}
 }
+
+// A mark holds for the settings it was made for, under the user's key
+// only: a changed setting, or another user's key, does not verify.
+func TestRunMark(t *testing.T) {
+	home := t.TempDir()
+	a := &app{io: IO{Getenv: func(k string) string {
+		if k == "HOME" {
+			return home
+		}
+		return ""
+	}}}
+	s := runSettings{Model: "openai:gpt-4o", Workspace: "/work"}
+	if a.marked(s) {
+		t.Fatal("unmarked settings verify")
+	}
+	a.mark(&s)
+	if !a.marked(s) {
+		t.Fatal("marked settings do not verify")
+	}
+	changed := s
+	changed.Workspace = "/"
+	if a.marked(changed) {
+		t.Error("changed settings verify")
+	}
+	otherHome := t.TempDir()
+	other := &app{io: IO{Getenv: func(k string) string {
+		if k == "HOME" {
+			return otherHome
+		}
+		return ""
+	}}}
+	other.runKey(true)
+	if other.marked(s) {
+		t.Error("another user's key verifies the mark")
+	}
+}
