@@ -606,7 +606,7 @@ func runBinaryWithin(t *testing.T, limit time.Duration, dir string, env []string
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cadreBinary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append([]string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH")}, env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.Stdin = strings.NewReader("")

@@ -53,7 +53,7 @@ func startBinary(t *testing.T, dir string, args ...string) *bgRun {
 	t.Helper()
 	cmd := exec.Command(cadreBinary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	cmd.Env = []string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -325,7 +325,7 @@ func runOnPty(t *testing.T, dir string, opt *ptyOptions, args ...string) *ptyRun
 	opt.master = master
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "TERM=xterm"}, opt.env...)
+	cmd.Env = append([]string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH"), "TERM=xterm"}, opt.env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	var stdout bytes.Buffer
 	if opt.stdoutPipe {

@@ -208,7 +208,7 @@ func killedCadre(t *testing.T, dir string, env []string, command, token string, 
 	t.Helper()
 	cmd := exec.Command(cadreBinary(t), "run", "--trust-project", "--json", "-m", "openai:test-model", "run the command")
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append([]string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH")}, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

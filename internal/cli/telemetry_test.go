@@ -158,7 +158,7 @@ func TestTelemetryConfigGRPCInterrupted(t *testing.T) {
 
 	cmd := exec.Command(cadreBinary(t), "run", "--trust-project", "--json", "--store", "none", "--approve", "all", "-m", model, "Count the fruit.")
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
+	cmd.Env = []string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH"), "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -238,11 +238,27 @@ func (c cliResult) events(t *testing.T) []map[string]any {
 	return out
 }
 
+// testHomes are the home folders of the tests running the binary, one a
+// test: the commands of one test are one user's (whose key marks the runs
+// it records, see runmark.go).
+var testHomes sync.Map // *testing.T -> string
+
+// testHome is the test's home folder, made on first use.
+func testHome(t *testing.T) string {
+	if h, ok := testHomes.Load(t); ok {
+		return h.(string)
+	}
+	h := t.TempDir()
+	testHomes.Store(t, h)
+	t.Cleanup(func() { testHomes.Delete(t) })
+	return h
+}
+
 func runBinary(t *testing.T, dir string, env []string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(cadreBinary(t), args...)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Env = append([]string{"HOME=" + testHome(t), "PATH=" + os.Getenv("PATH")}, env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.Stdin = io.LimitReader(nil, 0)
