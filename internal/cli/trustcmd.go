@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 )
@@ -39,14 +38,10 @@ again. --revoke forgets the project.`,
 				fmt.Fprintf(out, "cadre: %s is no longer trusted; its settings that need trust will be left out\n", p.dir)
 				return nil
 			}
-			var user fileConfig
-			if home := a.home(); home != "" {
-				if _, err := readConfigFile(filepath.Join(home, ".cadre", "config.yaml"), &user); err != nil {
-					return err
-				}
+			uc, err := a.userConfig()
+			if err != nil {
+				return err
 			}
-			uc := &config{}
-			uc.merge(user)
 			wd, _ := a.wd()
 			t := &trustCheck{a: a, user: uc, proj: p.dir, wd: wd}
 			settings, _ := t.sensitive(p)
