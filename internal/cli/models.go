@@ -48,10 +48,13 @@ func (m *models) resolve(name string) (string, error) {
 		seen[name] = true
 		name = nm.Model
 	}
-	if _, _, err := model.ParseName(name); err != nil {
+	prov, id, err := model.ParseName(name)
+	if err != nil {
 		return "", err
 	}
-	return name, nil
+	// As ParseName reads it (spaces around the parts trimmed), so that
+	// what a caller checks of the name is what is opened.
+	return prov + ":" + id, nil
 }
 
 // ToolCalling reports whether a model calls tools, as the config says

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/local"
+	"github.com/cadre-ai/cadre/model"
 	"github.com/cadre-ai/cadre/server"
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -164,7 +165,7 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 			}
 			// A scripted model plays a file named by the request: only a
 			// server playing one itself (a test) takes another.
-			if own, _ := w.models.resolve(cfg.Model); strings.HasPrefix(name, "scripted:") && !strings.HasPrefix(own, "scripted:") {
+			if own, _ := w.models.resolve(cfg.Model); providerOf(name) == "scripted" && providerOf(own) != "scripted" {
 				return "", &server.RequestError{Msg: fmt.Sprintf("model %q: a run started through the API cannot use a scripted model, which reads a file of this machine", req.Model), Status: http.StatusForbidden}
 			}
 			ecfg.RootModel, settings.Model = req.Model, req.Model
@@ -266,4 +267,14 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// providerOf is the provider a model name names, as the models open it;
+// "" for a name that is not provider:model.
+func providerOf(name string) string {
+	prov, _, err := model.ParseName(name)
+	if err != nil {
+		return ""
+	}
+	return prov
 }

@@ -491,9 +491,12 @@ func TestServeRefusesScriptedModel(t *testing.T) {
 	env["OPENAI_API_KEY"], env["OPENAI_BASE_URL"] = "sk-test", "http://127.0.0.1:1/v1"
 	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", "openai:gpt-4o-mini")
 	url, tok := pageAddress(t, b.stdout.find(t, func(string) bool { return true }))
-	var e struct{ Error string }
-	if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "Say hi.", "model": model}, &e); st != http.StatusForbidden || !strings.Contains(e.Error, "scripted") {
-		t.Errorf("a scripted model asked of an OpenAI server: %d %q, want 403", st, e.Error)
+	// However the name is spelt: the provider is read as the models read it.
+	for _, m := range []string{model, " " + model, "\t" + model, strings.Replace(model, "scripted:", "scripted :", 1)} {
+		var e struct{ Error string }
+		if st := postJSON(t, url+"api/runs", tok, map[string]any{"task": "Say hi.", "model": m}, &e); st != http.StatusForbidden || !strings.Contains(e.Error, "scripted") {
+			t.Errorf("the scripted model %q asked of an OpenAI server: %d %q, want 403", m, st, e.Error)
+		}
 	}
 }
 
