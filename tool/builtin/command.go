@@ -54,7 +54,6 @@ type RunCommand struct {
 	ws    tool.Workspace
 	opts  Options
 	grace time.Duration // how long to drain output after the group is killed
-	ph    placeholders  // control files made for sandboxed commands
 }
 
 var (
@@ -201,8 +200,12 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}
-		held := t.ph.acquire(ctl.missing)
-		defer t.ph.release(held)
+		// Links are refused before any placeholder is made, which would
+		// otherwise be made where a link leads.
+		if err := checkControlLinks(dir, ctl.readOnly, sb.writableRoots(dir)); err != nil {
+			return runResult{}, fmt.Errorf("run_command: %w", err)
+		}
+		makePlaceholders(ctl.missing)
 		args, err := sb.plan(dir, hidden, ctl)
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)

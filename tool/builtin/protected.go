@@ -32,11 +32,13 @@ type protectedPath struct {
 var protectedPaths = []protectedPath{
 	{".cadre/**", "cadre's configuration, agents and run store, which cadre reads outside any sandbox (config.yaml can turn the sandbox off; procs/ tells cadre which processes to kill)"},
 	{".mcp.json", "the list of MCP servers cadre starts, outside any sandbox"},
+	{".claude/**", "agents, skills, plugins and settings other tools (and cadre's agent loading) read from the project, outside any sandbox"},
+	{".opencode/**", "agents and settings OpenCode (and cadre's agent loading) reads from the project, outside any sandbox"},
 	{"**/.git", "a .git file names the folder git takes the repository's configuration and hooks from"},
 	{"**/.git/{config,config.worktree,commondir}", "git's configuration of the repository, which can make git run programs (core.fsmonitor, core.hooksPath) when it next runs"},
 	{"**/.git/{hooks,info}/**", "git's hooks and repository settings: git runs hooks as programs, outside any sandbox"},
-	{"**/.git/modules/**/{config,config.worktree,commondir}", "git's configuration of a submodule, which can make git run programs when it next runs"},
-	{"**/.git/modules/**/{hooks,info}/**", "git's hooks and settings of a submodule: git runs hooks as programs, outside any sandbox"},
+	{"**/.git/modules", "the git folders of submodules, whose configuration and hooks git acts on when it next runs"},
+	{"**/.git/modules/**", "the git folders of submodules, whose configuration and hooks git acts on when it next runs"},
 	{"**/.git/worktrees/*/{config.worktree,commondir,gitdir}", "git's configuration of a linked worktree, which can make git run programs when it next runs"},
 }
 

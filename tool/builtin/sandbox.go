@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -61,19 +60,21 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 // A sandboxed command sees the whole file system read-only, except:
 //
 //   - the workspace, which it may change, but not the workspace's .cadre/
-//     folder and .mcp.json (cadre's configuration, agents and run store,
-//     which take effect outside the sandbox), nor what git reads and runs
-//     (a hook or core.fsmonitor would run outside the sandbox later): a
-//     .git file, and in the git folders it leads to (and their submodules'
-//     and worktrees') hooks, info, config, config.worktree, commondir and
-//     worktrees' gitdir, and the folder core.hooksPath names. The .git
+//     folder, .mcp.json, .claude/ and .opencode/ (configuration, agents
+//     and run store, read outside the sandbox), nor what git reads and
+//     runs (a hook or core.fsmonitor would run outside the sandbox later):
+//     a .git file, and in the git folders it leads to (and their
+//     worktrees') hooks, info, config, config.worktree, commondir, modules
+//     and worktrees' gitdir, and the folder core.hooksPath names. The .git
 //     folder, and every folder between the workspace and one of these,
-//     cannot be moved away. Where one is missing, an empty one is made
-//     for the time of the command (commondir holding ".", which git takes
-//     as the folder itself), so that the command cannot create it, and
-//     removed afterwards if it is still as made; so is an empty .git when
-//     the workspace has none but a folder above it holds a repository,
-//     which a new one would hide from git. When one of these is a
+//     cannot be moved away. Where one is missing (but .mcp.json, whose
+//     servers apply only in a trusted project), an empty one is made
+//     (commondir holding ".", which git takes as the folder itself), so
+//     that the command cannot create it, and left in place: removing it
+//     while another process's command runs would lift that command's
+//     read-only mount; so is an empty .git when the workspace has none
+//     but a folder above it holds a repository, which a new one would
+//     hide from git. When one of these is a
 //     symbolic link in the workspace or a Writable path, or is reached
 //     through one, when .cadre holds a link to where commands may write,
 //     when .git is a symbolic link, or when git's
@@ -510,10 +511,10 @@ func within(dir, path string) bool {
 type controls struct {
 	readOnly []string      // read-only where they exist
 	pinned   []string      // writable, but mounted on themselves so that they cannot be moved away
-	missing  []placeholder // made for the time of a command where missing, so that it cannot create them
+	missing  []placeholder // made where missing, so that a command cannot create them
 }
 
-// A placeholder is a control path made for the time of a command.
+// A placeholder is a control path made, empty, where it is missing.
 type placeholder struct {
 	path    string
 	dir     bool
@@ -527,23 +528,26 @@ const maxIncludeDepth = 10
 // controls returns the control paths of the workspace root (resolved), or
 // an error saying why the sandbox cannot protect them.
 //
-// Besides .cadre and .mcp.json: a .git file (a linked worktree or a
-// submodule) is read-only; in each git folder it leads to, hooks, info,
-// config, config.worktree and commondir, and in those of its submodules
-// and worktrees the same and worktrees/*/gitdir, are read-only, with the
+// Besides .cadre, .mcp.json, .claude and .opencode: a .git file (a linked
+// worktree or a submodule) is read-only; in each git folder it leads to,
+// hooks, info, config, config.worktree, commondir and modules, and in its
+// worktrees the same and worktrees/*/gitdir, are read-only, with the
 // folder core.hooksPath names. Where the git folder is writable, those
-// missing are made for the time of the command, empty (commondir holding
-// ".", the git folder itself), as git takes them. A .git that is a
+// missing are made, empty (commondir holding ".", the git folder itself),
+// as git takes them, and left (see makePlaceholders). A .git that is a
 // symbolic link, or configuration that includes a file commands may
 // change, is refused. Without .git at root, when a folder above holds a
-// repository, an empty read-only .git is made for the time of the
-// command, so that the command cannot make a repository that git would
-// find first there; without a repository above, the command may make one
-// (git init).
+// repository, an empty read-only .git is made, so that the command cannot
+// make a repository that git would find first there; without a repository
+// above, the command may make one (git init).
 func (s *Sandbox) controls(root string) (controls, error) {
+	// .mcp.json, when missing, is not made: an empty file would be an
+	// error to its readers and show in git status; one a command creates
+	// is a project setting that needs trust (see the CLI's project trust).
 	c := controls{
-		readOnly: []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json")},
-		missing:  []placeholder{{path: filepath.Join(root, ".cadre"), dir: true}, {path: filepath.Join(root, ".mcp.json")}},
+		readOnly: []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json"),
+			filepath.Join(root, ".claude"), filepath.Join(root, ".opencode")},
+		missing: []placeholder{{path: filepath.Join(root, ".cadre"), dir: true}},
 	}
 	writable := s.writableRoots(root)
 	if err := checkLinksInside(root, filepath.Join(root, ".cadre"), writable); err != nil {
@@ -611,12 +615,17 @@ func (c *controls) addGitDir(root, g string, writable []string, depth int) error
 	}
 	canWrite := slices.ContainsFunc(writable, func(w string) bool { return within(w, real) })
 	hooks := filepath.Join(g, "hooks")
-	if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) {
-		_ = os.Mkdir(hooks, 0o755) // as git itself does
+	if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) && canWrite && real == filepath.Clean(g) {
+		// As git itself does; only where commands could make it, and not
+		// through a link.
+		_ = os.Mkdir(hooks, 0o755)
 	}
 	for _, ph := range []placeholder{
 		{path: hooks, dir: true},
 		{path: filepath.Join(g, "info"), dir: true},
+		// Submodules' git folders: one a command made here, with a
+		// configuration of its own, git would act on at the next status.
+		{path: filepath.Join(g, "modules"), dir: true},
 		{path: filepath.Join(g, "config")},
 		{path: filepath.Join(g, "config.worktree")},
 		{path: filepath.Join(g, "commondir"), content: ".\n"},
@@ -878,62 +887,24 @@ func gitConfigString(v string) string {
 	return strings.TrimSpace(b.String())
 }
 
-// placeholders makes the control paths that are missing for the time of
-// the commands that run, and removes them afterwards if they still hold
-// what they were made with.
-type placeholders struct {
-	mu    sync.Mutex
-	users map[string]int // placeholder path -> commands running with it
-}
-
-// acquire makes the placeholders of missing that are missing, and returns
-// the ones this call must release.
-func (ph *placeholders) acquire(missing []placeholder) []placeholder {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	var held []placeholder
-	var all []placeholder
+// makePlaceholders makes the control paths of missing that are missing,
+// so that the sandbox can mount them read-only and a command cannot
+// create them. They are left in place after the command: git and cadre
+// take each as absent (an empty folder or configuration, a commondir of
+// "."), and removing one while a command of another cadre process runs
+// would lift that command's read-only mount on it.
+func makePlaceholders(missing []placeholder) {
 	for _, c := range missing {
 		if c.dir {
 			// The folders above a missing folder are made too (a
-			// core.hooksPath of tools/hooks), outermost first.
-			var above []placeholder
-			for d := filepath.Dir(c.path); d != filepath.Dir(d); d = filepath.Dir(d) {
-				if _, err := os.Lstat(d); !errors.Is(err, os.ErrNotExist) {
-					break
-				}
-				above = append(above, placeholder{path: d, dir: true})
-			}
-			slices.Reverse(above)
-			all = append(all, above...)
-		}
-		all = append(all, c)
-	}
-	for _, c := range all {
-		if ph.users[c.path] > 0 {
-			ph.users[c.path]++
-			held = append(held, c)
+			// core.hooksPath of tools/hooks).
+			_ = os.MkdirAll(c.path, 0o700)
 			continue
 		}
-		if _, err := os.Lstat(c.path); !errors.Is(err, os.ErrNotExist) {
-			continue // there, or out of reach: not ours
+		if _, err := os.Lstat(c.path); errors.Is(err, os.ErrNotExist) {
+			_ = writeNew(c.path, c.content)
 		}
-		var err error
-		if c.dir {
-			err = os.Mkdir(c.path, 0o700)
-		} else {
-			err = writeNew(c.path, c.content)
-		}
-		if err != nil {
-			continue
-		}
-		if ph.users == nil {
-			ph.users = map[string]int{}
-		}
-		ph.users[c.path] = 1
-		held = append(held, c)
 	}
-	return held
 }
 
 // writeNew makes the file path, which must not exist, holding content.
@@ -944,28 +915,4 @@ func writeNew(path, content string) error {
 	}
 	_, err = f.WriteString(content)
 	return errors.Join(err, f.Close())
-}
-
-// release gives back what acquire returned; the last command to give a
-// placeholder back removes it if it is still as it was made: an empty
-// folder, or a file holding what it was made with.
-func (ph *placeholders) release(held []placeholder) {
-	ph.mu.Lock()
-	defer ph.mu.Unlock()
-	for _, c := range slices.Backward(held) {
-		if ph.users[c.path]--; ph.users[c.path] > 0 {
-			continue
-		}
-		delete(ph.users, c.path)
-		fi, err := os.Lstat(c.path)
-		switch {
-		case err != nil:
-		case fi.IsDir():
-			_ = os.Remove(c.path) // fails, as it should, when not empty
-		case fi.Mode().IsRegular() && fi.Size() == int64(len(c.content)):
-			if b, err := os.ReadFile(c.path); err == nil && string(b) == c.content {
-				_ = os.Remove(c.path)
-			}
-		}
-	}
 }

@@ -282,6 +282,19 @@ func missing(path string) func() string {
 	}
 }
 
+func emptyDir(path string) func() string {
+	return func() string {
+		names, err := os.ReadDir(path)
+		if err != nil {
+			return fmt.Sprintf("%s: %v", path, err)
+		}
+		if len(names) > 0 {
+			return fmt.Sprintf("%s holds %d entries", path, len(names))
+		}
+		return ""
+	}
+}
+
 func unchanged(path, content string) func() string {
 	return func() string {
 		b, err := os.ReadFile(path)
@@ -439,15 +452,17 @@ func TestSandboxConfinement(t *testing.T) {
 		{kind: "write control file", command: "echo x > .cadre/cadre.db", check: unchanged(filepath.Join(root2, ".cadre/cadre.db"), "STORE-MARKER\n")},
 		{kind: "write control file", command: "mv .cadre .cadre-old && mkdir .cadre && echo 'sandbox: off' > .cadre/config.yaml", check: unchanged(cfg, "model: x\n")},
 		{kind: "write control file", command: "mkdir -p .cadre/procs && echo '{}' > .cadre/procs/1-1.json", check: missing(filepath.Join(root2, ".cadre/procs/1-1.json"))},
-		{kind: "write control file", command: `echo '{"mcpServers":{"x":{"command":"sh"}}}' > .mcp.json`, check: missing(filepath.Join(root2, ".mcp.json"))},
+		// A .mcp.json a command makes where there was none is a project
+		// setting that needs trust (the CLI's project trust): allowed here.
+		{kind: "allowed", command: `echo '{"mcpServers":{}}' > .mcp.json && rm .mcp.json`, okExit: true, check: missing(filepath.Join(root2, ".mcp.json"))},
 		{kind: "write control file", command: "printf '#!/bin/sh\\nevil\\n' > .git/hooks/pre-commit", check: missing(filepath.Join(root2, ".git/hooks/pre-commit"))},
 		{kind: "write control file", command: "echo '[core] fsmonitor = evil' >> .git/config", check: unchanged(filepath.Join(root2, ".git/config"), "[core]\n\thooksPath = .githooks\n")},
 		{kind: "write control file", command: "echo evil >> .githooks/pre-commit", check: unchanged(filepath.Join(root2, ".githooks/pre-commit"), "#!/bin/sh\n")},
 		{kind: "write control file", command: "mv .git .git-old && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit", check: missing(filepath.Join(root2, ".git/hooks/pre-commit"))},
 		{kind: "write control file", command: "mv .git/hooks .git/hooks-old", check: missing(filepath.Join(root2, ".git/hooks-old"))},
 	})
-	// The placeholder .mcp.json made for the commands is gone, and the
-	// hooks folder git would have made is there.
+	// No .mcp.json is made for the commands, and the hooks folder git
+	// would have made is there.
 	if _, err := os.Lstat(filepath.Join(root2, ".mcp.json")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf(".mcp.json after the commands: %v, want it absent", err)
 	}
@@ -476,8 +491,9 @@ func TestSandboxConfinement(t *testing.T) {
 	ws3, root3, _ := newWorkspace(t)
 	rc3 := NewRunCommand(ws3, Options{Sandbox: sb})
 	c.run(t, rc3, []attempt{
-		{kind: "write control file", command: "mkdir -p .cadre && echo 'sandbox: off' > .cadre/config.yaml", check: missing(filepath.Join(root3, ".cadre"))},
-		{kind: "allowed", command: "echo ok", okExit: true, want: "ok", check: missing(filepath.Join(root3, ".cadre"))},
+		{kind: "write control file", command: "mkdir -p .cadre && echo 'sandbox: off' > .cadre/config.yaml", check: missing(filepath.Join(root3, ".cadre/config.yaml"))},
+		// The empty .cadre made so that the command cannot make one stays.
+		{kind: "allowed", command: "echo ok", okExit: true, want: "ok", check: emptyDir(filepath.Join(root3, ".cadre"))},
 	})
 	t.Logf("sandbox confinement: %s", &c)
 }
@@ -1320,9 +1336,11 @@ func TestSandboxGitInit(t *testing.T) {
 			t.Fatalf("%q: %q, %v", command, out, err)
 		}
 	}
-	for _, p := range []string{".git/commondir", ".git/config.worktree"} {
-		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s after the commands: %v, want it gone", p, err)
+	// The placeholders stay, holding what git takes as their absence
+	// (removing them could lift another process's command's mounts).
+	for p, want := range map[string]string{".git/commondir": ".\n", ".git/config.worktree": ""} {
+		if b, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(b) != want {
+			t.Errorf("%s after the commands: %q, %v; want %q", p, b, err, want)
 		}
 	}
 }
