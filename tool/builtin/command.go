@@ -151,6 +151,12 @@ func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, err
 	if err != nil {
 		return "", err
 	}
+	if len(res.lapsed) > 0 {
+		return "", fmt.Errorf("run_command: while the command ran, %s was replaced (by git or another program on this machine, most likely), "+
+			"which lifts the sandbox's read-only protection of it for the rest of the command: the command may have changed it. "+
+			"The user should review it before running git or cadre there again (git config --list --show-origin shows git's settings). Output:\n%s",
+			strings.Join(res.lapsed, ", "), res.out)
+	}
 	out := res.out
 	if out == "" {
 		out = "(no output)\n"
@@ -181,9 +187,12 @@ type runResult struct {
 	timedOut  bool
 	cancelled bool
 	abandoned bool // a process outside the group kept the output open
+	// lapsed are the read-only control paths replaced while the command
+	// ran (see controlIDs).
+	lapsed []string
 }
 
-func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (runResult, error) {
+func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (res runResult, err error) {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var cmd *exec.Cmd
@@ -206,6 +215,8 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}
 		makePlaceholders(ctl.missing)
+		ids := controlIDs(ctl.readOnly)
+		defer func() { res.lapsed = ids.replaced(dir) }()
 		args, err := sb.plan(dir, hidden, ctl)
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
@@ -261,7 +272,7 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 	pr.Close()
 	<-drained
 
-	res := runResult{out: buf.String(), abandoned: abandoned}
+	res = runResult{out: buf.String(), abandoned: abandoned}
 	if waitErr == nil {
 		return res, nil
 	}

@@ -916,3 +916,40 @@ func writeNew(path, content string) error {
 	_, err = f.WriteString(content)
 	return errors.Join(err, f.Close())
 }
+
+// controlFiles are the read-only control paths that exist, as they were
+// before a command ran.
+type controlFiles map[string]os.FileInfo
+
+// controlIDs notes which file or folder each of paths is. The sandbox
+// mounts each read-only over the file or folder itself; when a program
+// outside the sandbox replaces one while a command runs (git writes its
+// config to a new file and renames it over the old one), the kernel drops
+// that mount in the sandbox, and the command may then write the new file.
+// Mounts cannot prevent it; replaced tells that it happened.
+func controlIDs(paths []string) controlFiles {
+	ids := controlFiles{}
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil {
+			ids[p] = fi
+		}
+	}
+	return ids
+}
+
+// replaced lists, relative to root, the paths that are no longer the
+// file or folder they were.
+func (ids controlFiles) replaced(root string) []string {
+	var out []string
+	for p, before := range ids {
+		if fi, err := os.Lstat(p); err != nil || !os.SameFile(before, fi) {
+			rel, rerr := filepath.Rel(root, p)
+			if rerr != nil {
+				rel = p
+			}
+			out = append(out, rel)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1393,3 +1393,52 @@ func TestProtectProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxControlReplacedDuringCommand: when a program outside the
+// sandbox replaces a read-only control file while a command runs (git
+// config writes a new file and renames it over the old), the kernel lifts
+// the sandbox's mount on it and the command can write the new file; cadre
+// cannot prevent it, so the call says so instead of succeeding quietly.
+func TestSandboxControlReplacedDuringCommand(t *testing.T) {
+	sb := requireSandbox(t)
+	root := filepath.Join(persistentBase(t), "ws")
+	files(t, root, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\tbare = false\n"})
+	ws, err := tool.NewWorkspace(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	rc := NewRunCommand(ws, Options{Sandbox: sb})
+	// The command says it has started, waits for the go-ahead (at most
+	// about 20 s), then tries to write git's configuration.
+	command := `touch started; i=0; while [ ! -e go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; ` +
+		`echo '[core] fsmonitor = evil' >> .git/config && echo WROTE`
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := call(t, rc, map[string]any{"command": command})
+		done <- result{out, err}
+	}()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(filepath.Join(root, "started")); err == nil {
+			break
+		}
+		if i > 2000 {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// As git config does on the host: a new file renamed over the old.
+	files(t, root, map[string]string{".git/config.lock": "[core]\n\tbare = false\n[user]\n\tname = t\n"})
+	if err := os.Rename(filepath.Join(root, ".git/config.lock"), filepath.Join(root, ".git/config")); err != nil {
+		t.Fatal(err)
+	}
+	files(t, root, map[string]string{"go": ""})
+	r := <-done
+	if r.err == nil || !strings.Contains(r.err.Error(), ".git/config was replaced") || !strings.Contains(r.err.Error(), "review it") {
+		t.Fatalf("got %q, %v; want an error saying .git/config was replaced", r.out, r.err)
+	}
+}
