@@ -827,8 +827,9 @@ func (a *app) projectDir() string {
 				return d
 			}
 			a.skipParent(filepath.Join(d, ".cadre"), why)
-		}
-		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+		} else if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			// A folder whose .cadre was skipped is not the project
+			// either, whatever else it holds.
 			return d
 		}
 		up := filepath.Dir(d)

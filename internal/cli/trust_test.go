@@ -489,6 +489,16 @@ func TestProjectDirParent(t *testing.T) {
 	if !strings.Contains(se.String(), want) || strings.Count(se.String(), "not using") != 1 {
 		t.Fatalf("stderr %q; want one warning %q", se.String(), want)
 	}
+	// Nor is it the project for holding a repository too.
+	if err := os.Mkdir(filepath.Join(shared, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := a.loadConfig(); err != nil || cfg.Model != "" {
+		t.Fatalf("a world-writable parent with a .git: model %q, %v; want none", cfg.Model, err)
+	}
+	if d := a.projectDir(); d != work {
+		t.Fatalf("a world-writable parent with a .git: project %s, want %s", d, work)
+	}
 }
 
 // What a project's files set is shown with what could fool a terminal
