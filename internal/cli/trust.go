@@ -491,23 +491,8 @@ func (a *app) writeTrust(rec trustRecord) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f), ".trusted-projects-*.json")
-	if err != nil {
-		return fmt.Errorf("record trust: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(privateFile); err != nil {
-		tmp.Close()
-		return fmt.Errorf("record trust: %w", err)
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("record trust: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("record trust: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f); err != nil {
+	// os.CreateTemp makes the new file readable by the user alone.
+	if err := replaceFile(f, string(data)+"\n"); err != nil {
 		return fmt.Errorf("record trust: %w", err)
 	}
 	return nil
