@@ -447,6 +447,7 @@ func extraNote(key string) string {
 func (a *app) modelLine(cfg *config, def *cadre.Definition) string {
 	parent := "the parent's model"
 	m := newModels(cfg, a.io.Getenv)
+	m.scripted = a.scriptedAllowed(cfg, m)
 	got, note := m.Choose(def, parent)
 	asked := def.Model
 	if asked == "" {

@@ -26,6 +26,12 @@ type models struct {
 	// redact, when set, hides secrets in what the models return.
 	redact *redact.Redactor
 
+	// scripted allows scripted models (a file whose replies are tool
+	// calls of its writer's choosing): set when the run's own model is one
+	// or the project is trusted (see app.scriptedAllowed), so that an
+	// agent file an untrusted repository brings cannot name one.
+	scripted bool
+
 	mu    sync.Mutex
 	cache map[string]cadre.Model
 }
@@ -124,16 +130,19 @@ func (m *models) Choose(def *cadre.Definition, parent string) (string, string) {
 		return parent, ""
 	}
 	if want := strings.TrimSpace(def.Model); want != "" && want != "inherit" {
+		name := ""
 		if _, ok := m.cfg.Models[want]; ok {
-			return want, ""
+			name = want
+		} else if _, err := m.resolve(want); err == nil && strings.Contains(want, ":") {
+			name = want
+		} else if prov, rest, ok := strings.Cut(want, "/"); ok && knownProvider(prov) {
+			name = prov + ":" + rest
 		}
-		if strings.Contains(want, ":") {
-			if _, err := m.resolve(want); err == nil {
-				return want, ""
+		if name != "" {
+			if full, err := m.resolve(name); err == nil && providerOf(full) == "scripted" && !m.scripted {
+				return parent, fmt.Sprintf("agent %s asks for the scripted model %q, a file of replies that would decide its tool calls; cadre plays one only when the run's own model is scripted or the project is trusted: it uses its parent's model %s.", def.Name, want, parent)
 			}
-		}
-		if prov, rest, ok := strings.Cut(want, "/"); ok && knownProvider(prov) {
-			return prov + ":" + rest, ""
+			return name, ""
 		}
 		return parent, fmt.Sprintf("agent %s asks for model %q, which is not configured: it uses its parent's model %s. Add %q under models: in .cadre/config.yaml to choose one.", def.Name, want, parent, want)
 	}
@@ -208,6 +217,9 @@ func (m *models) Open(name string) (cadre.Model, error) {
 		mdl = anthropic.New(anthropic.Config{BaseURL: base, APIKey: m.getenv(key), KeyEnv: key, Model: id, MaxTokens: maxTokens,
 			HTTPClient: m.client, Retry: retry, StallTimeout: pc.stall(), Logger: m.logger, Input: m.input(name)})
 	case "scripted":
+		if !m.scripted {
+			return nil, fmt.Errorf("model %q is a scripted model, a file of replies that decides the agent's tool calls; cadre plays one only when the run's own model is scripted or the project is trusted (cadre trust)", full)
+		}
 		s, err := scripted.Load(id)
 		if err != nil {
 			return nil, err

@@ -145,3 +145,22 @@ func (a *app) userConfig() (*config, error) {
 	c.merge(user)
 	return c, nil
 }
+
+// scriptedAllowed reports whether a run may play scripted models: when its
+// own model is one (the user chose it, on the command line or in a config
+// that applied), or the project is trusted. An agent file of an untrusted
+// project naming one gets its parent's model instead.
+func (a *app) scriptedAllowed(cfg *config, m *models) bool {
+	if full, err := m.resolve(cfg.Model); err == nil && providerOf(full) == "scripted" {
+		return true
+	}
+	if a.trustProject {
+		return true
+	}
+	dir := a.projectDir()
+	if dir == "" {
+		return false
+	}
+	state, err := a.trustStateOf(dir, "")
+	return err == nil && state != trustNone
+}

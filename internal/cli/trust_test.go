@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cadre-ai/cadre"
 )
 
 // TestConfigKeysClassified holds every key of the config files to a
@@ -621,5 +623,43 @@ func TestRunMark(t *testing.T) {
 	other.runKey(true)
 	if other.marked(s) {
 		t.Error("another user's key verifies the mark")
+	}
+}
+
+// A scripted model (a file of replies that decides the tool calls) named
+// by an agent file is played only when the run's own model is scripted or
+// the project is trusted; otherwise the agent gets its parent's model and
+// a warning, and opening one by name fails.
+func TestScriptedModelNeedsTrust(t *testing.T) {
+	def := &cadre.Definition{Name: "planted", Model: "scripted:.claude/agents/replies.yaml"}
+	m := newModels(&config{}, func(string) string { return "" })
+	if got, note := m.Choose(def, "openai:gpt-4o"); got != "openai:gpt-4o" || !strings.Contains(note, "scripted model") {
+		t.Errorf("untrusted: %q, %q; want the parent's model and a warning", got, note)
+	}
+	if _, err := m.Open("scripted:.claude/agents/replies.yaml"); err == nil || !strings.Contains(err.Error(), "cadre trust") {
+		t.Errorf("opening a scripted model untrusted: %v", err)
+	}
+	m.scripted = true
+	if got, note := m.Choose(def, "openai:gpt-4o"); got != def.Model || note != "" {
+		t.Errorf("allowed: %q, %q", got, note)
+	}
+
+	e := newTrustEnv(t)
+	a := &app{io: IO{Dir: e.repo, Getenv: func(k string) string { return e.env[k] }}}
+	cfg := &config{}
+	cfg.Model = "openai:gpt-4o"
+	if a.scriptedAllowed(cfg, newModels(cfg, a.io.Getenv)) {
+		t.Error("allowed in an untrusted project with an OpenAI root model")
+	}
+	cfg.Model = " scripted:run.yaml"
+	if !a.scriptedAllowed(cfg, newModels(cfg, a.io.Getenv)) {
+		t.Error("refused though the run's own model is scripted")
+	}
+	cfg.Model = "openai:gpt-4o"
+	if code, _, stderr := e.run(t, "trust"); code != 0 {
+		t.Fatal(stderr)
+	}
+	if !a.scriptedAllowed(cfg, newModels(cfg, a.io.Getenv)) {
+		t.Error("refused in a trusted project")
 	}
 }

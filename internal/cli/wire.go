@@ -94,6 +94,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 	}
 	w := &wiring{models: newModels(cfg, a.io.Getenv), redact: a.redactor(cfg)}
 	w.models.redact = w.redact
+	w.models.scripted = a.scriptedAllowed(cfg, w.models)
 	log, err := a.logger()
 	if err != nil {
 		return nil, err
