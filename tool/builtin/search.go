@@ -98,15 +98,14 @@ func (t *SearchFiles) Call(ctx context.Context, raw json.RawMessage) (string, er
 	matches := 0
 	if !fi.IsDir() {
 		// One file, named by the call: refuse it rather than skip it.
-		f, fi, err := openFile(t.ws, NameSearchFiles, "open", base, os.O_RDONLY, t.opts.AllowHardLinks)
-		if err != nil {
-			return "", err
+		f, ffi, oerr := openFile(t.ws, NameSearchFiles, "open", base, os.O_RDONLY, t.opts.AllowHardLinks)
+		if oerr != nil {
+			return "", oerr
 		}
-		matches, err = t.searchOpen(ctx, f, fi, base, q, t.opts.MaxSearchMatches, &b, &sk)
+		// err is the one the walk would set: errEnough below says the
+		// matches were cut.
+		matches, err = t.searchOpen(ctx, f, ffi, base, q, t.opts.MaxSearchMatches, &b, &sk)
 		f.Close()
-		if err != nil && !errors.Is(err, errEnough) {
-			return "", fmt.Errorf("search_files: %w", err)
-		}
 	} else {
 		err = t.ws.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
 			if cerr := ctx.Err(); cerr != nil {

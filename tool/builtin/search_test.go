@@ -213,3 +213,14 @@ func TestSearchFilesLeavesOutLinesTooLongForThePattern(t *testing.T) {
 	got, err = call(t, sf, map[string]any{"pattern": "az$", "path": "min.js"})
 	checkResult(t, got, err, "min.js:1: "+strings.Repeat("a", 500)+" …\n", "")
 }
+
+// A search of one file named by the call says when it stopped at the
+// match limit, as a search of a folder does.
+func TestSearchFilesOneFileSaysItStopped(t *testing.T) {
+	ws, root, _ := newWorkspace(t)
+	files(t, root, map[string]string{"many.txt": strings.Repeat("needle\n", 10)})
+	got, err := call(t, NewSearchFiles(ws, Options{MaxSearchMatches: 3}), map[string]any{"pattern": "needle", "path": "many.txt"})
+	if err != nil || strings.Count(got, "needle") != 3 || !strings.Contains(got, "(stopped at 3 matches") {
+		t.Fatalf("got %q, %v; want 3 matches and the note that the search stopped", got, err)
+	}
+}
