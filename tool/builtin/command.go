@@ -205,22 +205,11 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		if d := t.opts.ProcessDir; d != "" && os.MkdirAll(d, 0o700) == nil {
 			hidden = append(hidden, d)
 		}
-		ctl, err := sb.controls(dir)
+		args, ids, err := sb.prepare(dir, hidden)
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}
-		// Links are refused before any placeholder is made, which would
-		// otherwise be made where a link leads.
-		if err := checkControlLinks(dir, ctl.readOnly, sb.writableRoots(dir)); err != nil {
-			return runResult{}, fmt.Errorf("run_command: %w", err)
-		}
-		makePlaceholders(ctl.missing)
-		ids := controlIDs(ctl.readOnly)
 		defer func() { res.lapsed = ids.replaced(dir) }()
-		args, err := sb.plan(dir, hidden, ctl)
-		if err != nil {
-			return runResult{}, fmt.Errorf("run_command: %w", err)
-		}
 		cmd = exec.CommandContext(cctx, prog, append(args, "--", t.opts.Shell, "-c", command)...)
 	} else {
 		cmd = exec.CommandContext(cctx, t.opts.Shell, "-c", command)

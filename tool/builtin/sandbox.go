@@ -341,15 +341,32 @@ func (p *mountPlan) args(base []string, root string) []string {
 	return append(args, "--chdir", root)
 }
 
+// prepare readies a command's sandbox in root: it finds the control
+// paths, refuses links among them before any placeholder is made (one
+// would be made where the link leads), makes the missing ones, and returns
+// bwrap's arguments and the control paths as they are (see replaced).
+func (s *Sandbox) prepare(root string, hidden []string) ([]string, controlFiles, error) {
+	ctl, err := s.controls(root)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkControlLinks(root, ctl.readOnly, s.writableRoots(root)); err != nil {
+		return nil, nil, err
+	}
+	makePlaceholders(ctl.missing)
+	args, err := s.plan(root, hidden, ctl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return args, controlIDs(ctl.readOnly), nil
+}
+
 // plan returns the bwrap options that confine a command run in root, the
 // workspace (resolved), with hidden extra paths to hide and the control
 // paths ctl (see Sandbox.controls), whose placeholders are made.
 func (s *Sandbox) plan(root string, hidden []string, ctl controls) ([]string, error) {
 	p := &mountPlan{rules: map[string]mountKind{}, dirs: map[string]bool{}}
 	add := func(path string, kind mountKind, list string) error { return p.add(root, path, kind, list) }
-	if err := checkControlLinks(root, ctl.readOnly, s.writableRoots(root)); err != nil {
-		return nil, err
-	}
 	for _, h := range s.Hide {
 		if err := add(h, mountHide, "hide"); err != nil {
 			return nil, err
@@ -547,7 +564,8 @@ func (s *Sandbox) controls(root string) (controls, error) {
 	c := controls{
 		readOnly: []string{filepath.Join(root, ".cadre"), filepath.Join(root, ".mcp.json"),
 			filepath.Join(root, ".claude"), filepath.Join(root, ".opencode")},
-		missing: []placeholder{{path: filepath.Join(root, ".cadre"), dir: true}},
+		missing: []placeholder{{path: filepath.Join(root, ".cadre"), dir: true},
+			{path: filepath.Join(root, ".claude"), dir: true}, {path: filepath.Join(root, ".opencode"), dir: true}},
 	}
 	writable := s.writableRoots(root)
 	if err := checkLinksInside(root, filepath.Join(root, ".cadre"), writable); err != nil {
@@ -615,11 +633,6 @@ func (c *controls) addGitDir(root, g string, writable []string, depth int) error
 	}
 	canWrite := slices.ContainsFunc(writable, func(w string) bool { return within(w, real) })
 	hooks := filepath.Join(g, "hooks")
-	if _, err := os.Lstat(hooks); errors.Is(err, os.ErrNotExist) && canWrite && real == filepath.Clean(g) {
-		// As git itself does; only where commands could make it, and not
-		// through a link.
-		_ = os.Mkdir(hooks, 0o755)
-	}
 	for _, ph := range []placeholder{
 		{path: hooks, dir: true},
 		{path: filepath.Join(g, "info"), dir: true},
@@ -640,16 +653,30 @@ func (c *controls) addGitDir(root, g string, writable []string, depth int) error
 			return err
 		}
 	}
-	if hp := gitConfigValue(filepath.Join(g, "config"), "core", "hookspath"); hp != "" {
-		if strings.HasPrefix(hp, "~/") {
-			if home, err := os.UserHomeDir(); err == nil {
-				hp = filepath.Join(home, hp[2:])
+	// core.hooksPath, from config or (with worktreeConfig) config.worktree,
+	// the later winning; a relative one is taken from the working tree the
+	// git folder belongs to.
+	hp := gitConfigValue(filepath.Join(g, "config.worktree"), "core", "hookspath")
+	if hp == "" {
+		hp = gitConfigValue(filepath.Join(g, "config"), "core", "hookspath")
+	}
+	if hp != "" {
+		tree := root
+		if depth > 0 {
+			// A submodule's git folder: its working tree is where its
+			// core.worktree (relative to the git folder) says.
+			wt := gitConfigValue(filepath.Join(g, "config"), "core", "worktree")
+			if wt == "" && !filepath.IsAbs(hp) && !strings.HasPrefix(hp, "~/") {
+				return fmt.Errorf("sandbox: the submodule's git folder %s sets core.hooksPath %q but no core.worktree to read it from; "+
+					"give the hooks path as an absolute path (or turn the sandbox off)", g, hp)
 			}
+			tree = gitPath(g, wt)
 		}
-		if !filepath.IsAbs(hp) {
-			hp = filepath.Join(root, hp)
+		hp = gitPath(tree, hp)
+		if slices.Contains(writable, hp) {
+			return fmt.Errorf("sandbox: git's hooks folder (core.hooksPath %s) is the workspace or a writable path itself, which the sandbox cannot keep "+
+				"read-only: a command could add a hook that git runs outside the sandbox; move the hooks into a folder of their own (or turn the sandbox off)", hp)
 		}
-		hp = filepath.Clean(hp)
 		c.readOnly = append(c.readOnly, hp)
 		if slices.ContainsFunc(writable, func(w string) bool { return within(w, hp) }) {
 			c.missing = append(c.missing, placeholder{path: hp, dir: true})
@@ -773,16 +800,7 @@ func checkIncludes(config string, writable []string, depth int) error {
 	}
 	incs := append(gitConfigValues(config, "include", "path"), gitConfigValues(config, "includeif", "path")...)
 	for _, inc := range incs {
-		p := inc
-		if strings.HasPrefix(p, "~/") {
-			if home, err := os.UserHomeDir(); err == nil {
-				p = filepath.Join(home, p[2:])
-			}
-		}
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(filepath.Dir(config), p)
-		}
-		p = filepath.Clean(p)
+		p := gitPath(filepath.Dir(config), inc)
 		if exposed(p, writable) {
 			return fmt.Errorf("sandbox: the git configuration %s includes %s (path = %s), which commands may change: a command could write settings there "+
 				"that make git run a program outside the sandbox (core.fsmonitor, core.pager); move the included file out of the workspace "+
@@ -793,6 +811,20 @@ func checkIncludes(config string, writable []string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// gitPath reads a path as git's configuration does: ~/ is the home
+// folder, and a relative path is taken from base.
+func gitPath(base, p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, rest)
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	return filepath.Clean(p)
 }
 
 // readGitFile returns the first line of file, after prefix when prefix is

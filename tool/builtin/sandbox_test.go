@@ -115,12 +115,20 @@ func TestSandboxPlan(t *testing.T) {
 		"--bind "+home+"/.ssh "+home+"/.ssh",
 		"--ro-bind "+home+"/go "+home+"/go",
 		"--ro-bind "+ws+"/.cadre "+ws+"/.cadre",
+		"--ro-bind "+ws+"/.claude "+ws+"/.claude",
 		"--bind "+ws+"/.git "+ws+"/.git",
+		"--ro-bind "+ws+"/.opencode "+ws+"/.opencode",
 		"--ro-bind "+ws+"/docs "+ws+"/docs",
 		"--bind "+ws+"/tools "+ws+"/tools",
 		"--ro-bind /dev/null "+ws+"/.cadre/cadre.db",
+		// The control paths git would take as absent, made so that a
+		// command cannot make them.
+		"--ro-bind "+ws+"/.git/commondir "+ws+"/.git/commondir",
 		"--ro-bind "+ws+"/.git/config "+ws+"/.git/config",
+		"--ro-bind "+ws+"/.git/config.worktree "+ws+"/.git/config.worktree",
 		"--ro-bind "+ws+"/.git/hooks "+ws+"/.git/hooks",
+		"--ro-bind "+ws+"/.git/info "+ws+"/.git/info",
+		"--ro-bind "+ws+"/.git/modules "+ws+"/.git/modules",
 		"--ro-bind "+ws+"/tools/hooks "+ws+"/tools/hooks",
 		"--remount-ro "+base+"/real-secrets",
 		"--remount-ro "+home,
@@ -158,11 +166,8 @@ func TestSandboxPlan(t *testing.T) {
 
 // planFor returns the plan of sb for root, with its control paths.
 func planFor(sb *Sandbox, root string, hidden []string) ([]string, error) {
-	ctl, err := sb.controls(root)
-	if err != nil {
-		return nil, err
-	}
-	return sb.plan(root, hidden, ctl)
+	args, _, err := sb.prepare(root, hidden)
+	return args, err
 }
 
 func TestHooksPath(t *testing.T) {
@@ -255,5 +260,22 @@ func TestWritableLink(t *testing.T) {
 		if link != want || target != tt.target {
 			t.Errorf("writableLink(%s) = %q, %q; want %q, %q", tt.path, link, target, want, tt.target)
 		}
+	}
+}
+
+// core.hooksPath is read where git reads it (config.worktree too), and a
+// hooks folder that is the workspace itself, which cannot be made
+// read-only, is refused.
+func TestSandboxHooksPathWhereGitReadsIt(t *testing.T) {
+	ws := t.TempDir()
+	files(t, ws, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\tbare = false\n",
+		".git/config.worktree": "[core]\n\thooksPath = hk\n"})
+	args, err := planFor(&Sandbox{}, ws, nil)
+	if err != nil || !slices.Contains(mountsOf(args), "--ro-bind "+ws+"/hk "+ws+"/hk") {
+		t.Errorf("hooksPath in config.worktree: %v, %q", err, mountsOf(args))
+	}
+	files(t, ws, map[string]string{".git/config.worktree": "", ".git/config": "[core]\n\thooksPath = .\n"})
+	if _, err := planFor(&Sandbox{}, ws, nil); err == nil || !strings.Contains(err.Error(), "is the workspace or a writable path itself") {
+		t.Errorf("hooksPath of the workspace itself: %v", err)
 	}
 }
