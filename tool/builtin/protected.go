@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -71,118 +70,29 @@ func isProtected(rel string) (what string, ok bool) {
 }
 
 // protectedIn reports whether rel, resolved as for isProtected, is a
-// control path of ws: one of protectedPaths; in the git folders a .git
-// file at the root of ws names, when they lie in ws, the same files as in
-// a .git folder; or in a hooks folder the repository's core.hooksPath
-// names.
+// control path of ws: one of protectedPaths, or one the command sandbox
+// keeps read-only in ws, which follows the repository's configuration (the
+// git folders a .git file names, their submodules and worktrees, the
+// folder core.hooksPath names): the file tools and the sandbox judge by
+// the same list.
 func protectedIn(ws tool.Workspace, rel string) (what string, ok bool) {
 	if what, ok := isProtected(rel); ok {
 		return what, true
 	}
-	repo := repoControl(ws)
-	lower := strings.ToLower(rel)
-	for _, g := range repo.gitDirs {
-		if inGitDir(lower, strings.ToLower(g)) {
-			return "git's configuration or hooks, in the folder the .git file names, which can make git run programs when it next runs", true
-		}
+	root, err := ws.Dir()
+	if err != nil {
+		return "", false
 	}
-	for _, hp := range repo.hooks {
-		if hp = strings.ToLower(hp); hp == "." || lower == hp || strings.HasPrefix(lower, hp+"/") {
-			return "in the folder of git hooks that core.hooksPath names: git runs hooks as programs, outside any sandbox", true
+	// An error says why commands would be refused; the paths found are
+	// protected all the same.
+	ctl, _ := (&Sandbox{}).controls(root)
+	target := strings.ToLower(filepath.Join(root, filepath.FromSlash(rel)))
+	for _, p := range ctl.readOnly {
+		if within(strings.ToLower(p), target) {
+			return "git's configuration or hooks (in the git folder a .git file names, or the folder core.hooksPath names), which can make git run programs outside any confinement when it next runs", true
 		}
 	}
 	return "", false
-}
-
-// inGitDir reports whether rel is one of the control files of the git
-// folder g, both relative to the workspace root.
-func inGitDir(rel, g string) bool {
-	r := rel
-	if g != "." {
-		var ok bool
-		if r, ok = strings.CutPrefix(rel, g+"/"); !ok {
-			return false
-		}
-	}
-	switch r {
-	case "config", "config.worktree", "commondir", "gitdir", "hooks", "info":
-		return true
-	}
-	return strings.HasPrefix(r, "hooks/") || strings.HasPrefix(r, "info/")
-}
-
-// repoPaths are the control paths of the repository at a workspace's
-// root that depend on its configuration, relative to the root and
-// resolved; those outside the workspace are left out, as the file tools
-// cannot reach them.
-type repoPaths struct {
-	gitDirs []string // the folders a .git file names: the worktree's, and the common one
-	hooks   []string // the folders core.hooksPath names
-}
-
-// repoControl reads the repository's configuration in .git, or where a
-// .git file says (a linked worktree, a submodule), for its control paths.
-func repoControl(ws tool.Workspace) repoPaths {
-	var out repoPaths
-	root, err := ws.Dir()
-	if err != nil {
-		return out
-	}
-	dotgit := filepath.Join(root, ".git")
-	fi, err := os.Lstat(dotgit)
-	if err != nil {
-		return out
-	}
-	inside := func(p string) (string, bool) {
-		rel, err := ws.Local(p)
-		return rel, err == nil
-	}
-	var configs []string
-	switch {
-	case fi.IsDir():
-		configs = append(configs, filepath.Join(dotgit, "config"), filepath.Join(dotgit, "config.worktree"))
-	case fi.Mode().IsRegular():
-		dir := readGitFile(dotgit, "gitdir:")
-		if dir == "" {
-			return out
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(root, dir)
-		}
-		common := dir
-		if c := readGitFile(filepath.Join(dir, "commondir"), ""); c != "" {
-			common = c
-			if !filepath.IsAbs(c) {
-				common = filepath.Join(dir, c)
-			}
-		}
-		for _, d := range []string{dir, common} {
-			if rel, ok := inside(d); ok {
-				out.gitDirs = append(out.gitDirs, rel)
-			}
-		}
-		configs = append(configs, filepath.Join(common, "config"), filepath.Join(dir, "config.worktree"))
-	}
-	for _, c := range configs {
-		hp := gitConfigValue(c, "core", "hookspath")
-		if hp == "" {
-			continue
-		}
-		if strings.HasPrefix(hp, "~/") {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				continue
-			}
-			hp = filepath.Join(home, hp[2:])
-		}
-		if !filepath.IsAbs(hp) {
-			hp = filepath.Join(root, hp)
-		}
-		if rel, ok := inside(hp); ok {
-			out.hooks = append(out.hooks, rel)
-		}
-	}
-	return out
 }
 
 // protectedNote tells a model, in the specs of write_file and edit_file,
