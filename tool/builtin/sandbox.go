@@ -353,10 +353,17 @@ func (s *Sandbox) prepare(root string, hidden []string) ([]string, controlFiles,
 	if err := checkControlLinks(root, ctl.readOnly, s.writableRoots(root)); err != nil {
 		return nil, nil, err
 	}
-	makePlaceholders(ctl.missing)
+	// The plan is checked before anything is made (a workspace of /, a
+	// list naming the whole file system are refused), and made again when
+	// placeholders were missing, so that they are mounted too.
 	args, err := s.plan(root, hidden, ctl)
 	if err != nil {
 		return nil, nil, err
+	}
+	if makePlaceholders(ctl.missing) {
+		if args, err = s.plan(root, hidden, ctl); err != nil {
+			return nil, nil, err
+		}
 	}
 	return args, controlIDs(ctl.readOnly), nil
 }
@@ -925,18 +932,21 @@ func gitConfigString(v string) string {
 // take each as absent (an empty folder or configuration, a commondir of
 // "."), and removing one while a command of another cadre process runs
 // would lift that command's read-only mount on it.
-func makePlaceholders(missing []placeholder) {
+// It reports whether it made any.
+func makePlaceholders(missing []placeholder) (made bool) {
 	for _, c := range missing {
+		if _, err := os.Lstat(c.path); !errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if c.dir {
 			// The folders above a missing folder are made too (a
 			// core.hooksPath of tools/hooks).
-			_ = os.MkdirAll(c.path, 0o700)
-			continue
-		}
-		if _, err := os.Lstat(c.path); errors.Is(err, os.ErrNotExist) {
-			_ = writeNew(c.path, c.content)
+			made = os.MkdirAll(c.path, 0o700) == nil || made
+		} else {
+			made = writeNew(c.path, c.content) == nil || made
 		}
 	}
+	return made
 }
 
 // writeNew makes the file path, which must not exist, holding content.

@@ -156,8 +156,14 @@ func TestSandboxPlan(t *testing.T) {
 			t.Errorf("%s: [/]: %v", list, err)
 		}
 	}
+	_, cadreAtRoot := os.Lstat("/.cadre")
 	if _, err := planFor(&Sandbox{}, "/", nil); err == nil || !strings.Contains(err.Error(), "the workspace is /") {
 		t.Errorf("a workspace of /: %v", err)
+	}
+	// A refused plan makes nothing.
+	if _, err := os.Lstat("/.cadre"); err == nil && cadreAtRoot != nil {
+		os.Remove("/.cadre")
+		t.Error("a refused workspace of / was given a .cadre")
 	}
 	if args, err := planFor(&Sandbox{}, ws, nil); err != nil || !slices.Contains(args, "--unshare-net") {
 		t.Errorf("default plan: %v, %v; want --unshare-net", args, err)
