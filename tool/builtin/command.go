@@ -24,8 +24,9 @@ import (
 const defaultOutputGrace = 2 * time.Second
 
 // commandWaitDelay is how long after a command's time is up, or its call
-// cancelled, Wait waits for its process before killing it once more and
-// returning.
+// cancelled, Wait waits for its process before killing it once more (the
+// cancellation kills the process and its group first; a process that
+// cannot die, stuck in the kernel, is still waited for).
 const commandWaitDelay = 5 * time.Second
 
 // RunCommand is the run_command tool: it runs a shell command line in the

@@ -384,6 +384,14 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		return nil, fmt.Errorf("the port %q is not a number from 0 to 65535", portText)
 	}
 	port := uint16(port64)
+	// The transport dials apart from the request's context, without its
+	// deadline: the lookup and the dial are bounded here, so that a
+	// resolver or an address that never answers does not hold the call.
+	if _, ok := ctx.Deadline(); !ok && g.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
 	name := strings.TrimSuffix(strings.ToLower(host), ".")
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
@@ -394,14 +402,6 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		// RFC 6761: such names are this machine, whatever DNS says.
 		addrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
 	} else {
-		// The lookup is bounded too: the transport's context has no
-		// deadline, and a resolver that never answers must not hold the
-		// call.
-		if _, ok := ctx.Deadline(); !ok && g.timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, g.timeout)
-			defer cancel()
-		}
 		addrs, err = g.resolver.LookupNetIP(ctx, ipNetwork(network), host)
 		if err != nil {
 			return nil, err
@@ -428,11 +428,6 @@ func (g *guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 		if why != "" && !g.allowed(name, a, port) {
 			return nil, &RefusedError{Host: host, Port: port, Addr: a.Unmap().WithZone(""), Resolved: name != "", Reason: why, Allow: g.where}
 		}
-	}
-	if _, ok := ctx.Deadline(); !ok && g.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.timeout)
-		defer cancel()
 	}
 	var errs []error
 	for i, a := range addrs {

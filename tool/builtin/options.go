@@ -41,7 +41,7 @@ const (
 	// returns.
 	DefaultMaxSearchMatches = 200
 	// DefaultMaxSearchFileSize is the size above which search_files skips
-	// a file.
+	// a file and edit_file refuses one.
 	DefaultMaxSearchFileSize = 10 << 20
 	// DefaultCommandTimeout bounds a run_command call that gives no
 	// timeout_seconds.

@@ -36,7 +36,6 @@ var protectedPaths = []protectedPath{
 	{"**/.git", "a .git file names the folder git takes the repository's configuration and hooks from"},
 	{"**/.git/{config,config.worktree,commondir}", "git's configuration of the repository, which can make git run programs (core.fsmonitor, core.hooksPath) when it next runs"},
 	{"**/.git/{hooks,info}/**", "git's hooks and repository settings: git runs hooks as programs, outside any sandbox"},
-	{"**/.git/modules", "the git folders of submodules, whose configuration and hooks git acts on when it next runs"},
 	{"**/.git/modules/**", "the git folders of submodules, whose configuration and hooks git acts on when it next runs"},
 	{"**/.git/worktrees/*/{config.worktree,commondir,gitdir}", "git's configuration of a linked worktree, which can make git run programs when it next runs"},
 }

@@ -158,7 +158,7 @@ func (t *target) tooLarge(n, limit int64) error {
 	if n == limit+1 {
 		over = "more than " + size(limit) // it grew while it was read
 	}
-	return fmt.Errorf("%s: %s is %s, larger than the %s that %s reads at most (the limit of search_files too, Options.MaxSearchFileSize): "+
+	return fmt.Errorf("%s: %s is %s, larger than the %s that %s reads at most: "+
 		"change it with a command such as sed through run_command, if you have it, or ask the user to", t.tool, t.shown, over, size(limit), t.tool)
 }
 

@@ -116,7 +116,7 @@ func NewWebSearch(b SearchBackend) *WebSearch {
 			return fmt.Errorf("the search service redirected to %s, another host than the one configured; not followed", req.URL.Host)
 		}
 		if req.URL.Scheme != via[0].URL.Scheme {
-			return fmt.Errorf("the search service redirected from %s to %s, which would send its key unencrypted or to another service; not followed", via[0].URL.Scheme, req.URL.Scheme)
+			return fmt.Errorf("the search service redirected from %s to %s; the key goes only to the scheme, host and port configured, so it was not followed: configure the URL the service now wants", via[0].URL.Scheme, req.URL.Scheme)
 		}
 		if len(via) >= 5 {
 			return errors.New("the search service redirected more than 5 times")
