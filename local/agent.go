@@ -694,20 +694,7 @@ func (a *agent) createAgent(act loop.CreateAgent) {
 // more than it has.
 func (a *agent) creatorGrants(def cadre.Definition) cadre.Definition {
 	if def.Tools == nil {
-		tools := make([]string, 0, len(a.cfg.Tools)+2)
-		for _, t := range a.cfg.Tools {
-			tools = append(tools, t.Name)
-		}
-		if a.cfg.Delegate {
-			// What agent_create lets an agent list: the tools that start
-			// agents, when it may use them.
-			for _, t := range []string{loop.ToolSpawnAgent, loop.ToolStartBackground} {
-				if a.cfg.Granted(t) {
-					tools = append(tools, t)
-				}
-			}
-		}
-		def.Tools = tools
+		def.Tools = a.cfg.CreatableTools()
 	}
 	def.Rules = slices.Clone(def.Rules)
 	for _, set := range a.cfg.Rules {

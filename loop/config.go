@@ -174,9 +174,7 @@ func (c *Config) Granted(name string) bool {
 	case ToolOnboardReply:
 		return slices.Contains(c.Delegation, ToolOnboard)
 	case ToolAnswerAgent, ToolWaitAgent:
-		return c.anyAskCaller() && slices.ContainsFunc(c.Delegation, func(t string) bool {
-			return t == ToolSpawnAgent || t == ToolStartBackground || t == ToolCallAgent || t == ToolAgentCall
-		})
+		return c.anyAskCaller() && slices.ContainsFunc(c.Delegation, runsTask)
 	}
 	return false
 }
@@ -191,4 +189,20 @@ func (c *Config) granted() []string {
 		}
 	}
 	return out
+}
+
+// CreatableTools are the tools an agent of this configuration may give an
+// agent it creates (agent_create): its own, and the tools that start
+// agents when it may use them. An agent never gives more than it has.
+func (c *Config) CreatableTools() []string {
+	names := make([]string, 0, len(c.Tools)+2)
+	for _, t := range c.Tools {
+		names = append(names, t.Name)
+	}
+	for _, t := range []string{ToolSpawnAgent, ToolStartBackground} {
+		if c.Delegate && c.Granted(t) {
+			names = append(names, t)
+		}
+	}
+	return names
 }

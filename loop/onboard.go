@@ -281,19 +281,8 @@ func (s *State) createAgent(i int, call string, args subagentArgs) []Action {
 }
 
 // creatableTools are the tools a created agent may be given: the creator's
-// own.
-func (s *State) creatableTools() []string {
-	var names []string
-	for _, t := range s.cfg.Tools {
-		names = append(names, t.Name)
-	}
-	for _, t := range []string{ToolSpawnAgent, ToolStartBackground} {
-		if s.cfg.Delegate && s.cfg.Granted(t) {
-			names = append(names, t)
-		}
-	}
-	return names
-}
+// own (see Config.CreatableTools).
+func (s *State) creatableTools() []string { return s.cfg.CreatableTools() }
 
 func (s *State) agentCreated(in AgentCreated) []Action {
 	def, ok := s.creating[in.Ref]

@@ -207,8 +207,6 @@ func (s *State) available() string {
 	return strings.Join(names, ", ")
 }
 
-// addChild records a child and gives it its ID. waiter is the call waiting
-// for its report, if any.
 // initChildren makes the maps of an agent's children on its first spawn,
 // with room for n.
 func (s *State) initChildren(n int) {
@@ -217,6 +215,8 @@ func (s *State) initChildren(n int) {
 	}
 }
 
+// addChild records a child and gives it its ID. waiter is the call waiting
+// for its report, if any.
 func (s *State) addChild(spec ChildSpec, waiter string) *child {
 	idName := spec.Definition
 	if idName == "" {
