@@ -124,6 +124,9 @@ func (a *app) checkRecorded(cfg *config, rec *cadre.RunRecord, s runSettings) er
 	t.user = user
 	fc := fileConfig{Model: s.Model, Workspace: s.Workspace, AgentsDirs: s.AgentsDirs, Plugins: s.PluginDirs, Limits: s.Limits.limitsConfig}
 	why := "it does not carry your mark"
+	if _, err := os.Lstat(a.runKeyFile()); err == nil && a.runKey(false) == nil {
+		why += fmt.Sprintf(" (your key %s cannot be read or is damaged: remove it, and cadre makes a new one for the runs it records next)", a.runKeyFile())
+	}
 	if held := t.withhold(filepath.Join(".cadre", "cadre.db"), reflect.ValueOf(&fc).Elem()); len(held) > 0 {
 		why = "its recorded settings reach further than an untrusted project's may: " + keysOf(held)
 	}

@@ -135,18 +135,24 @@ func (s *engineSet) Answer(ctx context.Context, run string, agent cadre.AgentID,
 // a request may ask for a stricter approval mode and smaller limits, never
 // for more (see withinServer).
 func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *server.Approvals) func(context.Context, server.RunRequest) (string, error) {
+	// What the server was started with, read once: the settings each
+	// run's record starts from (so that cadre resume carries it on as it
+	// was started), the approval mode, and whether it plays a scripted
+	// model itself.
+	var base runSettings
+	baseErr := json.Unmarshal(w.engine.Settings, &base)
+	serverMode, modeErr := tool.ParseApprovalMode(cfg.Approve)
+	own, _ := w.models.resolve(cfg.Model)
+	ownScripted := providerOf(own) == "scripted"
 	return func(ctx context.Context, req server.RunRequest) (string, error) {
 		ecfg := w.engine
-		// The run's record keeps its settings, so cadre resume carries it
-		// on as it was started.
-		var settings runSettings
-		if err := json.Unmarshal(w.engine.Settings, &settings); err != nil {
-			return "", fmt.Errorf("read the server's settings: %w", err)
+		if baseErr != nil {
+			return "", fmt.Errorf("read the server's settings: %w", baseErr)
 		}
-		serverMode, err := tool.ParseApprovalMode(cfg.Approve)
-		if err != nil {
-			return "", fmt.Errorf("the server's approval mode: %w", err)
+		if modeErr != nil {
+			return "", fmt.Errorf("the server's approval mode: %w", modeErr)
 		}
+		settings := base
 		mode, err := tool.ParseApprovalMode(cmpOr(req.Approve, string(serverMode)))
 		if err != nil {
 			return "", &server.RequestError{Msg: err.Error()}
@@ -165,7 +171,7 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 			}
 			// A scripted model plays a file named by the request: only a
 			// server playing one itself (a test) takes another.
-			if own, _ := w.models.resolve(cfg.Model); providerOf(name) == "scripted" && providerOf(own) != "scripted" {
+			if providerOf(name) == "scripted" && !ownScripted {
 				return "", &server.RequestError{Msg: fmt.Sprintf("model %q: a run started through the API cannot use a scripted model, which reads a file of this machine", req.Model), Status: http.StatusForbidden}
 			}
 			ecfg.RootModel, settings.Model = req.Model, req.Model
