@@ -365,7 +365,7 @@ func compileSearch(pattern string) (*query, error) {
 	n := programSize(pattern)
 	if n > maxSearchProgram {
 		return nil, fmt.Errorf("search_files: the regular expression %q is too large: it compiles to %d instructions, and the limit is %d, "+
-			"far above what searches need; its repetitions ({n}, {n,m}) multiply its size: use smaller counts, or search for a shorter pattern", clip(pattern, 200), n, maxSearchProgram)
+			"far above what searches need; its repetitions ({n}, {n,m}) multiply its size: use smaller counts, or search for a shorter pattern", clipText(pattern, 200), n, maxSearchProgram)
 	}
 	n = max(1, n)
 	return &query{re: re, step: max(1, checkWork/n), maxLine: maxMatchWork / n}, nil
@@ -383,13 +383,4 @@ func programSize(pattern string) int {
 		return 0
 	}
 	return len(prog.Inst)
-}
-
-// clip shortens s to about n bytes for a message.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s, _ = cutLine(s, n)
-	return s + "…"
 }
