@@ -319,9 +319,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 // answerApproval answers exactly the approval req.ID names, which must
 // still be waiting.
 func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, run string, req answerRequest) {
-	if _, err := s.tree(r.Context(), run); err != nil {
-		s.fail(w, err, "run "+run)
-		return
+	p, ok := s.opts.Approvals.get(run, req.ID)
+	if !ok {
+		// Not waiting: the run is looked up only to tell a run that does
+		// not exist (404) from an approval that no longer waits (409).
+		if _, err := s.tree(r.Context(), run); err != nil {
+			s.fail(w, err, "run "+run)
+			return
+		}
 	}
 	var yes bool
 	switch strings.ToLower(strings.TrimSpace(req.Answer)) {
@@ -332,12 +337,11 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request, run stri
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s is an approval: answer yes or no, not %s", quote(req.ID), quote(req.Answer)))
 		return
 	}
-	p, ok := s.opts.Approvals.get(run, req.ID)
 	if ok && req.Agent != "" && p.Agent != req.Agent {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("approval %s is of agent %s, not %s: check the id", quote(req.ID), p.Agent, req.Agent))
 		return
 	}
-	if err := s.opts.Approvals.Answer(run, req.ID, yes); err != nil {
+	if err := s.opts.Approvals.answer(run, req.ID, p, yes); err != nil {
 		s.fail(w, err, "answer")
 		return
 	}

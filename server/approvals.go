@@ -130,8 +130,14 @@ func (a *Approvals) Pending(run string) ([]Pending, <-chan struct{}) {
 // request is not waiting (answered already, or its call has ended), and
 // never answers another.
 func (a *Approvals) Answer(run, id string, yes bool) error {
-	found, ok := a.get(run, id)
-	if !ok {
+	found, _ := a.get(run, id)
+	return a.answer(run, id, found, yes)
+}
+
+// answer answers found, the run's request with the id as get found it
+// (nil when it was not waiting).
+func (a *Approvals) answer(run, id string, found *approval, yes bool) error {
+	if found == nil {
 		return fmt.Errorf("approval %s is not waiting in run %s: it was answered, or its call has ended (GET /api/runs/%s lists those waiting): %w", quote(id), run, run, cadre.ErrNoQuestion)
 	}
 	select {
