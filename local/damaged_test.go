@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -102,11 +103,7 @@ func TestReportEventsRestoredOnce(t *testing.T) {
 	s, db, r := finishedTree(t)
 	cc := &callCounter{calls: map[string]int{}}
 	cfg := treeConfig(cc.model(), s, &mutator{runs: map[string]int{}})
-	res, err := db.Exec(`DELETE FROM events WHERE run = ? AND type = 'agent_reported'`, r.ID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 4 {
+	if n := dropEvents(t, db, r.ID(), cadre.EventAgentReported); n != 4 {
 		t.Fatalf("deleted %d agent_reported events, want the 4 of the run", n)
 	}
 	for i := range 2 {
@@ -119,4 +116,52 @@ func TestReportEventsRestoredOnce(t *testing.T) {
 		}
 		checkReportEvents(t, s, r.ID())
 	}
+}
+
+// dropEvents deletes a run's events of one type from a SQLite store, which
+// keeps them in batches of lines (see sqlite's migration 004), and returns
+// how many it deleted.
+func dropEvents(t *testing.T, db *sql.DB, run string, typ cadre.EventType) int {
+	t.Helper()
+	rows, err := db.Query(`SELECT first_seq, payload FROM event_batches WHERE run = ?`, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[int64]string{}
+	n := 0
+	for rows.Next() {
+		var (
+			first   int64
+			payload string
+		)
+		if err := rows.Scan(&first, &payload); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for line := range strings.SplitSeq(payload, "\n") {
+			var ev cadre.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if ev.Type == typ {
+				n++
+				continue
+			}
+			lines = append(lines, line)
+		}
+		kept[first] = strings.Join(lines, "\n")
+	}
+	if err := rows.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for first, payload := range kept {
+		q, args := `UPDATE event_batches SET payload = ? WHERE run = ? AND first_seq = ?`, []any{payload, run, first}
+		if payload == "" {
+			q, args = `DELETE FROM event_batches WHERE run = ? AND first_seq = ?`, args[1:]
+		}
+		if _, err := db.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return n
 }

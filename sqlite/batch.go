@@ -39,8 +39,8 @@ var (
 		row:    `(?, ?, ?, ?, ?, ?, ?)`,
 	}
 	eventsTable = table{
-		insert: `INSERT INTO events (run, seq, type, time, agent, payload) VALUES `,
-		row:    `(?, ?, ?, ?, ?, ?)`,
+		insert: `INSERT INTO event_batches (run, first_seq, last_seq, payload) VALUES `,
+		row:    `(?, ?, ?, ?)`,
 	}
 	agentsTable = table{
 		insert: `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
@@ -105,7 +105,6 @@ type rows struct {
 
 	events   []cadre.Event
 	payloads [][]byte // the events' JSON, without seq
-	evWhen   []string // the events' times as stored
 	seqs     []int64  // set to the events' Seq by the write that stores them
 }
 
@@ -129,6 +128,7 @@ type batch struct {
 	count   map[string]int64  // scratch: events per run
 	order   []string          // scratch: runs with events, in order
 	fenced  map[[2]string]bool
+	lines   eventLines // scratch: the events' rows
 }
 
 // rowsRef is one write's journal entries.
@@ -219,24 +219,66 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		if err := s.numberEvents(ctx, tx, b); err != nil {
 			return err
 		}
-		w, k := 0, 0
-		var run, typ, when, agent boxed
-		err := insertRows(ctx, tx, &s.insEvents, b.n.events, b, func(args []any, _ int) []any {
-			for k == len(b.events[w].events) {
-				w, k = w+1, 0
+		b.lines.reset()
+		for _, r := range b.events {
+			for k := range r.events {
+				b.lines.add(r.events[k].Run, r.seqs[k], r.payloads[k])
 			}
-			r := b.events[w]
-			ev := &r.events[k]
-			args = append(args, run.of(ev.Run), r.seqs[k], typ.of(string(ev.Type)), when.of(r.evWhen[k]), agent.of(string(ev.Agent)),
-				withSeq(r.payloads[k], r.seqs[k]))
-			k++
-			return args
-		})
-		if err != nil {
+		}
+		if err := s.insertEventRows(ctx, tx, &b.lines, b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// eventLines builds the rows of event_batches: for each run, its events'
+// JSON one per line, numbered on from the first.
+type eventLines struct {
+	runs  []string
+	first []int64
+	last  []int64
+	text  [][]byte
+	at    map[string]int // index in runs
+}
+
+func (l *eventLines) reset() {
+	l.runs, l.first, l.last = l.runs[:0], l.first[:0], l.last[:0]
+	for i := range l.text {
+		l.text[i] = l.text[i][:0]
+	}
+	clear(l.at)
+}
+
+// add appends an event's JSON object, encoded without seq, as its run's
+// next line. A run's events must come in the order of their Seq, with none
+// missing, as the numbering of a write gives them.
+func (l *eventLines) add(run string, seq int64, obj []byte) {
+	if l.at == nil {
+		l.at = map[string]int{}
+	}
+	i, ok := l.at[run]
+	if !ok {
+		i = len(l.runs)
+		l.at[run] = i
+		l.runs = append(l.runs, run)
+		l.first = append(l.first, seq)
+		l.last = append(l.last, seq)
+		if i == len(l.text) {
+			l.text = append(l.text, nil)
+		}
+	} else {
+		l.text[i] = append(l.text[i], '\n')
+		l.last[i] = seq
+	}
+	l.text[i] = appendWithSeq(l.text[i], obj, seq)
+}
+
+// insertEventRows writes the rows of l.
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, l *eventLines, b *batch) error {
+	return insertRows(ctx, tx, &s.insEvents, len(l.runs), b, func(args []any, i int) []any {
+		return append(args, l.runs[i], l.first[i], l.last[i], string(l.text[i]))
+	})
 }
 
 // boxed is a string as a statement's argument. Consecutive rows often
@@ -364,17 +406,12 @@ func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, b *batch) error {
 // bumpEventSeq reserves n event numbers of a run and returns the last.
 const bumpEventSeq = `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`
 
-// withSeq puts "seq" first in an event's JSON object, which was encoded
-// without one.
-func withSeq(obj []byte, seq int64) string {
-	var b strings.Builder
-	b.Grow(len(obj) + 24)
-	b.WriteString(`{"seq":`)
-	var num [20]byte
-	b.Write(strconv.AppendInt(num[:0], seq, 10))
+// appendWithSeq appends an event's JSON object, which was encoded without
+// "seq", with "seq" first.
+func appendWithSeq(b, obj []byte, seq int64) []byte {
+	b = strconv.AppendInt(append(b, `{"seq":`...), seq, 10)
 	if len(obj) > 2 {
-		b.WriteByte(',')
+		b = append(b, ',')
 	}
-	b.Write(obj[1:])
-	return b.String()
+	return append(b, obj[1:]...)
 }

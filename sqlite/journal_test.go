@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,6 +44,8 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 	// Back to the schema before checksums, with an entry written then.
 	for _, q := range []string{
 		`ALTER TABLE journal DROP COLUMN sum`,
+		`DROP TABLE event_batches`,
+		eventsBefore4,
 		`DELETE FROM schema_version WHERE version >= 3`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1)`,
@@ -72,5 +75,62 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 		if err := e.Verify(); err != nil {
 			t.Errorf("entry %d: %v", e.Seq, err)
 		}
+	}
+}
+
+// eventsBefore4 is the events table of the schema before 4, which kept an
+// event per row.
+const eventsBefore4 = `CREATE TABLE events (
+	run     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+	seq     INTEGER NOT NULL,
+	type    TEXT    NOT NULL,
+	time    TEXT    NOT NULL,
+	agent   TEXT    NOT NULL,
+	payload TEXT    NOT NULL,
+	PRIMARY KEY (run, seq)
+) STRICT`
+
+// Events stored one per row before schema 4 are read back after it, and
+// the numbering goes on from them.
+func TestEventsBeforeBatches(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	open(t, path).Close()
+	db := raw(t, path)
+	for _, q := range []string{
+		`DROP TABLE event_batches`,
+		eventsBefore4,
+		`DELETE FROM schema_version WHERE version >= 4`,
+		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents, event_seq)
+			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1, 2)`,
+		`INSERT INTO events (run, seq, type, time, agent, payload) VALUES
+			('old', 1, 'run_started', '2025-01-01T00:00:00.000000000Z', 'root', '{"seq":1,"type":"run_started","time":"2025-01-01T00:00:00Z","run":"old","agent":"root"}'),
+			('old', 2, 'agent_started', '2025-01-01T00:00:01.000000000Z', 'root', '{"seq":2,"type":"agent_started","time":"2025-01-01T00:00:01Z","run":"old","agent":"root"}')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := open(t, path)
+	defer s.Close()
+	more := []cadre.Event{{Type: cadre.EventAgentCompleted, Time: time.Now(), Run: "old", Agent: "root"}}
+	if err := s.AppendEvents(t.Context(), more); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(t.Context(), "old", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	var types []cadre.EventType
+	for _, ev := range got {
+		seqs = append(seqs, ev.Seq)
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(seqs, []int64{1, 2, 3}) || !slices.Equal(types, []cadre.EventType{cadre.EventRunStarted, cadre.EventAgentStarted, cadre.EventAgentCompleted}) {
+		t.Errorf("events after the migration: seqs %v types %v, want 1 2 3: run_started agent_started agent_completed", seqs, types)
+	}
+	if got, err := s.Events(t.Context(), "old", 1); err != nil || len(got) != 2 || got[0].Seq != 2 {
+		t.Errorf("events after 1: %+v %v", got, err)
 	}
 }

@@ -34,6 +34,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -720,7 +721,6 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	}
 	// Encode first, outside the transaction; the Seq is spliced in later.
 	payloads := make([][]byte, len(events))
-	when := make([]string, len(events))
 	for i := range events {
 		ev := events[i]
 		if ev.Run == "" {
@@ -731,13 +731,13 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 		if err != nil {
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}
-		if when[i], err = formatTime(ev.Time); err != nil {
-			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): %w", i+1, len(events), ev.Type, ev.Agent, err)
+		if y := ev.Time.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): time %v is outside the years 0 to 9999 that the store keeps", i+1, len(events), ev.Type, ev.Agent, ev.Time)
 		}
 		payloads[i] = b
 	}
 	seqs := make([]int64, len(events))
-	r := &rows{events: events, payloads: payloads, evWhen: when, seqs: seqs}
+	r := &rows{events: events, payloads: payloads, seqs: seqs}
 	// fn is the write alone, when the committer cannot write it with
 	// others (see numberEvents for the numbering of a group).
 	err := s.writeRows(ctx, "append events", r, func(ctx context.Context, tx *sql.Tx) error {
@@ -763,14 +763,19 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 			}
 			next[run] = last - count[run] + 1
 		}
+		var l eventLines
+		for i := range events {
+			run := events[i].Run
+			seqs[i] = next[run]
+			next[run]++
+			l.add(run, seqs[i], payloads[i])
+		}
 		stmt := tx.StmtContext(ctx, single(&s.insEvents))
 		defer stmt.Close()
-		for i := range events {
-			ev := &events[i]
-			seqs[i] = next[ev.Run]
-			next[ev.Run]++
-			if _, err := stmt.ExecContext(ctx, ev.Run, seqs[i], string(ev.Type), when[i], string(ev.Agent), withSeq(payloads[i], seqs[i])); err != nil {
-				return fmt.Errorf("sqlite: append event %d of %d (%s) to run %q: %w", i+1, len(events), ev.Type, ev.Run, err)
+		for i, run := range l.runs {
+			_, err := stmt.ExecContext(ctx, run, l.first[i], l.last[i], string(l.text[i]))
+			if err != nil {
+				return fmt.Errorf("sqlite: append events %d to %d of run %q: %w", l.first[i], l.last[i], run, err)
 			}
 		}
 		return nil
@@ -784,29 +789,42 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	return nil
 }
 
+// readEvents is the query of Events: the rows holding a run's events
+// after ?2, the first of them the one whose range holds ?2 + 1.
+const readEvents = `SELECT first_seq, payload FROM event_batches
+	WHERE run = ?1 AND first_seq >= COALESCE(
+		(SELECT MAX(first_seq) FROM event_batches WHERE run = ?1 AND first_seq <= ?2 + 1), 0)
+	ORDER BY first_seq`
+
 // Events returns a run's events with Seq greater than after, in order.
 func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Event, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: read events: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, payload FROM events WHERE run = ? AND seq > ? ORDER BY seq`, run, after)
+	rows, err := s.r.QueryContext(ctx, readEvents, run, max(after, 0))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 	}
 	defer rows.Close()
 	out := []cadre.Event{}
 	for rows.Next() {
-		var seq int64
-		var payload []byte
-		if err := rows.Scan(&seq, &payload); err != nil {
+		var (
+			first   int64
+			payload []byte
+		)
+		if err := rows.Scan(&first, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 		}
-		var ev cadre.Event
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, fmt.Errorf("sqlite: event %d of run %q: %w", seq, run, err)
+		// One event per line: JSON as cadre writes it holds no newline.
+		for line := range bytes.SplitSeq(payload, []byte{'\n'}) {
+			var ev cadre.Event
+			if err := json.Unmarshal(line, &ev); err != nil {
+				return nil, fmt.Errorf("sqlite: run %q: the events stored from %d on: %w", run, first, err)
+			}
+			if ev.Seq > after {
+				out = append(out, ev)
+			}
 		}
-		ev.Seq = seq
-		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)

@@ -81,7 +81,7 @@ func TestMigrationsFromEmpty(t *testing.T) {
 	if len(versions) != sqlite.SchemaVersion() || len(versions) == 0 || versions[len(versions)-1] != sqlite.SchemaVersion() {
 		t.Errorf("schema_version holds %v, want 1..%d", versions, sqlite.SchemaVersion())
 	}
-	for _, table := range []string{"runs", "agents", "journal", "events"} {
+	for _, table := range []string{"runs", "agents", "journal", "event_batches"} {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
 			t.Fatal(err)

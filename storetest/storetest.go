@@ -841,8 +841,12 @@ func (suite) eventsAfter(t *testing.T, s cadre.Store) {
 	for i := range 6 {
 		evs = append(evs, ev("r1", cadre.EventSay, "root", time.Duration(i)*time.Second))
 	}
-	if err := s.AppendEvents(t.Context(), evs); err != nil {
-		t.Fatalf("AppendEvents: %v", err)
+	// In three calls, so that a store keeping events in batches is read
+	// across and inside them.
+	for _, part := range [][]cadre.Event{evs[:3], evs[3:4], evs[4:]} {
+		if err := s.AppendEvents(t.Context(), part); err != nil {
+			t.Fatalf("AppendEvents: %v", err)
+		}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -851,7 +855,9 @@ func (suite) eventsAfter(t *testing.T, s cadre.Store) {
 	}{
 		{"Zero", 0, []int64{1, 2, 3, 4, 5, 6}},
 		{"Negative", -5, []int64{1, 2, 3, 4, 5, 6}},
+		{"First", 1, []int64{2, 3, 4, 5, 6}},
 		{"Middle", 3, []int64{4, 5, 6}},
+		{"Single", 4, []int64{5, 6}},
 		{"BeforeLast", 5, []int64{6}},
 		{"Last", 6, nil},
 		{"Beyond", 100, nil},
