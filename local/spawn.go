@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/cadre-ai/cadre"
@@ -37,10 +36,11 @@ const (
 // spawnAll starts the children of a Spawn action. Limits are checked in
 // order, for every child before any starts, so that a child's own
 // children never take the place of a sibling its parent asked for in the
-// same reply. Then, a batch at a time, the records and Starts of the
-// batch's children are written together (the store groups them), so that
-// each child is durable before its parent learns of it, and the batch's
-// children are acknowledged and launched, in order. A child that already
+// same reply. Then the records and Starts of the children are written,
+// spawnWriters at once (the store groups them), so that each child is
+// durable before its parent learns of it; a batch at a time, in order, the
+// children are acknowledged and launched as soon as the batch is written,
+// while the writers go on with the next batches. A child that already
 // exists (after a resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
@@ -56,49 +56,69 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	if r.e.cfg.Store != nil {
 		size = storeBatch
 	}
+	var written []chan struct{} // closed when a batch's children are written
+	if r.e.cfg.Store != nil && len(births) > 1 {
+		written = a.writeAll(births, size)
+	}
 	acks := make([]loop.Input, 0, min(size, len(births)))
-	for len(births) > 0 {
-		n := min(size, len(births))
-		a.spawnBatch(births[:n], acks[:0])
-		births = births[n:]
+	for k := 0; k*size < len(births); k++ {
+		batch := births[k*size : min((k+1)*size, len(births))]
+		if written != nil {
+			<-written[k]
+		} else {
+			for i := range batch {
+				r.createBirth(&batch[i])
+			}
+		}
+		a.launchBatch(batch, acks[:0])
 	}
 }
 
-// spawnBatch starts the prepared children of births; acks has room for
-// them.
-func (a *agent) spawnBatch(births []birth, acks []loop.Input) {
+// writeAll writes the records and Starts of births from spawnWriters
+// goroutines, which take the next child until none is left, and returns a
+// channel for each batch of size children, closed once they are all
+// written.
+func (a *agent) writeAll(births []birth, size int) []chan struct{} {
 	r := a.run
-	create := func(b *birth) {
-		if b.child == nil {
-			return
-		}
-		if err := r.create(b.child, b.start); err != nil {
-			r.mu.Lock()
-			r.created--
-			r.mu.Unlock()
-			b.child, b.err = nil, "the subagent could not be started: "+err.Error()
-		}
+	n := (len(births) + size - 1) / size
+	written := make([]chan struct{}, n)
+	left := make([]atomic.Int64, n) // children of each batch still to write
+	for k := range n {
+		written[k] = make(chan struct{})
+		left[k].Store(int64(min(size, len(births)-k*size)))
 	}
-	if r.e.cfg.Store != nil && len(births) > 1 {
-		// At most spawnWriters children are written at once, each by one of
-		// as many goroutines, which take the next child until none is left.
-		var (
-			wg   sync.WaitGroup
-			next atomic.Int64
-		)
-		for range min(spawnWriters, len(births)) {
-			wg.Go(func() {
-				for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
-					create(&births[i])
+	var next atomic.Int64
+	for range min(spawnWriters, len(births)) {
+		go func() {
+			for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
+				r.createBirth(&births[i])
+				if k := i / int64(size); left[k].Add(-1) == 0 {
+					close(written[k])
 				}
-			})
-		}
-		wg.Wait()
-	} else {
-		for i := range births {
-			create(&births[i])
-		}
+			}
+		}()
 	}
+	return written
+}
+
+// createBirth writes the record and Start of a prepared child; when they
+// cannot be written the child is not started, and b says why.
+func (r *run) createBirth(b *birth) {
+	if b.child == nil {
+		return
+	}
+	if err := r.create(b.child, b.start); err != nil {
+		r.mu.Lock()
+		r.created--
+		r.mu.Unlock()
+		b.child, b.err = nil, "the subagent could not be started: "+err.Error()
+	}
+}
+
+// launchBatch acknowledges and launches the written children of births, in
+// order; acks has room for them.
+func (a *agent) launchBatch(births []birth, acks []loop.Input) {
+	r := a.run
 	for i := range births {
 		b := &births[i]
 		if b.child != nil {
