@@ -36,12 +36,12 @@ const (
 // spawnAll starts the children of a Spawn action. Limits are checked in
 // order, for every child before any starts, so that a child's own
 // children never take the place of a sibling its parent asked for in the
-// same reply. Then the records and Starts of the children are written,
-// spawnWriters at once (the store groups them), so that each child is
-// durable before its parent learns of it; a batch at a time, in order, the
-// children are acknowledged and launched as soon as the batch is written,
-// while the writers go on with the next batches. A child that already
-// exists (after a resume) is acknowledged, not created again.
+// same reply. Then, a batch at a time, the records and Starts of the
+// batch's children are written, spawnWriters at once (the store groups
+// them), so that each child is durable before its parent learns of it,
+// and the batch's children are acknowledged and launched, in order, while
+// the next batch is being written. A child that already exists (after a
+// resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
 	r.reserve(len(specs))
@@ -56,15 +56,22 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	if r.e.cfg.Store != nil {
 		size = storeBatch
 	}
-	var written []chan struct{} // closed when a batch's children are written
-	if r.e.cfg.Store != nil && len(births) > 1 {
-		written = a.writeAll(births, size)
+	batches := make([][]birth, 0, (len(births)+size-1)/size)
+	for i := 0; i < len(births); i += size {
+		batches = append(batches, births[i:min(i+size, len(births))])
+	}
+	write := r.e.cfg.Store != nil && len(births) > 1
+	var written <-chan struct{} // closed once the next batch to launch is written
+	if write {
+		written = r.writeBatch(batches[0])
 	}
 	acks := make([]loop.Input, 0, min(size, len(births)))
-	for k := 0; k*size < len(births); k++ {
-		batch := births[k*size : min((k+1)*size, len(births))]
-		if written != nil {
-			<-written[k]
+	for k, batch := range batches {
+		if write {
+			<-written
+			if k+1 < len(batches) {
+				written = r.writeBatch(batches[k+1])
+			}
 		} else {
 			for i := range batch {
 				r.createBirth(&batch[i])
@@ -74,26 +81,22 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	}
 }
 
-// writeAll writes the records and Starts of births from spawnWriters
-// goroutines, which take the next child until none is left, and returns a
-// channel for each batch of size children, closed once they are all
-// written.
-func (a *agent) writeAll(births []birth, size int) []chan struct{} {
-	r := a.run
-	n := (len(births) + size - 1) / size
-	written := make([]chan struct{}, n)
-	left := make([]atomic.Int64, n) // children of each batch still to write
-	for k := range n {
-		written[k] = make(chan struct{})
-		left[k].Store(int64(min(size, len(births)-k*size)))
-	}
-	var next atomic.Int64
+// writeBatch writes the records and Starts of births from spawnWriters
+// goroutines at most, which take the next child until none is left, and
+// returns a channel closed once they are all written.
+func (r *run) writeBatch(births []birth) <-chan struct{} {
+	written := make(chan struct{})
+	var (
+		next atomic.Int64
+		left atomic.Int64 // children still to write
+	)
+	left.Store(int64(len(births)))
 	for range min(spawnWriters, len(births)) {
 		go func() {
 			for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
 				r.createBirth(&births[i])
-				if k := i / int64(size); left[k].Add(-1) == 0 {
-					close(written[k])
+				if left.Add(-1) == 0 {
+					close(written)
 				}
 			}
 		}()
