@@ -16,7 +16,9 @@
 // agent records and events in INSERTs of many rows each, so that
 // concurrent writers share one sync to disk. When one write of a group
 // fails, the group is applied again with each write in a savepoint of its
-// own, so that it fails alone. A write returns once it is durable. Reads use a pool
+// own, so that it fails alone. Events are kept a batch to a row: the
+// events of one run that a group stores are one row, their JSON one per
+// line (see migration 004). A write returns once it is durable. Reads use a pool
 // of read-only connections and are not blocked by writes. Other processes
 // may open the same file; their writes wait for each other up to
 // BusyTimeout.
