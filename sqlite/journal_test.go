@@ -2,8 +2,10 @@ package sqlite_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,7 +47,7 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 	for _, q := range []string{
 		`ALTER TABLE journal DROP COLUMN sum`,
 		`DROP TABLE event_batches`,
-		eventsBefore4,
+		eventsBefore4(t),
 		`DELETE FROM schema_version WHERE version >= 3`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1)`,
@@ -78,17 +80,22 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 	}
 }
 
-// eventsBefore4 is the events table of the schema before 4, which kept an
-// event per row.
-const eventsBefore4 = `CREATE TABLE events (
-	run     TEXT    NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-	seq     INTEGER NOT NULL,
-	type    TEXT    NOT NULL,
-	time    TEXT    NOT NULL,
-	agent   TEXT    NOT NULL,
-	payload TEXT    NOT NULL,
-	PRIMARY KEY (run, seq)
-) STRICT`
+// eventsBefore4 returns the events table of the schema before 4, which
+// kept an event per row, as migration 001 created it.
+func eventsBefore4(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("migrations", "001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "CREATE TABLE events (")
+	j := strings.Index(s[max(i, 0):], ") STRICT;")
+	if i < 0 || j < 0 {
+		t.Fatal("migrations/001_init.sql has no events table")
+	}
+	return s[i : i+j+len(") STRICT")]
+}
 
 // Events stored one per row before schema 4 are read back after it, and
 // the numbering goes on from them.
@@ -98,7 +105,7 @@ func TestEventsBeforeBatches(t *testing.T) {
 	db := raw(t, path)
 	for _, q := range []string{
 		`DROP TABLE event_batches`,
-		eventsBefore4,
+		eventsBefore4(t),
 		`DELETE FROM schema_version WHERE version >= 4`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents, event_seq)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1, 2)`,
