@@ -232,6 +232,9 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	return nil
 }
 
+// maxLinesBuf is the largest buffer of eventLines kept for the next batch.
+const maxLinesBuf = 1 << 20
+
 // eventLines builds the rows of event_batches: for each run, its events'
 // JSON one per line, numbered on from the first.
 type eventLines struct {
@@ -245,6 +248,9 @@ type eventLines struct {
 func (l *eventLines) reset() {
 	l.runs, l.first, l.last = l.runs[:0], l.first[:0], l.last[:0]
 	for i := range l.text {
+		if cap(l.text[i]) > maxLinesBuf {
+			l.text[i] = nil // a buffer grown by a huge batch is let go
+		}
 		l.text[i] = l.text[i][:0]
 	}
 	clear(l.at)
