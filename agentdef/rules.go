@@ -615,7 +615,7 @@ const (
 	permUnknown    permKind = iota
 	permAny                 // "*": every tool, and starting agents
 	permSubject             // a tool whose patterns cadre matches (read, edit, list, bash, webfetch, task)
-	permWhole               // a tool cadre knows, matched as a whole only (glob, grep, MCP tools)
+	permWhole               // a tool cadre knows, matched as a whole only (glob, grep, websearch, todowrite, todoread, skill, MCP tools)
 	permDelegation          // a delegation tool by name: allowed or denied whole
 	permOutside             // external_directory: cadre's file tools never leave the workspace
 	permLoop                // doom_loop
@@ -631,6 +631,7 @@ func opencodeKeys() map[string][]string {
 		"read": {ToolReadFile}, "edit": {ToolEditFile, ToolWriteFile}, "list": {ToolListFiles},
 		"glob": {ToolListFiles}, "grep": {ToolSearchFiles}, "bash": {ToolRunCommand},
 		"webfetch": {ToolWebFetch}, "task": {cadre.RuleAgents},
+		"websearch": {ToolWebSearch}, "todowrite": {ToolTodoWrite}, "todoread": {ToolTodoRead}, "skill": {ToolSkill},
 	}
 }
 
@@ -648,13 +649,13 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 	switch k {
 	case "*":
 		return permAny, []string{cadre.RuleAnyTool}
-	case "glob", "grep":
+	case "glob", "grep", "websearch", "todowrite", "todoread", "skill":
 		return permWhole, opencodeKeys()[k]
 	case "external_directory":
 		return permOutside, nil
 	case "doom_loop":
 		return permLoop, nil
-	case "websearch", "codesearch", "lsp", "skill", "todoread", "todowrite", "question", "browser":
+	case "codesearch", "lsp", "question", "browser":
 		return permForeign, nil
 	}
 	if tools, ok := opencodeKeys()[k]; ok {
@@ -685,7 +686,7 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 		if len(tools) > 0 {
 			return permWhole, tools
 		}
-		for _, f := range []string{"websearch", "codesearch", "lsp", "skill", "todoread", "todowrite", "question", "browser"} {
+		for _, f := range []string{"codesearch", "lsp", "question", "browser"} {
 			if ok, _ := path.Match(k, f); ok {
 				return permForeign, nil
 			}
@@ -756,7 +757,7 @@ func (b *builder) permission(f field) {
 			continue // a tool cadre does not have: nothing to allow or deny
 		case permNone:
 			if action != cadre.PermissionAllow {
-				b.p.add(SeverityWarning, e.line, e.col, "%s: %s matches none of cadre's tools (read, edit, list, glob, grep, bash, webfetch, task, or mcp__SERVER__TOOL and SERVER_TOOL for a configured MCP server; %s), so there is nothing for it to %s: check the spelling", e.source, e.key, b.servers(), action)
+				b.p.add(SeverityWarning, e.line, e.col, "%s: %s matches none of cadre's tools (read, edit, list, glob, grep, bash, webfetch, websearch, todowrite, todoread, skill, task, or mcp__SERVER__TOOL and SERVER_TOOL for a configured MCP server; %s), so there is nothing for it to %s: check the spelling", e.source, e.key, b.servers(), action)
 			}
 			continue
 		case permMCP:
@@ -769,10 +770,10 @@ func (b *builder) permission(f field) {
 			}
 		case permUnknown:
 			if action == cadre.PermissionAllow {
-				b.p.add(SeverityWarning, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, task, \"*\" or a tool name); ignored", e.source, e.key)
+				b.p.add(SeverityWarning, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, websearch, todowrite, todoread, skill, task, \"*\" or a tool name); ignored", e.source, e.key)
 				continue
 			}
-			b.p.add(SeverityError, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, task, \"*\" or a tool name), so what it %ss cannot be enforced: check the spelling; the agent is rejected", e.source, e.key, action)
+			b.p.add(SeverityError, e.line, e.col, "%s: %s is not a permission cadre knows (read, edit, list, glob, grep, bash, webfetch, websearch, todowrite, todoread, skill, task, \"*\" or a tool name), so what it %ss cannot be enforced: check the spelling; the agent is rejected", e.source, e.key, action)
 			continue
 		case permWhole, permAny, permDelegation:
 			if pattern != "" {

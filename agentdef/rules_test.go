@@ -368,3 +368,47 @@ func TestMCPServerNameBesideToolName(t *testing.T) {
 		t.Errorf("permission: disallowed %v, want %v", d.DisallowedTools, want)
 	}
 }
+
+// OpenCode's permission keys of the tools cadre has besides the file and
+// command tools (websearch, todowrite, todoread, skill) govern cadre's
+// tools: before, they were taken for tools cadre lacks and dropped, so
+// websearch: deny left web_search callable.
+func TestOpenCodeKeysOfCadreTools(t *testing.T) {
+	for _, tc := range []struct {
+		perm       string
+		disallowed []string
+		asked      string // a tool the rules ask about; "" for none
+	}{
+		{"websearch: deny", []string{ToolWebSearch}, ""},
+		{"todowrite: deny", []string{ToolTodoWrite}, ""},
+		{"todoread: deny", []string{ToolTodoRead}, ""},
+		{"skill: deny", []string{ToolSkill}, ""},
+		{"\"web*\": deny", []string{ToolWebFetch, ToolWebSearch}, ""},
+		{"\"todo*\": deny", []string{ToolTodoRead, ToolTodoWrite}, ""},
+		{"websearch: ask", nil, ToolWebSearch},
+	} {
+		t.Run(tc.perm, func(t *testing.T) {
+			d, chain := chainOf(t, "---\ndescription: d\nmode: subagent\npermission:\n  "+tc.perm+"\n---\nx\n")
+			got := slices.Sorted(slices.Values(d.DisallowedTools))
+			if diff := cmp.Diff(tc.disallowed, got); diff != "" {
+				t.Errorf("disallowed tools (-want +got):\n%s", diff)
+			}
+			for _, tool := range tc.disallowed {
+				if v := chain.Call(tool); v.Action != cadre.PermissionDeny {
+					t.Errorf("a call of %s: %s, want deny", tool, v.Action)
+				}
+			}
+			if tc.asked != "" {
+				if v := chain.Call(tc.asked); v.Action != cadre.PermissionAsk {
+					t.Errorf("a call of %s: %s, want ask", tc.asked, v.Action)
+				}
+			}
+		})
+	}
+	// cadre cannot match their arguments: a pattern rejects the agent
+	// rather than being dropped.
+	d, diags := parseString(t, "---\ndescription: d\nmode: subagent\npermission:\n  skill:\n    \"docs-*\": deny\n---\nx\n", ParseOptions{})
+	if d != nil || !hasDiag(diags, SeverityError, "cannot match patterns of skill", "rejected") {
+		t.Errorf("a pattern of skill:%s", diagLines(diags))
+	}
+}
