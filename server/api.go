@@ -294,7 +294,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Agent == "" {
-		writeError(w, http.StatusBadRequest, `say what the answer is for: {"agent": "root", "answer": "…"} for an agent's question, {"id": "approval-1", "answer": "yes"} for an approval`)
+		writeError(w, http.StatusBadRequest, `say what the answer is for: {"agent": "root", "answer": "…"} for an agent's question, {"id": "<the approval's id, as listed in pending>", "answer": "yes"} for an approval`)
 		return
 	}
 	if _, ok := s.findAgent(w, r, id, req.Agent); !ok {
@@ -302,12 +302,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, ok := s.eng.(cadre.Answerer)
 	if !ok {
-		writeError(w, http.StatusConflict, `this engine takes no answers to questions; an approval is answered with its id: {"id": "approval-1", "answer": "yes"}`)
+		writeError(w, http.StatusConflict, `this engine takes no answers to questions; an approval is answered with its id, as listed in pending: {"id": "<its id>", "answer": "yes"}`)
 		return
 	}
 	if err := ans.Answer(r.Context(), id, req.Agent, req.Answer); err != nil {
 		if errors.Is(err, cadre.ErrNoQuestion) && s.opts.Approvals.waiting(id, req.Agent) {
-			writeError(w, http.StatusConflict, fmt.Sprintf("agent %s has no question waiting, only approvals: answer one with its id, as {\"id\": \"approval-1\", \"answer\": \"yes\"} (GET /api/runs/%s lists them)", req.Agent, id))
+			writeError(w, http.StatusConflict, fmt.Sprintf("agent %s has no question waiting, only approvals: answer one with its id, as {\"id\": \"<its id>\", \"answer\": \"yes\"} (GET /api/runs/%s lists them)", req.Agent, id))
 			return
 		}
 		s.fail(w, err, "answer")

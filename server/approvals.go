@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 // value is ready to use, and it is safe for concurrent use.
 type Approvals struct {
 	mu      sync.Mutex
+	tag     string // random, made with the first request: see add
 	next    int
 	pending map[string][]*approval // by run, oldest first
 	changed map[string]chan struct{}
@@ -27,8 +30,9 @@ type Approvals struct {
 
 // A Pending is an approval request waiting for an answer.
 type Pending struct {
-	// ID names the request within the server, never reused: an answer
-	// names it, so it answers this request and no other.
+	// ID names the request, never reused, by this server or another one
+	// (it holds a random tag): an answer names it, so it answers this
+	// request and no other.
 	ID string `json:"id"`
 	// Agent is the agent making the call.
 	Agent cadre.AgentID `json:"agent"`
@@ -65,9 +69,17 @@ func (a *Approvals) Prompt(run string) func(ctx context.Context, req tool.Approv
 func (a *Approvals) add(run string, req tool.ApprovalRequest) *approval {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// The ids of one Approvals count up after a random tag, so that an
+	// answer to a request of an earlier server (a page left open across a
+	// restart) never names a request of this one.
+	if a.tag == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		a.tag = hex.EncodeToString(b[:])
+	}
 	a.next++
 	ap := &approval{
-		Pending: Pending{ID: "approval-" + strconv.Itoa(a.next), Agent: req.Agent, Tool: req.Tool,
+		Pending: Pending{ID: "approval-" + a.tag + "-" + strconv.Itoa(a.next), Agent: req.Agent, Tool: req.Tool,
 			Summary: req.Summary, Rule: req.Rule, Asked: time.Now().UTC()},
 		answer: make(chan bool, 1),
 	}
