@@ -107,7 +107,7 @@ func (t *RunCommand) sandboxNote() string {
 		net = ""
 	}
 	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .mcp.json, or git's hooks " +
-		"and configuration), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
+		"and configuration, and a repository it makes may not have hooks or settings that run programs), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
 		"of its own that is gone when it ends." + net
 }
 
@@ -158,6 +158,12 @@ func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, err
 			"The user should review it before running git or cadre there again (git config --list --show-origin shows git's settings). Output:\n%s",
 			strings.Join(res.lapsed, ", "), res.out)
 	}
+	if len(res.planted) > 0 {
+		return "", fmt.Errorf("run_command: the command left git repositories in the workspace whose configuration or hooks make git run a program: %s. "+
+			"git on this machine runs such a program outside any sandbox when it looks at the repository (git status does once the repository is in the index, "+
+			"and editors look into folders by themselves). The user should review or remove them before git runs there. Output:\n%s",
+			strings.Join(res.planted, "; "), res.out)
+	}
 	out := res.out
 	if out == "" {
 		out = "(no output)\n"
@@ -191,6 +197,9 @@ type runResult struct {
 	// lapsed are the read-only control paths replaced while the command
 	// ran (see controlIDs).
 	lapsed []string
+	// planted are what nested repositories the command made or changed
+	// make git run (see plantedPrograms).
+	planted []string
 }
 
 func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.Duration) (res runResult, err error) {
@@ -210,7 +219,11 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}
-		defer func() { res.lapsed = ids.replaced(dir) }()
+		before := plantedPrograms(dir)
+		defer func() {
+			res.lapsed = ids.replaced(dir)
+			res.planted = planted(before, plantedPrograms(dir))
+		}()
 		cmd = exec.CommandContext(cctx, prog, append(args, "--", t.opts.Shell, "-c", command)...)
 	} else {
 		cmd = exec.CommandContext(cctx, t.opts.Shell, "-c", command)

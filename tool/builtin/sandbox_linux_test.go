@@ -1230,7 +1230,9 @@ func TestSandboxGitControls(t *testing.T) {
 			git(t, filepath.Join(base, "main"), "commit", "-q", "--allow-empty", "-m", "first")
 			git(t, filepath.Join(base, "main"), "worktree", "add", "-q", filepath.Join(base, "ws"))
 			return filepath.Join(base, "ws")
-		}, command: "git init -q evilg && git --git-dir=evilg/.git config core.fsmonitor \"$PWD/evil.sh\" && echo 'gitdir: evilg/.git' > .git"},
+		}, command: "git init -q evilg && git --git-dir=evilg/.git config core.fsmonitor \"$PWD/evil.sh\" && echo 'gitdir: evilg/.git' > .git",
+			// The repository the command made is named too (see plantedPrograms).
+			refused: "evilg: core.fsmonitor"},
 		{name: "no .git below a repository", setup: func(t *testing.T, base string) string {
 			git(t, base, "init", "-q", "repo")
 			files(t, base, map[string]string{"repo/ws/keep": ""})
