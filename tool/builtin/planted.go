@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,18 +26,23 @@ import (
 // with what it left named.
 
 // nestedDepth is how many folders down from the workspace root nested
-// repositories are looked for besides those the index holds.
+// repositories are looked for besides those the index holds, and
+// maxNestedEntries the most entries looked at on the way: a command that
+// makes more is told so (see nestedRepos), rather than cadre spending
+// unbounded time and memory on what it made.
 const nestedDepth = 2
 
-// maxIndexSize is the largest index read for the repositories it holds;
-// a larger one is read for none (a repository of millions of files).
-const maxIndexSize = 256 << 20
+var maxNestedEntries = 200_000 // a variable for the tests
 
 // plantedPrograms returns what the nested repositories of the workspace
 // root run, each as "sub: core.fsmonitor = …" (see planted).
 func plantedPrograms(root string) []string {
+	dirs, complete := nestedRepos(root)
 	var out []string
-	for _, dir := range nestedRepos(root) {
+	if !complete {
+		out = append(out, fmt.Sprintf(".: more than %d files and folders within %d folders of the workspace root, which were not all looked at", maxNestedEntries, nestedDepth))
+	}
+	for _, dir := range dirs {
 		rel, err := filepath.Rel(root, dir)
 		if err != nil {
 			continue
@@ -62,9 +68,9 @@ func planted(before, after []string) []string {
 
 // nestedRepos returns the folders inside root holding a .git of their
 // own: those the repository at root holds as gitlinks in its index, and
-// those at most nestedDepth folders down.
-func nestedRepos(root string) []string {
-	var out []string
+// those at most nestedDepth folders down; complete is false when more
+// than maxNestedEntries entries were on the way.
+func nestedRepos(root string) (out []string, complete bool) {
 	add := func(dir string) {
 		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && !slices.Contains(out, dir) {
 			out = append(out, dir)
@@ -78,26 +84,37 @@ func nestedRepos(root string) []string {
 			}
 		}
 	}
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		if depth > nestedDepth {
-			return
-		}
-		entries, err := os.ReadDir(dir)
+	seen := 0
+	var walk func(dir string, depth int) bool
+	walk = func(dir string, depth int) bool {
+		f, err := os.Open(dir)
 		if err != nil {
-			return
+			return true
 		}
-		for _, e := range entries {
-			if !e.IsDir() || e.Name() == ".git" { // a link is not followed
-				continue
+		defer f.Close()
+		for {
+			// A chunk at a time: a folder of millions of entries is not
+			// read whole.
+			entries, err := f.ReadDir(1024)
+			for _, e := range entries {
+				if seen++; seen > maxNestedEntries {
+					return false
+				}
+				if !e.IsDir() || e.Name() == ".git" { // a link is not followed
+					continue
+				}
+				sub := filepath.Join(dir, e.Name())
+				add(sub)
+				if depth < nestedDepth && !walk(sub, depth+1) {
+					return false
+				}
 			}
-			sub := filepath.Join(dir, e.Name())
-			add(sub)
-			walk(sub, depth+1)
+			if err != nil || len(entries) == 0 {
+				return true
+			}
 		}
 	}
-	walk(root, 1)
-	return out
+	return out, walk(root, 1)
 }
 
 // workspaceGitDir returns the git folder of the repository at root, or "".
@@ -132,87 +149,91 @@ func hashSize(g string) int {
 
 // indexGitlinks returns the paths of the gitlinks (mode 160000: a
 // submodule, or a repository added as one) in a git index file of
-// version 2, 3 or 4, or none when it cannot be read.
+// version 2, 3 or 4, as far as it can be read. It reads the file as a
+// stream: an index of any size costs its reading, not its size in memory.
 func indexGitlinks(file string, hash int) []string {
-	fi, err := os.Stat(file)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIndexSize {
+	f, err := os.Open(file)
+	if err != nil {
 		return nil
 	}
-	b, err := os.ReadFile(file)
-	if err != nil || len(b) < 12 || string(b[:4]) != "DIRC" {
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	version := binary.BigEndian.Uint32(b[4:8])
+	r := bufio.NewReaderSize(f, 64<<10)
+	var head [12]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil || string(head[:4]) != "DIRC" {
+		return nil
+	}
+	version := binary.BigEndian.Uint32(head[4:8])
 	if version < 2 || version > 4 {
 		return nil
 	}
-	n := int(binary.BigEndian.Uint32(b[8:12]))
+	n := binary.BigEndian.Uint32(head[8:12])
+	fixed := make([]byte, 40+hash+2)
 	var out []string
-	off := 12
-	prev := ""
+	var prev []byte
 	for range n {
 		// ctime, mtime (8 bytes each), dev, ino, mode, uid, gid, size (4
 		// each), the object name, then 2 bytes of flags.
-		start := off
-		if off+40+hash+2 > len(b) {
+		if _, err := io.ReadFull(r, fixed); err != nil {
 			return out
 		}
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		off += 40 + hash
-		flags := binary.BigEndian.Uint16(b[off : off+2])
-		off += 2
-		if version >= 3 && flags&0x4000 != 0 {
-			off += 2 // extended flags
+		size := len(fixed)
+		mode := binary.BigEndian.Uint32(fixed[24:28])
+		if flags := binary.BigEndian.Uint16(fixed[len(fixed)-2:]); version >= 3 && flags&0x4000 != 0 {
+			if _, err := r.Discard(2); err != nil { // extended flags
+				return out
+			}
+			size += 2
 		}
-		var name string
+		var name []byte
 		if version == 4 {
 			// The length of the previous path to drop, as a varint, then
 			// the rest of this one, NUL-terminated.
-			drop, k := indexVarint(b[min(off, len(b)):])
-			if k == 0 || drop > len(prev) {
+			drop, ok := indexVarint(r)
+			if !ok || drop > len(prev) {
 				return out
 			}
-			off += k
-			end := bytes.IndexByte(b[min(off, len(b)):], 0)
-			if end < 0 {
+			rest, err := r.ReadBytes(0)
+			if err != nil {
 				return out
 			}
-			name = prev[:len(prev)-drop] + string(b[off:off+end])
-			off += end + 1
+			name = append(prev[:len(prev)-drop:len(prev)-drop], rest[:len(rest)-1]...)
 		} else {
-			end := bytes.IndexByte(b[min(off, len(b)):], 0)
-			if end < 0 {
+			rest, err := r.ReadBytes(0)
+			if err != nil {
 				return out
 			}
-			name = string(b[off : off+end])
-			off += end + 1
+			name = rest[:len(rest)-1]
 			// Entries are padded with NULs to a multiple of 8 bytes.
-			off = start + (off-start+7)/8*8
+			size += len(rest)
+			if _, err := r.Discard((8 - size%8) % 8); err != nil {
+				return out
+			}
 		}
 		prev = name
 		if mode&0o170000 == 0o160000 {
-			out = append(out, name)
+			out = append(out, string(name))
 		}
 	}
 	return out
 }
 
-// indexVarint reads the variable-length number of an index of version 4
-// and returns it and its length, 0 when it is cut short.
-func indexVarint(b []byte) (int, int) {
-	if len(b) == 0 {
-		return 0, 0
+// indexVarint reads the variable-length number of an index of version 4.
+func indexVarint(r *bufio.Reader) (int, bool) {
+	c, err := r.ReadByte()
+	if err != nil {
+		return 0, false
 	}
-	v := int(b[0] & 0x7f)
-	i := 1
-	for b[i-1]&0x80 != 0 {
-		if i >= len(b) || i > 8 {
-			return 0, 0
+	v := int(c & 0x7f)
+	for i := 0; c&0x80 != 0; i++ {
+		if c, err = r.ReadByte(); err != nil || i >= 8 {
+			return 0, false
 		}
-		v = (v+1)<<7 | int(b[i]&0x7f)
-		i++
+		v = (v+1)<<7 | int(c&0x7f)
 	}
-	return v, i
+	return v, true
 }
 
 // repoPrograms returns what the repository in dir makes git run: the

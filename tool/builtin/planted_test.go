@@ -120,3 +120,24 @@ func TestPlantedPrograms(t *testing.T) {
 		t.Errorf("planted %q, want %q", got, want)
 	}
 }
+
+// A command that makes more folders than are looked at is told so, once:
+// the same number before and after is not reported again.
+func TestPlantedProgramsBounded(t *testing.T) {
+	defer func(n int) { maxNestedEntries = n }(maxNestedEntries)
+	maxNestedEntries = 10
+	root := t.TempDir()
+	before := plantedPrograms(root)
+	for i := range 12 {
+		if err := os.MkdirAll(filepath.Join(root, "d", strings.Repeat("x", i+1)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := plantedPrograms(root)
+	if got := planted(before, after); len(got) != 1 || !strings.Contains(got[0], "more than 10 files and folders") {
+		t.Errorf("planted %q, want the folders not all looked at", got)
+	}
+	if got := planted(after, plantedPrograms(root)); len(got) != 0 {
+		t.Errorf("the same workspace again: %q", got)
+	}
+}
