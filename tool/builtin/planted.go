@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // A command in the sandbox may make a git repository of its own inside the
@@ -152,7 +155,7 @@ func hashSize(g string) int {
 // version 2, 3 or 4, as far as it can be read. It reads the file as a
 // stream: an index of any size costs its reading, not its size in memory.
 func indexGitlinks(file string, hash int) []string {
-	f, err := os.Open(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not block the read
 	if err != nil {
 		return nil
 	}
@@ -284,9 +287,13 @@ var programKeys = []string{
 // configPrograms returns the settings of a git config file that make git
 // run a program, each as "key = value".
 func configPrograms(file string) []string {
-	b, err := os.ReadFile(file)
-	if err != nil {
+	b, err := readRegular(file, maxGitConfig)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if err != nil {
+		// What cannot be read cannot be said to run nothing.
+		return []string{"a configuration that cannot be read (" + err.Error() + ")"}
 	}
 	var out []string
 	section, sub, shown := "", false, ""

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -57,5 +59,37 @@ func TestSandboxNestedRepository(t *testing.T) {
 				t.Errorf("got %q, %v; want the call failed naming %q", out, err, tt.refused)
 			}
 		})
+	}
+}
+
+// A FIFO where git keeps a configuration or the index is not read (the
+// read would wait for a writer for ever): the configuration counts as one
+// that cannot be said to run nothing, the index as holding no gitlinks.
+func TestPlantedFIFO(t *testing.T) {
+	requireGit(t)
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", "sub")
+	for _, p := range []string{"sub/.git/config", "sub/.git/index"} {
+		path := filepath.Join(root, p)
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(path, 0o644); err != nil {
+			t.Skipf("no FIFOs here: %v", err)
+		}
+	}
+	done := make(chan []string)
+	go func() { done <- plantedPrograms(root) }()
+	var got []string
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second): // a hang, not a timing
+		t.Fatal("reading the nested repository blocked on a FIFO")
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "sub: a configuration that cannot be read") || !strings.Contains(got[0], "not a regular file") {
+		t.Errorf("got %q, want the FIFO config reported", got)
+	}
+	if links := indexGitlinks(filepath.Join(root, "sub/.git/index"), 20); links != nil {
+		t.Errorf("gitlinks of a FIFO: %v", links)
 	}
 }

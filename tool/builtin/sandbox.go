@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -834,10 +836,39 @@ func gitPath(base, p string) string {
 	return filepath.Clean(p)
 }
 
+// maxGitConfig is the most of a git configuration file that is read.
+const maxGitConfig = 16 << 20
+
+// readRegular reads a regular file of at most limit bytes. Anything else
+// (a FIFO, which would block the read until a writer comes, a device, a
+// folder) or a larger file is an error: what it reads may have been put
+// there by a command.
+func readRegular(file string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file", file)
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%s is larger than %d bytes", file, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", file, limit)
+	}
+	return b, err
+}
+
 // readGitFile returns the first line of file, after prefix when prefix is
 // not empty, trimmed; "" when there is none.
 func readGitFile(file, prefix string) string {
-	b, err := os.ReadFile(file)
+	b, err := readRegular(file, 64<<10)
 	if err != nil {
 		return ""
 	}
@@ -866,7 +897,7 @@ func gitConfigValue(file, section, key string) string {
 // gitConfigValues returns the values of section.key (section without its
 // subsection, both compared without case) in a git config file, in order.
 func gitConfigValues(file, section, key string) []string {
-	b, err := os.ReadFile(file)
+	b, err := readRegular(file, maxGitConfig)
 	if err != nil {
 		return nil
 	}
