@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -296,35 +295,11 @@ func configPrograms(file string) []string {
 		return []string{"a configuration that cannot be read (" + err.Error() + ")"}
 	}
 	var out []string
-	section, sub, shown := "", false, ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			name := strings.TrimSpace(line[1:end])
-			sub = false
-			section, shown = strings.ToLower(name), strings.ToLower(name)
-			if i := strings.IndexAny(name, " \t\"."); i >= 0 {
-				sub = true
-				section = strings.ToLower(name[:i])
-				shown = section + "." + strings.Trim(strings.TrimSpace(name[i:]), `".`)
-			}
-			line = strings.TrimSpace(line[end+1:])
-		}
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		k, v, _ := strings.Cut(line, "=")
-		key := strings.ToLower(strings.TrimSpace(k))
-		value := gitConfigString(v)
-		full := section + "." + key
-		if sub {
-			full = section + ".*." + key
+	for e := range gitConfigEntries(b) {
+		section, key, value := e.section, e.key, e.value
+		full, shown := section+"."+key, section
+		if e.hasSub {
+			full, shown = section+".*."+key, section+"."+e.sub
 		}
 		switch {
 		case !slices.Contains(programKeys, full) && !slices.Contains(programKeys, section+".*"):

@@ -82,6 +82,11 @@ func TestConfigPrograms(t *testing.T) {
 [user]
 	name = someone
 `})
+	// A line longer than a line reader's buffer does not hide what follows.
+	files(t, dir, map[string]string{"long": "[user]\n\tname = " + strings.Repeat("x", 2<<20) + "\n[core]\n\tfsmonitor = ./evil.sh\n"})
+	if got := configPrograms(filepath.Join(dir, "long")); !slices.Equal(got, []string{"core.fsmonitor = ./evil.sh"}) {
+		t.Errorf("after a long line: %q", got)
+	}
 	got := configPrograms(filepath.Join(dir, "config"))
 	want := []string{"core.pager = less -R", "filter.lfs.smudge = git-lfs smudge %f", "alias.boom = !sh -c evil", "diff.png.textconv = ./conv.sh"}
 	if !slices.Equal(got, want) {

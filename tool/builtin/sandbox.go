@@ -1,12 +1,11 @@
 package builtin
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -902,30 +901,55 @@ func gitConfigValues(file, section, key string) []string {
 		return nil
 	}
 	var out []string
-	cur := ""
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "[") {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			name := strings.TrimSpace(line[1:end])
-			if i := strings.IndexAny(name, " \t\"."); i >= 0 {
-				name = name[:i]
-			}
-			cur = strings.ToLower(name)
-			// A variable may follow on the same line.
-			line = strings.TrimSpace(line[end+1:])
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if ok && cur == section && strings.EqualFold(strings.TrimSpace(k), key) {
-			out = append(out, gitConfigString(v))
+	for e := range gitConfigEntries(b) {
+		if !e.bare && e.section == section && e.key == strings.ToLower(key) {
+			out = append(out, e.value)
 		}
 	}
 	return out
+}
+
+// A gitConfigEntry is a variable of a git config file: its section (lower
+// case), its subsection as written when hasSub, its key (lower case) and
+// its value (see gitConfigString).
+type gitConfigEntry struct {
+	section, sub, key, value string
+	hasSub                   bool
+	bare                     bool // a key alone on its line (true, for a boolean)
+}
+
+// gitConfigEntries yields the variables of the contents of a git config
+// file, in order. Lines of any length are read.
+func gitConfigEntries(b []byte) iter.Seq[gitConfigEntry] {
+	return func(yield func(gitConfigEntry) bool) {
+		var cur gitConfigEntry
+		for line := range strings.SplitSeq(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "[") {
+				end := strings.IndexByte(line, ']')
+				if end < 0 {
+					continue
+				}
+				name := strings.TrimSpace(line[1:end])
+				cur = gitConfigEntry{section: strings.ToLower(name)}
+				if i := strings.IndexAny(name, " \t\"."); i >= 0 {
+					cur.section, cur.hasSub = strings.ToLower(name[:i]), true
+					cur.sub = strings.Trim(strings.TrimSpace(name[i:]), `".`)
+				}
+				// A variable may follow on the same line.
+				line = strings.TrimSpace(line[end+1:])
+			}
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+			k, v, set := strings.Cut(line, "=")
+			e := cur
+			e.key, e.value, e.bare = strings.ToLower(strings.TrimSpace(k)), gitConfigString(v), !set
+			if !yield(e) {
+				return
+			}
+		}
+	}
 }
 
 // gitConfigString reads a value of a git config file: quotes removed,
