@@ -52,9 +52,10 @@ const commandWaitDelay = 5 * time.Second
 // what it started in its process group is recorded in
 // Options.ProcessDir for KillLeftovers to stop.
 type RunCommand struct {
-	ws    tool.Workspace
-	opts  Options
-	grace time.Duration // how long to drain output after the group is killed
+	ws     tool.Workspace
+	opts   Options
+	grace  time.Duration // how long to drain output after the group is killed
+	nested nestedStock   // the nested repositories before the first command (see plantedPrograms)
 }
 
 var (
@@ -159,9 +160,10 @@ func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, err
 			strings.Join(res.lapsed, ", "), res.out)
 	}
 	if len(res.planted) > 0 {
-		return "", fmt.Errorf("run_command: the command left git repositories in the workspace whose configuration or hooks make git run a program: %s. "+
-			"git on this machine runs such a program outside any sandbox when it looks at the repository (git status does once the repository is in the index, "+
-			"and editors look into folders by themselves). The user should review or remove them before git runs there. Output:\n%s",
+		return "", fmt.Errorf("run_command: the workspace holds git repositories that commands in the sandbox made or changed, with settings, hooks or a layout "+
+			"that could make git on this machine run a program outside any sandbox when it looks at them (git status does once a repository is in the index, "+
+			"git submodule update acts on its remotes, and editors look into folders by themselves): %s. This is told after every command until they are gone: "+
+			"the user should review or remove them before git runs there. Output:\n%s",
 			strings.Join(res.planted, "; "), res.out)
 	}
 	out := res.out
@@ -197,8 +199,8 @@ type runResult struct {
 	// lapsed are the read-only control paths replaced while the command
 	// ran (see controlIDs).
 	lapsed []string
-	// planted are what nested repositories the command made or changed
-	// make git run (see plantedPrograms).
+	// planted are what nested repositories made or changed since the
+	// first command hold that is not plainly inert (see plantedPrograms).
 	planted []string
 }
 
@@ -219,7 +221,7 @@ func (t *RunCommand) run(ctx context.Context, command, dir string, timeout time.
 		if err != nil {
 			return runResult{}, fmt.Errorf("run_command: %w", err)
 		}
-		before := plantedPrograms(dir)
+		before := t.nested.baseline(dir)
 		defer func() {
 			res.lapsed = ids.replaced(dir)
 			res.planted = planted(before, plantedPrograms(dir))

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -19,42 +21,76 @@ import (
 // program (core.fsmonitor): the sandbox cannot keep read-only what does
 // not exist yet. git on this machine then runs that program, outside any
 // sandbox, when it looks at the repository: git status in the workspace
-// does as soon as the repository is in the index (git add sub), and
-// editors' git integrations open repositories they find in subfolders.
-// So the sandbox looks, before and after each command, at the nested
-// repositories git or an editor would reach (those the workspace's index
-// holds, and those at most two folders down), and a command that left one
-// whose configuration or hooks run a program, where there was none, fails
-// with what it left named.
+// does as soon as the repository is in the index (git add sub), git
+// submodule update acts on its remotes, and editors' git integrations
+// open repositories they find in subfolders.
+//
+// So the sandbox takes stock of the nested repositories git or an editor
+// would reach (those the workspace's index holds, through the indexes of
+// those in turn, and those at most two folders down, bare-shaped ones
+// included) before the first command, and after each command tells of
+// every one that is new or changed and is not plainly inert: its
+// configuration holds only settings known to run nothing (a remote's
+// URL, a branch, the user's name…), it has no hook, and its .git is a
+// folder (or a file naming a submodule folder of the workspace's
+// repository). A denylist of settings that run programs would miss those
+// it does not know; anything cadre cannot read the way git does counts as
+// not inert. What was told is told again after each later command, until
+// it is gone.
 
-// nestedDepth is how many folders down from the workspace root nested
-// repositories are looked for besides those the index holds, and
-// maxNestedEntries the most entries looked at on the way: a command that
-// makes more is told so (see nestedRepos), rather than cadre spending
-// unbounded time and memory on what it made.
-const nestedDepth = 2
+// Bounds of the stock-taking: how many folders down from the workspace
+// root repositories are looked for besides those indexes hold; the most
+// entries of one folder and of all folders looked at, and the most
+// gitlinks, repositories and nested levels followed. Past a bound the
+// stock says so, which counts as a change when it was not so before.
+var (
+	nestedDepth      = 2
+	maxFolderEntries = 50_000
+	maxNestedEntries = 500_000
+	maxGitlinks      = 100_000
+	maxRepos         = 2_000
+	maxRepoLevels    = 4
+)
 
-var maxNestedEntries = 200_000 // a variable for the tests
+// maxGitPath is the longest path an index entry may have (git's PATH_MAX).
+const maxGitPath = 4096
+
+// nestedStock is what the sandbox found in a workspace's nested
+// repositories, by workspace root (see RunCommand.run).
+type nestedStock struct {
+	mu     sync.Mutex
+	byRoot map[string][]string
+}
+
+// baseline returns the stock of root taken before its first command,
+// taking it now when there is none.
+func (s *nestedStock) baseline(root string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.byRoot[root]; ok {
+		return b
+	}
+	if s.byRoot == nil {
+		s.byRoot = map[string][]string{}
+	}
+	b := plantedPrograms(root)
+	s.byRoot[root] = b
+	return b
+}
 
 // plantedPrograms returns what the nested repositories of the workspace
-// root run, each as "sub: core.fsmonitor = …" (see planted).
+// root hold that is not plainly inert, each as "sub: what".
 func plantedPrograms(root string) []string {
-	dirs, complete := nestedRepos(root)
-	var out []string
-	if !complete {
-		out = append(out, fmt.Sprintf(".: more than %d files and folders within %d folders of the workspace root, which were not all looked at", maxNestedEntries, nestedDepth))
+	sc := &nestedScan{root: root, seen: map[string]bool{}}
+	if g := gitDirOf(root); g != "" {
+		sc.links(root, g, 0)
 	}
-	for _, dir := range dirs {
-		rel, err := filepath.Rel(root, dir)
-		if err != nil {
-			continue
-		}
-		for _, f := range repoPrograms(dir) {
-			out = append(out, filepath.ToSlash(rel)+": "+f)
-		}
+	sc.walk(root, 1)
+	for i := 0; i < len(sc.queue); i++ {
+		sc.examine(sc.queue[i])
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	slices.Sort(sc.out)
+	return slices.Compact(sc.out)
 }
 
 // planted returns what is in after and not in before.
@@ -68,60 +104,183 @@ func planted(before, after []string) []string {
 	return out
 }
 
-// nestedRepos returns the folders inside root holding a .git of their
-// own: those the repository at root holds as gitlinks in its index, and
-// those at most nestedDepth folders down; complete is false when more
-// than maxNestedEntries entries were on the way.
-func nestedRepos(root string) (out []string, complete bool) {
-	add := func(dir string) {
-		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && !slices.Contains(out, dir) {
-			out = append(out, dir)
-		}
-	}
-	if g := workspaceGitDir(root); g != "" {
-		for _, p := range indexGitlinks(filepath.Join(g, "index"), hashSize(g)) {
-			dir := filepath.Join(root, filepath.FromSlash(p))
-			if within(root, dir) && dir != root {
-				add(dir)
-			}
-		}
-	}
-	seen := 0
-	var walk func(dir string, depth int) bool
-	walk = func(dir string, depth int) bool {
-		f, err := os.Open(dir)
-		if err != nil {
-			return true
-		}
-		defer f.Close()
-		for {
-			// A chunk at a time: a folder of millions of entries is not
-			// read whole.
-			entries, err := f.ReadDir(1024)
-			for _, e := range entries {
-				if seen++; seen > maxNestedEntries {
-					return false
-				}
-				if !e.IsDir() || e.Name() == ".git" { // a link is not followed
-					continue
-				}
-				sub := filepath.Join(dir, e.Name())
-				add(sub)
-				if depth < nestedDepth && !walk(sub, depth+1) {
-					return false
-				}
-			}
-			if err != nil || len(entries) == 0 {
-				return true
-			}
-		}
-	}
-	return out, walk(root, 1)
+// A nestedScan takes stock of the nested repositories of root.
+type nestedScan struct {
+	root    string
+	seen    map[string]bool // folders queued
+	queue   []nestedRepo
+	out     []string
+	entries int // folder entries looked at
+	nlinks  int // gitlinks read
 }
 
-// workspaceGitDir returns the git folder of the repository at root, or "".
-func workspaceGitDir(root string) string {
-	dotgit := filepath.Join(root, ".git")
+// A nestedRepo is a folder to examine, level indexes down from root's.
+type nestedRepo struct {
+	dir   string
+	level int
+}
+
+func (sc *nestedScan) tell(dir, what string) {
+	rel, err := filepath.Rel(sc.root, dir)
+	if err != nil {
+		rel = dir
+	}
+	sc.out = append(sc.out, filepath.ToSlash(rel)+": "+what)
+}
+
+func (sc *nestedScan) add(dir string, level int) {
+	if sc.seen[dir] || dir == sc.root || !within(sc.root, dir) {
+		return
+	}
+	if len(sc.seen) >= maxRepos {
+		if len(sc.seen) == maxRepos {
+			sc.seen[""] = true
+			sc.tell(sc.root, fmt.Sprintf("more than %d nested repositories, which were not all looked at", maxRepos))
+		}
+		return
+	}
+	sc.seen[dir] = true
+	sc.queue = append(sc.queue, nestedRepo{dir, level})
+}
+
+// links queues the gitlinks of the repository in dir (git folder g): its
+// index's and those of its split index's shared files.
+func (sc *nestedScan) links(dir, g string, level int) {
+	if level >= maxRepoLevels {
+		return
+	}
+	files := []string{filepath.Join(g, "index")}
+	if shared, err := filepath.Glob(filepath.Join(g, "sharedindex.*")); err == nil {
+		files = append(files, shared...)
+	}
+	for _, f := range files {
+		paths, err := indexGitlinks(f, hashSize(g), maxGitlinks-sc.nlinks)
+		if err != nil {
+			sc.tell(dir, fmt.Sprintf("an index that cannot be read (%s: %v)", filepath.Base(f), err))
+		}
+		sc.nlinks += len(paths)
+		for _, p := range paths {
+			sc.add(filepath.Join(dir, filepath.FromSlash(p)), level+1)
+		}
+	}
+}
+
+// walk queues the folders at most nestedDepth down from dir that hold a
+// .git or look like a git folder themselves.
+func (sc *nestedScan) walk(dir string, depth int) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	n := 0
+	for {
+		// A chunk at a time: a folder of millions of entries is not read
+		// whole.
+		entries, err := f.ReadDir(1024)
+		for _, e := range entries {
+			n++
+			sc.entries++
+			if n > maxFolderEntries || sc.entries > maxNestedEntries {
+				sc.tell(dir, fmt.Sprintf("a folder of more entries than are looked at (%d in one folder, %d in all)", maxFolderEntries, maxNestedEntries))
+				return
+			}
+			if !e.IsDir() || e.Name() == ".git" { // a link is not followed
+				continue
+			}
+			sub := filepath.Join(dir, e.Name())
+			if _, err := os.Lstat(filepath.Join(sub, ".git")); err == nil || looksLikeGitDir(sub) {
+				sc.add(sub, 1)
+			}
+			if depth < nestedDepth {
+				sc.walk(sub, depth+1)
+			}
+		}
+		if err != nil || len(entries) == 0 {
+			return
+		}
+	}
+}
+
+// looksLikeGitDir reports whether dir has what git takes for a git
+// folder (a bare repository), which git finds from the folders below it.
+func looksLikeGitDir(dir string) bool {
+	for _, name := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// examine tells what the repository in r.dir holds that is not plainly
+// inert, and queues its gitlinks.
+func (sc *nestedScan) examine(r nestedRepo) {
+	dotgit := filepath.Join(r.dir, ".git")
+	fi, err := os.Lstat(dotgit)
+	var g string
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !looksLikeGitDir(r.dir) {
+			return // a gitlink whose folder holds no repository
+		}
+		g = r.dir
+		sc.tell(r.dir, "a folder git takes for a repository of its own (it has HEAD, objects and refs, and no .git)")
+	case err != nil:
+		sc.tell(r.dir, fmt.Sprintf(".git cannot be read (%v)", err))
+		return
+	case fi.Mode()&fs.ModeSymlink != 0:
+		to, _ := os.Readlink(dotgit)
+		sc.tell(r.dir, ".git is a symbolic link (to "+to+")")
+		return
+	case fi.Mode().IsRegular():
+		// A submodule's .git names its folder in the workspace
+		// repository's modules, which commands cannot change.
+		modules := ""
+		if wg := gitDirOf(sc.root); wg != "" {
+			modules = filepath.Join(wg, "modules")
+		}
+		b, _ := readRegular(dotgit, 1<<20)
+		line := strings.TrimRight(string(b), "\r\n")
+		dir, ok := strings.CutPrefix(line, "gitdir: ")
+		if ok && !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.dir, dir)
+		}
+		if !ok || modules == "" || !within(modules, filepath.Clean(dir)) || strings.ContainsAny(dir, "\r\n") {
+			sc.tell(r.dir, ".git is a file naming another git folder ("+clipText(strings.TrimSpace(line), 200)+")")
+			return
+		}
+		g = filepath.Clean(dir)
+	case fi.IsDir():
+		g = dotgit
+	default:
+		sc.tell(r.dir, ".git is neither a folder nor a file")
+		return
+	}
+	if _, err := os.Lstat(filepath.Join(g, "commondir")); err == nil {
+		sc.tell(r.dir, "a commondir naming another git folder")
+	}
+	for _, name := range []string{"config", "config.worktree"} {
+		for _, what := range configNotInert(filepath.Join(g, name)) {
+			sc.tell(r.dir, what)
+		}
+	}
+	if hooks, err := os.Open(filepath.Join(g, "hooks")); err == nil {
+		entries, _ := hooks.ReadDir(1000)
+		hooks.Close()
+		for _, h := range entries {
+			if !strings.HasSuffix(h.Name(), ".sample") && !fromTemplate(filepath.Join(g, "hooks", h.Name())) {
+				sc.tell(r.dir, "hook "+h.Name())
+			}
+		}
+	}
+	sc.links(r.dir, g, r.level)
+}
+
+// gitDirOf returns the git folder of the repository whose working tree is
+// dir, from its .git folder or file, or "".
+func gitDirOf(dir string) string {
+	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotgit)
 	switch {
 	case err != nil:
@@ -129,8 +288,8 @@ func workspaceGitDir(root string) string {
 	case fi.IsDir():
 		return dotgit
 	case fi.Mode().IsRegular():
-		if dir := readGitFile(dotgit, "gitdir:"); dir != "" {
-			return gitPath(root, dir)
+		if g := readGitFile(dotgit, "gitdir:"); g != "" {
+			return gitPath(dir, g)
 		}
 	}
 	return ""
@@ -149,28 +308,38 @@ func hashSize(g string) int {
 	return 20
 }
 
+// errGitlinks is the error of an index of more gitlinks than are read.
+var errGitlinks = errors.New("more gitlinks than are looked at")
+
 // indexGitlinks returns the paths of the gitlinks (mode 160000: a
 // submodule, or a repository added as one) in a git index file of
-// version 2, 3 or 4, as far as it can be read. It reads the file as a
-// stream: an index of any size costs its reading, not its size in memory.
-func indexGitlinks(file string, hash int) []string {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO must not block the read
+// version 2, 3 or 4, at most limit of them, and an error when the file is
+// there but cannot be read to its last entry (or holds more). A missing
+// file has none. It reads the file as a stream, without blocking on a
+// FIFO, and keeps no path longer than git's PATH_MAX: an index of any size
+// costs its reading, not its size in memory.
+func indexGitlinks(file string, hash, limit int) ([]string, error) {
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
+		return nil, errors.New("not a regular file")
 	}
 	r := bufio.NewReaderSize(f, 64<<10)
 	var head [12]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil || string(head[:4]) != "DIRC" {
-		return nil
+		return nil, errors.New("not an index git writes")
 	}
 	version := binary.BigEndian.Uint32(head[4:8])
 	if version < 2 || version > 4 {
-		return nil
+		return nil, fmt.Errorf("index version %d", version)
 	}
+	cut := errors.New("cut short")
 	n := binary.BigEndian.Uint32(head[8:12])
 	fixed := make([]byte, 40+hash+2)
 	var out []string
@@ -179,13 +348,13 @@ func indexGitlinks(file string, hash int) []string {
 		// ctime, mtime (8 bytes each), dev, ino, mode, uid, gid, size (4
 		// each), the object name, then 2 bytes of flags.
 		if _, err := io.ReadFull(r, fixed); err != nil {
-			return out
+			return out, cut
 		}
 		size := len(fixed)
 		mode := binary.BigEndian.Uint32(fixed[24:28])
 		if flags := binary.BigEndian.Uint16(fixed[len(fixed)-2:]); version >= 3 && flags&0x4000 != 0 {
 			if _, err := r.Discard(2); err != nil { // extended flags
-				return out
+				return out, cut
 			}
 			size += 2
 		}
@@ -195,31 +364,58 @@ func indexGitlinks(file string, hash int) []string {
 			// the rest of this one, NUL-terminated.
 			drop, ok := indexVarint(r)
 			if !ok || drop > len(prev) {
-				return out
+				return out, cut
 			}
-			rest, err := r.ReadBytes(0)
+			rest, err := readPathPart(r)
 			if err != nil {
-				return out
+				return out, err
 			}
-			name = append(prev[:len(prev)-drop:len(prev)-drop], rest[:len(rest)-1]...)
+			if len(prev)-drop+len(rest) > maxGitPath {
+				return out, errors.New("a path longer than git allows")
+			}
+			name = append(prev[:len(prev)-drop:len(prev)-drop], rest...)
 		} else {
-			rest, err := r.ReadBytes(0)
+			rest, err := readPathPart(r)
 			if err != nil {
-				return out
+				return out, err
 			}
-			name = rest[:len(rest)-1]
+			name = rest
 			// Entries are padded with NULs to a multiple of 8 bytes.
-			size += len(rest)
+			size += len(rest) + 1
 			if _, err := r.Discard((8 - size%8) % 8); err != nil {
-				return out
+				return out, cut
 			}
 		}
 		prev = name
 		if mode&0o170000 == 0o160000 {
+			if len(out) >= limit {
+				return out, errGitlinks
+			}
 			out = append(out, string(name))
 		}
 	}
-	return out
+	return out, nil
+}
+
+// readPathPart reads a NUL-terminated path of an index entry, at most
+// maxGitPath bytes, and returns it without the NUL.
+func readPathPart(r *bufio.Reader) ([]byte, error) {
+	var b []byte
+	for {
+		part, err := r.ReadSlice(0)
+		b = append(b, part...)
+		if len(b) > maxGitPath+1 {
+			return nil, errors.New("a path longer than git allows")
+		}
+		switch {
+		case err == nil:
+			return b[:len(b)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return nil, errors.New("cut short")
+		}
+	}
 }
 
 // indexVarint reads the variable-length number of an index of version 4.
@@ -238,87 +434,84 @@ func indexVarint(r *bufio.Reader) (int, bool) {
 	return v, true
 }
 
-// repoPrograms returns what the repository in dir makes git run: the
-// settings of its configuration that name a program, and its hooks.
-func repoPrograms(dir string) []string {
-	g := workspaceGitDir(dir)
-	if g == "" {
-		return nil
-	}
-	var out []string
-	dirs := []string{g}
-	if common := readGitFile(filepath.Join(g, "commondir"), ""); common != "" {
-		dirs = append(dirs, gitPath(g, common))
-	}
-	for _, d := range dirs {
-		for _, name := range []string{"config", "config.worktree"} {
-			out = append(out, configPrograms(filepath.Join(d, name))...)
-		}
-		hooks, err := os.ReadDir(filepath.Join(d, "hooks"))
-		if err != nil {
-			continue
-		}
-		for _, h := range hooks {
-			info, err := h.Info()
-			if err != nil || strings.HasSuffix(h.Name(), ".sample") || !info.Mode().IsRegular() && info.Mode()&os.ModeSymlink == 0 {
-				continue
-			}
-			if info.Mode()&0o111 != 0 || info.Mode()&os.ModeSymlink != 0 {
-				out = append(out, "hook "+h.Name())
-			}
-		}
-	}
-	return out
+// inertKeys are the settings of a git configuration known to make git run
+// no program, as section.key or section.*.key (any subsection), lower
+// case: what git init, git clone and common use write. URLs are checked
+// apart (see inertURL).
+var inertKeys = []string{
+	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
+	"core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf", "core.quotepath",
+	"core.sharedrepository", "core.worktree", "core.longpaths",
+	"extensions.objectformat", "extensions.worktreeconfig",
+	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt", "remote.*.prune",
+	"branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
+	"user.name", "user.email", "init.defaultbranch", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
+	"fetch.prune", "gc.auto", "color.ui", "index.version", "feature.manyfiles", "lfs.repositoryformatversion",
+	"submodule.*.url", "submodule.*.active",
 }
 
-// programKeys are the settings of a git configuration that make git run
-// a program, as section.key or section.*.key (any subsection), lower
-// case.
-var programKeys = []string{
-	"core.fsmonitor", "core.hookspath", "core.sshcommand", "core.gitproxy", "core.askpass", "core.editor",
-	"core.pager", "core.alternaterefscommand", "sequence.editor", "diff.external", "diff.*.textconv",
-	"diff.*.command", "difftool.*.cmd", "mergetool.*.cmd", "merge.*.driver", "filter.*.clean",
-	"filter.*.smudge", "filter.*.process", "credential.helper", "credential.*.helper", "gpg.program",
-	"gpg.*.program", "include.path", "includeif.*.path", "uploadpack.packobjectshook",
-	"remote.*.uploadpack", "remote.*.receivepack", "pager.*", "interactive.difffilter", "alias.*",
-}
-
-// configPrograms returns the settings of a git config file that make git
-// run a program, each as "key = value".
-func configPrograms(file string) []string {
+// configNotInert returns what a git config file holds besides settings
+// known to run nothing, each as "key = value"; a file that cannot be read
+// as git reads it counts as one such thing.
+func configNotInert(file string) []string {
 	b, err := readRegular(file, maxGitConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		// What cannot be read cannot be said to run nothing.
 		return []string{"a configuration that cannot be read (" + err.Error() + ")"}
+	}
+	// What the parser here could read otherwise than git: a byte order
+	// mark, a value continued on the next line, a NUL.
+	if bytes.HasPrefix(b, []byte("\xef\xbb\xbf")) || bytes.Contains(b, []byte("\\\n")) || bytes.Contains(b, []byte("\\\r\n")) || bytes.IndexByte(b, 0) >= 0 {
+		return []string{"a configuration written in a way cadre does not read as git does (a byte order mark, a continued line or a NUL)"}
 	}
 	var out []string
 	for e := range gitConfigEntries(b) {
-		section, key, value := e.section, e.key, e.value
-		full, shown := section+"."+key, section
+		full, shown := e.section+"."+e.key, e.section
 		if e.hasSub {
-			full, shown = section+".*."+key, section+"."+e.sub
+			full, shown = e.section+".*."+e.key, e.section+"."+e.sub
 		}
-		switch {
-		case !slices.Contains(programKeys, full) && !slices.Contains(programKeys, section+".*"):
+		if slices.Contains(inertKeys, full) && (!strings.HasSuffix(e.key, "url") || inertURL(e.value)) {
 			continue
-		case section == "alias" && !strings.HasPrefix(value, "!"):
-			continue // a git command, not a program
-		case full == "core.fsmonitor" && isGitBool(value):
-			continue // git's own daemon, or none
 		}
-		out = append(out, fmt.Sprintf("%s.%s = %s", shown, key, clipText(value, 200)))
+		out = append(out, fmt.Sprintf("%s.%s = %s", shown, e.key, clipText(e.value, 200)))
 	}
 	return out
 }
 
-// isGitBool reports whether a git configuration value is a boolean.
-func isGitBool(v string) bool {
-	switch strings.ToLower(v) {
-	case "", "true", "false", "yes", "no", "on", "off", "1", "0":
-		return true
+// inertURL reports whether a remote's URL makes git run no program of
+// the repository's choosing: not a transport helper's (ext::, fd::, or
+// any helper::), and not one that starts like an option.
+func inertURL(u string) bool {
+	return !strings.Contains(u, "::") && !strings.HasPrefix(u, "-") && !strings.HasPrefix(strings.ToLower(u), "ext:") &&
+		!strings.HasPrefix(strings.ToLower(u), "fd:")
+}
+
+// fromTemplate reports whether a hook is a copy of one of the user's own
+// template (init.templateDir in the user's git configuration, or
+// GIT_TEMPLATE_DIR), which git init and git clone copy into every
+// repository they make: the user's, not a command's.
+func fromTemplate(hook string) bool {
+	mine, err := readRegular(hook, 1<<20)
+	if err != nil {
+		return false
+	}
+	var dirs []string
+	if d := os.Getenv("GIT_TEMPLATE_DIR"); d != "" {
+		dirs = append(dirs, d)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		for _, config := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+			if d := gitConfigValue(config, "init", "templatedir"); d != "" {
+				dirs = append(dirs, gitPath(home, d))
+			}
+		}
+	}
+	for _, d := range dirs {
+		if theirs, err := readRegular(filepath.Join(d, "hooks", filepath.Base(hook)), 1<<20); err == nil && bytes.Equal(mine, theirs) {
+			return true
+		}
 	}
 	return false
 }

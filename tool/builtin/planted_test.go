@@ -1,6 +1,9 @@
 package builtin
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,51 +49,67 @@ func TestIndexGitlinks(t *testing.T) {
 			if version == "3" {
 				gitIn(t, root, "update-index", "--skip-worktree", "z.txt") // an extended flag
 			}
-			got := indexGitlinks(filepath.Join(root, ".git", "index"), 20)
-			if want := []string{"deep/vendor/x", "lib"}; !slices.Equal(got, want) {
-				t.Errorf("gitlinks %v, want %v", got, want)
+			got, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 100)
+			if want := []string{"deep/vendor/x", "lib"}; !slices.Equal(got, want) || err != nil {
+				t.Errorf("gitlinks %v, %v, want %v", got, err, want)
+			}
+			if got, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 1); len(got) != 1 || !errors.Is(err, errGitlinks) {
+				t.Errorf("gitlinks past a limit of 1: %v, %v", got, err)
 			}
 		})
 	}
-	if got := indexGitlinks(filepath.Join(t.TempDir(), "none"), 20); got != nil {
-		t.Errorf("a missing index: %v", got)
+	if got, err := indexGitlinks(filepath.Join(t.TempDir(), "none"), 20, 100); got != nil || err != nil {
+		t.Errorf("a missing index: %v, %v", got, err)
 	}
 	bad := filepath.Join(t.TempDir(), "index")
 	files(t, filepath.Dir(bad), map[string]string{"index": "DIRC\x00\x00\x00\x02\x00\x00\x00\x09short"})
-	if got := indexGitlinks(bad, 20); got != nil {
-		t.Errorf("a cut index: %v", got)
+	if got, err := indexGitlinks(bad, 20, 100); got != nil || err == nil {
+		t.Errorf("a cut index: %v, %v", got, err)
 	}
 }
 
-// What makes git run a program is told apart from what does not.
-func TestConfigPrograms(t *testing.T) {
+// Only settings known to run nothing pass; anything else, and what cadre
+// could read otherwise than git, is told.
+func TestConfigNotInert(t *testing.T) {
 	dir := t.TempDir()
-	files(t, dir, map[string]string{"config": `[core]
+	files(t, dir, map[string]string{
+		"cloned": "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n" +
+			"[remote \"origin\"]\n\turl = https://example.com/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n" +
+			"[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n[user]\n\tname = someone\n",
+		"config": `[core]
 	bare = false
-	fsmonitor = true
 	pager = less -R
-[core "x"]
-	fsmonitor = ./evil.sh
 [Filter "lfs"]
 	Smudge = git-lfs smudge %f
 [alias]
 	st = status
-	boom = !sh -c evil
-[remote "origin"] url = https://example.com/r.git
-[diff "png"]
-	textconv = ./conv.sh
-[user]
-	name = someone
-`})
-	// A line longer than a line reader's buffer does not hide what follows.
-	files(t, dir, map[string]string{"long": "[user]\n\tname = " + strings.Repeat("x", 2<<20) + "\n[core]\n\tfsmonitor = ./evil.sh\n"})
-	if got := configPrograms(filepath.Join(dir, "long")); !slices.Equal(got, []string{"core.fsmonitor = ./evil.sh"}) {
-		t.Errorf("after a long line: %q", got)
+[remote "origin"] url = ext::sh -c evil
+[gpg "ssh"]
+	defaultKeyCommand = ./key.sh
+[protocol "ext"]
+	allow = always
+`,
+		"bom":       "\xef\xbb\xbf[core]\n\tfsmonitor = ./evil.sh\n",
+		"continued": "[core]\n\tfoo = a \\\n[user]\n\tfsmonitor = ./evil.sh\n",
+		"long":      "[user]\n\tname = " + strings.Repeat("x", 2<<20) + "\n[core]\n\tfsmonitor = ./evil.sh\n",
+	})
+	if got := configNotInert(filepath.Join(dir, "cloned")); len(got) != 0 {
+		t.Errorf("a cloned repository's configuration: %q", got)
 	}
-	got := configPrograms(filepath.Join(dir, "config"))
-	want := []string{"core.pager = less -R", "filter.lfs.smudge = git-lfs smudge %f", "alias.boom = !sh -c evil", "diff.png.textconv = ./conv.sh"}
+	got := configNotInert(filepath.Join(dir, "config"))
+	want := []string{"core.pager = less -R", "filter.lfs.smudge = git-lfs smudge %f", "alias.st = status",
+		"remote.origin.url = ext::sh -c evil", "gpg.ssh.defaultkeycommand = ./key.sh", "protocol.ext.allow = always"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	for _, name := range []string{"bom", "continued"} {
+		if got := configNotInert(filepath.Join(dir, name)); len(got) != 1 || !strings.Contains(got[0], "does not read as git does") {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+	// A line longer than a line reader's buffer does not hide what follows.
+	if got := configNotInert(filepath.Join(dir, "long")); len(got) != 1 || got[0] != "core.fsmonitor = ./evil.sh" {
+		t.Errorf("after a long line: %q", got)
 	}
 }
 
@@ -129,8 +148,8 @@ func TestPlantedPrograms(t *testing.T) {
 // A command that makes more folders than are looked at is told so, once:
 // the same number before and after is not reported again.
 func TestPlantedProgramsBounded(t *testing.T) {
-	defer func(n int) { maxNestedEntries = n }(maxNestedEntries)
-	maxNestedEntries = 10
+	defer func(n int) { maxFolderEntries = n }(maxFolderEntries)
+	maxFolderEntries = 10
 	root := t.TempDir()
 	before := plantedPrograms(root)
 	for i := range 12 {
@@ -139,10 +158,127 @@ func TestPlantedProgramsBounded(t *testing.T) {
 		}
 	}
 	after := plantedPrograms(root)
-	if got := planted(before, after); len(got) != 1 || !strings.Contains(got[0], "more than 10 files and folders") {
+	if got := planted(before, after); len(got) != 1 || !strings.Contains(got[0], "more entries than are looked at") {
 		t.Errorf("planted %q, want the folders not all looked at", got)
 	}
 	if got := planted(after, plantedPrograms(root)); len(got) != 0 {
 		t.Errorf("the same workspace again: %q", got)
+	}
+}
+
+// Layouts by which git finds a nested repository that a reader of .git
+// folders alone would miss, each told.
+func TestPlantedLayouts(t *testing.T) {
+	requireGit(t)
+	for _, tt := range []struct {
+		name  string
+		setup func(t *testing.T, root string)
+		want  string
+	}{
+		{"symlinked .git", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "hid/real")
+			if err := os.MkdirAll(filepath.Join(root, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			symlink(t, "../hid/real/.git", filepath.Join(root, "sub/.git"))
+		}, "sub: .git is a symbolic link (to ../hid/real/.git)"},
+		{".git file", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "--separate-git-dir", filepath.Join(root, "elsewhere"), "sub")
+		}, "sub: .git is a file naming another git folder (gitdir: " + "ROOT/elsewhere)"},
+		{"split index", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "a/b/c/sub")
+			gitIn(t, filepath.Join(root, "a/b/c/sub"), "commit", "-q", "--allow-empty", "-m", "s")
+			gitIn(t, filepath.Join(root, "a/b/c/sub"), "config", "core.fsmonitor", "./evil.sh")
+			gitIn(t, root, "add", "a")
+			gitIn(t, root, "update-index", "--split-index")
+		}, "a/b/c/sub: core.fsmonitor = ./evil.sh"},
+		{"gitlink of a nested repository", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "sub")
+			gitIn(t, filepath.Join(root, "sub"), "init", "-q", "a/b/inner")
+			gitIn(t, filepath.Join(root, "sub/a/b/inner"), "commit", "-q", "--allow-empty", "-m", "s")
+			gitIn(t, filepath.Join(root, "sub/a/b/inner"), "config", "core.fsmonitor", "./evil.sh")
+			gitIn(t, filepath.Join(root, "sub"), "add", "a")
+			gitIn(t, filepath.Join(root, "sub"), "commit", "-q", "-m", "s")
+			gitIn(t, root, "add", "sub")
+		}, "sub/a/b/inner: core.fsmonitor = ./evil.sh"},
+		{"bare-shaped folder", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "--bare", "src")
+		}, "src: a folder git takes for a repository of its own (it has HEAD, objects and refs, and no .git)"},
+		{"past a huge folder", func(t *testing.T, root string) {
+			for i := range 8 {
+				if err := os.MkdirAll(filepath.Join(root, "aaa", strings.Repeat("x", i+1)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gitIn(t, root, "init", "-q", "zzz/sub")
+			gitIn(t, filepath.Join(root, "zzz/sub"), "config", "core.pager", "./evil.sh")
+		}, "zzz/sub: core.pager = ./evil.sh"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			gitIn(t, root, "init", "-q", ".")
+			before := plantedPrograms(root)
+			tt.setup(t, root)
+			defer func(n int) { maxFolderEntries = n }(maxFolderEntries)
+			maxFolderEntries = 5 // for the huge folder; the others have fewer
+			got := planted(before, plantedPrograms(root))
+			want := strings.ReplaceAll(tt.want, "ROOT", root)
+			if !slices.Contains(got, want) {
+				t.Errorf("planted %q, want %q among them", got, want)
+			}
+		})
+	}
+}
+
+// An index of version 4 whose paths grow entry by entry is read with no
+// path past git's PATH_MAX kept: it is told as one that cannot be read.
+func TestIndexGitlinksLongPaths(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("DIRC")
+	n := maxGitPath + 10
+	_ = binary.Write(&b, binary.BigEndian, [2]uint32{4, uint32(n)})
+	entry := make([]byte, 40+20+2)
+	binary.BigEndian.PutUint32(entry[24:28], 0o160000)
+	for range n {
+		b.Write(entry)
+		b.Write([]byte{0, 'a', 0}) // drop nothing, add one byte
+	}
+	file := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := indexGitlinks(file, 20, n)
+	if err == nil || !strings.Contains(err.Error(), "longer than git allows") || len(got) != maxGitPath {
+		t.Errorf("%d gitlinks, %v; want %d and the long path told", len(got), err, maxGitPath)
+	}
+}
+
+// A hook git copied from the user's own template is the user's: not told.
+// One the command wrote beside it is.
+func TestPlantedTemplateHooks(t *testing.T) {
+	requireGit(t)
+	tmpl := t.TempDir()
+	files(t, tmpl, map[string]string{"hooks/pre-commit": "#!/bin/sh\necho the user's check\n"})
+	if err := os.Chmod(filepath.Join(tmpl, "hooks/pre-commit"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_TEMPLATE_DIR", tmpl)
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	cmd := exec.Command("git", "init", "-q", "sub")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "sub/.git/hooks/pre-commit")); err != nil {
+		t.Fatalf("git did not copy the template's hook: %v", err)
+	}
+	if got := planted(before, plantedPrograms(root)); len(got) != 0 {
+		t.Errorf("the template's hook: %q", got)
+	}
+	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\n"})
+	if got := planted(before, plantedPrograms(root)); !slices.Equal(got, []string{"sub: hook post-checkout"}) {
+		t.Errorf("a hook beside it: %q", got)
 	}
 }

@@ -1220,7 +1220,9 @@ func TestSandboxGitControls(t *testing.T) {
 		{name: "commondir", setup: func(t *testing.T, base string) string {
 			git(t, base, "init", "-q", "ws")
 			return filepath.Join(base, "ws")
-		}, command: "cp -r .git evilg && git --git-dir=evilg config core.fsmonitor \"$PWD/evil.sh\" && echo \"$PWD/evilg\" > .git/commondir"},
+		}, command: "cp -r .git evilg && git --git-dir=evilg config core.fsmonitor \"$PWD/evil.sh\" && echo \"$PWD/evilg\" > .git/commondir",
+			// The git folder the command made is named too (see plantedPrograms).
+			refused: "evilg: core.fsmonitor"},
 		{name: "config.worktree", setup: func(t *testing.T, base string) string {
 			git(t, base, "init", "-q", "ws")
 			return filepath.Join(base, "ws")
