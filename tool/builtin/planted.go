@@ -3,7 +3,9 @@ package builtin
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
 )
 
 // A command in the sandbox may make a git repository of its own inside the
@@ -81,7 +85,10 @@ func (s *nestedStock) baseline(root string) []string {
 // plantedPrograms returns what the nested repositories of the workspace
 // root hold that is not plainly inert, each as "sub: what".
 func plantedPrograms(root string) []string {
-	sc := &nestedScan{root: root, seen: map[string]bool{}}
+	sc := &nestedScan{root: root, realRoot: root, seen: map[string]bool{}, examined: map[string]bool{}}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		sc.realRoot = real
+	}
 	if g := gitDirOf(root); g != "" {
 		sc.links(root, g, 0)
 	}
@@ -106,12 +113,15 @@ func planted(before, after []string) []string {
 
 // A nestedScan takes stock of the nested repositories of root.
 type nestedScan struct {
-	root    string
-	seen    map[string]bool // folders queued
-	queue   []nestedRepo
-	out     []string
-	entries int // folder entries looked at
-	nlinks  int // gitlinks read
+	root     string
+	realRoot string          // root with its links resolved
+	seen     map[string]bool // folders queued
+	examined map[string]bool // git folders examined, resolved
+	queue    []nestedRepo
+	out      []string
+	entries  int // folder entries looked at
+	nlinks   int // gitlinks read
+	nmodules int // submodule git folders looked at
 }
 
 // A nestedRepo is a folder to examine, level indexes down from root's.
@@ -144,24 +154,37 @@ func (sc *nestedScan) add(dir string, level int) {
 }
 
 // links queues the gitlinks of the repository in dir (git folder g): its
-// index's and those of its split index's shared files.
+// index's and, when the index is split, those of the shared index it
+// names. Past maxRepoLevels, gitlinks are told rather than followed.
 func (sc *nestedScan) links(dir, g string, level int) {
+	limit := maxGitlinks - sc.nlinks
 	if level >= maxRepoLevels {
+		limit = 1
+	}
+	paths, shared, err := indexGitlinks(filepath.Join(g, "index"), hashSize(g), limit)
+	if err != nil {
+		sc.tell(dir, fmt.Sprintf("an index that cannot be read (%v)", err))
+	}
+	if shared != "" {
+		more, _, err := indexGitlinks(filepath.Join(g, "sharedindex."+shared), hashSize(g), limit-len(paths))
+		if err != nil {
+			sc.tell(dir, fmt.Sprintf("a shared index that cannot be read (%v)", err))
+		}
+		paths = append(paths, more...)
+	}
+	if level >= maxRepoLevels {
+		if len(paths) > 0 {
+			sc.tell(dir, fmt.Sprintf("gitlinks nested more than %d repositories down, which were not looked at", maxRepoLevels))
+		}
 		return
 	}
-	files := []string{filepath.Join(g, "index")}
-	if shared, err := filepath.Glob(filepath.Join(g, "sharedindex.*")); err == nil {
-		files = append(files, shared...)
-	}
-	for _, f := range files {
-		paths, err := indexGitlinks(f, hashSize(g), maxGitlinks-sc.nlinks)
-		if err != nil {
-			sc.tell(dir, fmt.Sprintf("an index that cannot be read (%s: %v)", filepath.Base(f), err))
+	sc.nlinks += len(paths)
+	for _, p := range paths {
+		if !filepath.IsLocal(filepath.FromSlash(p)) {
+			sc.tell(dir, "a gitlink outside its repository ("+strconv.Quote(clipText(p, 200))+")")
+			continue
 		}
-		sc.nlinks += len(paths)
-		for _, p := range paths {
-			sc.add(filepath.Join(dir, filepath.FromSlash(p)), level+1)
-		}
+		sc.add(filepath.Join(dir, filepath.FromSlash(p)), level+1)
 	}
 }
 
@@ -203,9 +226,16 @@ func (sc *nestedScan) walk(dir string, depth int) {
 }
 
 // looksLikeGitDir reports whether dir has what git takes for a git
-// folder (a bare repository), which git finds from the folders below it.
+// folder (a bare repository), which git finds from the folders below it:
+// HEAD, and objects and refs of its own or a commondir naming them.
 func looksLikeGitDir(dir string) bool {
-	for _, name := range []string{"HEAD", "objects", "refs"} {
+	if _, err := os.Lstat(filepath.Join(dir, "HEAD")); err != nil {
+		return false
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "commondir")); err == nil {
+		return true
+	}
+	for _, name := range []string{"objects", "refs"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
 			return false
 		}
@@ -216,65 +246,182 @@ func looksLikeGitDir(dir string) bool {
 // examine tells what the repository in r.dir holds that is not plainly
 // inert, and queues its gitlinks.
 func (sc *nestedScan) examine(r nestedRepo) {
-	dotgit := filepath.Join(r.dir, ".git")
+	if g, ok := sc.gitDir(r.dir); ok {
+		sc.examineGit(r.dir, g, r.level, true)
+	}
+}
+
+// gitDir returns the git folder of the repository in dir, as git finds
+// it, telling what cadre cannot vouch for; false when there is none.
+func (sc *nestedScan) gitDir(dir string) (string, bool) {
+	dotgit := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(dotgit)
-	var g string
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if !looksLikeGitDir(r.dir) {
-			return // a gitlink whose folder holds no repository
+		if !looksLikeGitDir(dir) {
+			return "", false // a gitlink whose folder holds no repository
 		}
-		g = r.dir
-		sc.tell(r.dir, "a folder git takes for a repository of its own (it has HEAD, objects and refs, and no .git)")
+		sc.tell(dir, "a folder git takes for a repository of its own (it has HEAD and no .git)")
+		return dir, true
 	case err != nil:
-		sc.tell(r.dir, fmt.Sprintf(".git cannot be read (%v)", err))
-		return
+		sc.tell(dir, fmt.Sprintf(".git cannot be read (%v)", err))
 	case fi.Mode()&fs.ModeSymlink != 0:
 		to, _ := os.Readlink(dotgit)
-		sc.tell(r.dir, ".git is a symbolic link (to "+to+")")
-		return
+		sc.tell(dir, ".git is a symbolic link (to "+clipText(to, 200)+")")
+	case fi.IsDir():
+		return dotgit, true
 	case fi.Mode().IsRegular():
-		// A submodule's .git names its folder in the workspace
-		// repository's modules, which commands cannot change.
-		modules := ""
-		if wg := gitDirOf(sc.root); wg != "" {
-			modules = filepath.Join(wg, "modules")
+		// A submodule's or a worktree's: the git folder it names is
+		// looked at in its stead, where it really is.
+		b, err := readRegular(dotgit, 1<<20)
+		if err != nil {
+			sc.tell(dir, fmt.Sprintf(".git cannot be read (%v)", err))
+			return "", false
 		}
-		b, _ := readRegular(dotgit, 1<<20)
 		line := strings.TrimRight(string(b), "\r\n")
-		dir, ok := strings.CutPrefix(line, "gitdir: ")
-		if ok && !filepath.IsAbs(dir) {
-			dir = filepath.Join(r.dir, dir)
+		path, ok := strings.CutPrefix(line, "gitdir: ")
+		if !ok || strings.IndexFunc(path, unicode.IsControl) >= 0 {
+			sc.tell(dir, ".git is a file cadre does not read as git does ("+strconv.Quote(clipText(line, 200))+")")
+			return "", false
 		}
-		if !ok || modules == "" || !within(modules, filepath.Clean(dir)) || strings.ContainsAny(dir, "\r\n") {
-			sc.tell(r.dir, ".git is a file naming another git folder ("+clipText(strings.TrimSpace(line), 200)+")")
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil || !isGitDir(real) {
+			return "", false // git finds no repository there either
+		}
+		if !within(sc.realRoot, real) {
+			sc.tell(dir, ".git names a git folder outside the workspace ("+clipText(real, 200)+")")
+			return "", false
+		}
+		return real, true
+	default:
+		sc.tell(dir, ".git is neither a folder nor a file")
+	}
+	return "", false
+}
+
+// examineGit tells what the git folder g of the repository in dir holds
+// that is not plainly inert: settings, hooks, a commondir, the git
+// folders of its submodules; with links, it queues the gitlinks of its
+// index.
+func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
+	if real, err := filepath.EvalSymlinks(g); err == nil {
+		if sc.examined[real] {
 			return
 		}
-		g = filepath.Clean(dir)
-	case fi.IsDir():
-		g = dotgit
-	default:
-		sc.tell(r.dir, ".git is neither a folder nor a file")
+		sc.examined[real] = true
+	}
+	entries, err := os.ReadDir(g)
+	if err != nil {
+		sc.tell(dir, fmt.Sprintf("a git folder that cannot be read (%v)", err))
 		return
 	}
-	if _, err := os.Lstat(filepath.Join(g, "commondir")); err == nil {
-		sc.tell(r.dir, "a commondir naming another git folder")
-	}
-	for _, name := range []string{"config", "config.worktree"} {
-		for _, what := range configNotInert(filepath.Join(g, name)) {
-			sc.tell(r.dir, what)
+	for _, e := range entries {
+		switch e.Name() {
+		case "commondir":
+			sc.tell(dir, "a commondir naming another git folder")
+		case "config", "config.worktree":
+			file := filepath.Join(g, e.Name())
+			if found := configNotInert(file); len(found) > 0 {
+				for _, what := range found {
+					sc.tell(dir, what)
+				}
+				// A change to any of it is a change.
+				if sum := fileSum(file); strings.HasPrefix(sum, "(sha256") {
+					sc.tell(dir, e.Name()+" "+sum)
+				}
+			}
+		case "hooks":
+			sc.hooks(dir, filepath.Join(g, "hooks"))
+		case "modules":
+			sc.modules(dir, filepath.Join(g, "modules"), level, 0)
 		}
 	}
-	if hooks, err := os.Open(filepath.Join(g, "hooks")); err == nil {
-		entries, _ := hooks.ReadDir(1000)
-		hooks.Close()
+	if links {
+		sc.links(dir, g, level)
+	}
+}
+
+// maxHooks is the most entries of a hooks folder looked at.
+const maxHooks = 10_000
+
+// hooks tells the hooks of a hooks folder, with a sum of each, bar
+// samples and copies of the user's template.
+func (sc *nestedScan) hooks(dir, folder string) {
+	f, err := os.Open(folder)
+	if err != nil {
+		sc.tell(dir, fmt.Sprintf("a hooks folder that cannot be read (%v)", err))
+		return
+	}
+	defer f.Close()
+	n := 0
+	for {
+		entries, err := f.ReadDir(1024)
 		for _, h := range entries {
-			if !strings.HasSuffix(h.Name(), ".sample") && !fromTemplate(filepath.Join(g, "hooks", h.Name())) {
-				sc.tell(r.dir, "hook "+h.Name())
+			if n++; n > maxHooks {
+				sc.tell(dir, fmt.Sprintf("a hooks folder of more than %d entries", maxHooks))
+				return
+			}
+			path := filepath.Join(folder, h.Name())
+			if !strings.HasSuffix(h.Name(), ".sample") && !fromTemplate(path) {
+				sc.tell(dir, "hook "+h.Name()+" "+fileSum(path))
 			}
 		}
+		if errors.Is(err, io.EOF) || len(entries) == 0 {
+			return
+		}
+		if err != nil {
+			sc.tell(dir, fmt.Sprintf("a hooks folder that cannot be read (%v)", err))
+			return
+		}
 	}
-	sc.links(r.dir, g, r.level)
+}
+
+// maxModules is the most folders of a repository's modules looked at.
+const maxModules = 1_000
+
+// modules examines the git folders of a repository's submodules, which
+// git uses again (its hooks and settings included) when it checks a
+// submodule out: those under folder, at any depth.
+func (sc *nestedScan) modules(dir, folder string, level, depth int) {
+	entries, err := os.ReadDir(folder)
+	if err != nil {
+		sc.tell(dir, fmt.Sprintf("a modules folder that cannot be read (%v)", err))
+		return
+	}
+	for _, e := range entries {
+		if sc.nmodules++; sc.nmodules > maxModules || depth > 8 {
+			sc.tell(dir, "more submodule git folders than are looked at")
+			return
+		}
+		sub := filepath.Join(folder, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if isGitDir(sub) {
+			rel, _ := filepath.Rel(dir, sub)
+			sc.examineGit(filepath.Join(dir, rel), sub, level+1, false)
+		} else {
+			sc.modules(dir, sub, level, depth+1)
+		}
+	}
+}
+
+// fileSum is a short sum of a file's contents, or what stands in for one.
+func fileSum(file string) string {
+	fi, err := os.Lstat(file)
+	if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		to, _ := os.Readlink(file)
+		return "(a link to " + clipText(to, 200) + ")"
+	}
+	b, err := readRegular(file, 16<<20)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	sum := sha256.Sum256(b)
+	return "(sha256 " + hex.EncodeToString(sum[:6]) + ")"
 }
 
 // gitDirOf returns the git folder of the repository whose working tree is
@@ -311,50 +458,61 @@ func hashSize(g string) int {
 // errGitlinks is the error of an index of more gitlinks than are read.
 var errGitlinks = errors.New("more gitlinks than are looked at")
 
+// maxIndex is the largest index read: one larger is told as such.
+const maxIndex = 256 << 20
+
 // indexGitlinks returns the paths of the gitlinks (mode 160000: a
 // submodule, or a repository added as one) in a git index file of
-// version 2, 3 or 4, at most limit of them, and an error when the file is
-// there but cannot be read to its last entry (or holds more). A missing
-// file has none. It reads the file as a stream, without blocking on a
-// FIFO, and keeps no path longer than git's PATH_MAX: an index of any size
-// costs its reading, not its size in memory.
-func indexGitlinks(file string, hash, limit int) ([]string, error) {
+// version 2, 3 or 4, at most limit of them; the name of the shared index
+// of a split index (its link extension), when there is one; and an error
+// when the file is there but cannot be read to its end (or holds more
+// gitlinks). A missing file has none. It reads the file as a stream,
+// without blocking on a FIFO, and keeps no path longer than git's
+// PATH_MAX.
+func indexGitlinks(file string, hash, limit int) (out []string, shared string, err error) {
 	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, "", err
+	case !fi.Mode().IsRegular():
+		return nil, "", errors.New("not a regular file")
+	case fi.Size() > maxIndex:
+		return nil, "", fmt.Errorf("%d bytes, more than are read", fi.Size())
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	cr := &countReader{r: f}
+	r := bufio.NewReaderSize(cr, 64<<10)
+	read := func() int64 { return cr.n - int64(r.Buffered()) }
 	var head [12]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil || string(head[:4]) != "DIRC" {
-		return nil, errors.New("not an index git writes")
+		return nil, "", errors.New("not an index git writes")
 	}
 	version := binary.BigEndian.Uint32(head[4:8])
 	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index version %d", version)
+		return nil, "", fmt.Errorf("index version %d", version)
 	}
 	cut := errors.New("cut short")
 	n := binary.BigEndian.Uint32(head[8:12])
 	fixed := make([]byte, 40+hash+2)
-	var out []string
 	var prev []byte
 	for range n {
 		// ctime, mtime (8 bytes each), dev, ino, mode, uid, gid, size (4
 		// each), the object name, then 2 bytes of flags.
 		if _, err := io.ReadFull(r, fixed); err != nil {
-			return out, cut
+			return out, "", cut
 		}
 		size := len(fixed)
 		mode := binary.BigEndian.Uint32(fixed[24:28])
 		if flags := binary.BigEndian.Uint16(fixed[len(fixed)-2:]); version >= 3 && flags&0x4000 != 0 {
 			if _, err := r.Discard(2); err != nil { // extended flags
-				return out, cut
+				return out, "", cut
 			}
 			size += 2
 		}
@@ -364,37 +522,72 @@ func indexGitlinks(file string, hash, limit int) ([]string, error) {
 			// the rest of this one, NUL-terminated.
 			drop, ok := indexVarint(r)
 			if !ok || drop > len(prev) {
-				return out, cut
+				return out, "", cut
 			}
 			rest, err := readPathPart(r)
 			if err != nil {
-				return out, err
+				return out, "", err
 			}
 			if len(prev)-drop+len(rest) > maxGitPath {
-				return out, errors.New("a path longer than git allows")
+				return out, "", errors.New("a path longer than git allows")
 			}
 			name = append(prev[:len(prev)-drop:len(prev)-drop], rest...)
 		} else {
 			rest, err := readPathPart(r)
 			if err != nil {
-				return out, err
+				return out, "", err
 			}
 			name = rest
 			// Entries are padded with NULs to a multiple of 8 bytes.
 			size += len(rest) + 1
 			if _, err := r.Discard((8 - size%8) % 8); err != nil {
-				return out, cut
+				return out, "", cut
 			}
 		}
 		prev = name
 		if mode&0o170000 == 0o160000 {
 			if len(out) >= limit {
-				return out, errGitlinks
+				return out, "", errGitlinks
 			}
 			out = append(out, string(name))
 		}
 	}
-	return out, nil
+	// Extensions, each a signature, a size and its data, up to the
+	// index's own sum: the link extension names the shared index.
+	for fi.Size()-read() > int64(hash) {
+		var ext [8]byte
+		if _, err := io.ReadFull(r, ext[:]); err != nil {
+			return out, "", cut
+		}
+		size := int64(binary.BigEndian.Uint32(ext[4:]))
+		if size > fi.Size()-read() {
+			return out, "", cut
+		}
+		if string(ext[:4]) == "link" && size >= int64(hash) {
+			sum := make([]byte, hash)
+			if _, err := io.ReadFull(r, sum); err != nil {
+				return out, "", cut
+			}
+			shared = hex.EncodeToString(sum)
+			size -= int64(hash)
+		}
+		if _, err := r.Discard(int(size)); err != nil {
+			return out, "", cut
+		}
+	}
+	return out, shared, nil
+}
+
+// A countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // readPathPart reads a NUL-terminated path of an index entry, at most
@@ -441,13 +634,14 @@ func indexVarint(r *bufio.Reader) (int, bool) {
 var inertKeys = []string{
 	"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates", "core.ignorecase",
 	"core.precomposeunicode", "core.symlinks", "core.autocrlf", "core.eol", "core.safecrlf", "core.quotepath",
-	"core.sharedrepository", "core.worktree", "core.longpaths",
-	"extensions.objectformat", "extensions.worktreeconfig",
+	"core.sharedrepository", "core.longpaths", "core.sparsecheckout", "core.sparsecheckoutcone",
+	"extensions.objectformat", "extensions.worktreeconfig", "extensions.partialclone",
 	"remote.*.url", "remote.*.pushurl", "remote.*.fetch", "remote.*.push", "remote.*.tagopt", "remote.*.prune",
+	"remote.*.promisor", "remote.*.partialclonefilter",
 	"branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
 	"user.name", "user.email", "init.defaultbranch", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
 	"fetch.prune", "gc.auto", "color.ui", "index.version", "feature.manyfiles", "lfs.repositoryformatversion",
-	"submodule.*.url", "submodule.*.active",
+	"submodule.*.url", "submodule.*.active", "submodule.active",
 }
 
 // configNotInert returns what a git config file holds besides settings

@@ -92,7 +92,7 @@ func TestPlantedFIFO(t *testing.T) {
 		t.Fatal("reading the nested repository blocked on a FIFO")
 	}
 	want := []string{"sub: a configuration that cannot be read (" + filepath.Join(root, "sub/.git/config") + " is not a regular file)",
-		"sub: an index that cannot be read (index: not a regular file)"}
+		"sub: an index that cannot be read (not a regular file)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -49,21 +49,21 @@ func TestIndexGitlinks(t *testing.T) {
 			if version == "3" {
 				gitIn(t, root, "update-index", "--skip-worktree", "z.txt") // an extended flag
 			}
-			got, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 100)
+			got, _, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 100)
 			if want := []string{"deep/vendor/x", "lib"}; !slices.Equal(got, want) || err != nil {
 				t.Errorf("gitlinks %v, %v, want %v", got, err, want)
 			}
-			if got, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 1); len(got) != 1 || !errors.Is(err, errGitlinks) {
+			if got, _, err := indexGitlinks(filepath.Join(root, ".git", "index"), 20, 1); len(got) != 1 || !errors.Is(err, errGitlinks) {
 				t.Errorf("gitlinks past a limit of 1: %v, %v", got, err)
 			}
 		})
 	}
-	if got, err := indexGitlinks(filepath.Join(t.TempDir(), "none"), 20, 100); got != nil || err != nil {
+	if got, _, err := indexGitlinks(filepath.Join(t.TempDir(), "none"), 20, 100); got != nil || err != nil {
 		t.Errorf("a missing index: %v, %v", got, err)
 	}
 	bad := filepath.Join(t.TempDir(), "index")
 	files(t, filepath.Dir(bad), map[string]string{"index": "DIRC\x00\x00\x00\x02\x00\x00\x00\x09short"})
-	if got, err := indexGitlinks(bad, 20, 100); got != nil || err == nil {
+	if got, _, err := indexGitlinks(bad, 20, 100); got != nil || err == nil {
 		t.Errorf("a cut index: %v, %v", got, err)
 	}
 }
@@ -88,6 +88,8 @@ func TestConfigNotInert(t *testing.T) {
 	defaultKeyCommand = ./key.sh
 [protocol "ext"]
 	allow = always
+[core]
+	worktree = ../../d/e/f/wt
 `,
 		"bom":       "\xef\xbb\xbf[core]\n\tfsmonitor = ./evil.sh\n",
 		"continued": "[core]\n\tfoo = a \\\n[user]\n\tfsmonitor = ./evil.sh\n",
@@ -98,7 +100,7 @@ func TestConfigNotInert(t *testing.T) {
 	}
 	got := configNotInert(filepath.Join(dir, "config"))
 	want := []string{"core.pager = less -R", "filter.lfs.smudge = git-lfs smudge %f", "alias.st = status",
-		"remote.origin.url = ext::sh -c evil", "gpg.ssh.defaultkeycommand = ./key.sh", "protocol.ext.allow = always"}
+		"remote.origin.url = ext::sh -c evil", "gpg.ssh.defaultkeycommand = ./key.sh", "protocol.ext.allow = always", "core.worktree = ../../d/e/f/wt"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -124,8 +126,8 @@ func TestPlantedPrograms(t *testing.T) {
 	gitIn(t, filepath.Join(root, "mine"), "config", "core.pager", "less")
 	gitIn(t, root, "init", "-q", "plain")
 	before := plantedPrograms(root)
-	if want := []string{"mine: core.pager = less"}; !slices.Equal(before, want) {
-		t.Fatalf("before: %q, want %q", before, want)
+	if len(before) != 2 || before[1] != "mine: core.pager = less" || !strings.HasPrefix(before[0], "mine: config (sha256 ") {
+		t.Fatalf("before: %q, want mine's pager and the sum of its config", before)
 	}
 
 	deep := "a/b/c/d/sub" // below the depth searched, but in the index
@@ -139,9 +141,10 @@ func TestPlantedPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := planted(before, plantedPrograms(root))
-	want := []string{"a/b/c/d/sub: core.fsmonitor = ./evil.sh", "tools/x: hook post-checkout"}
-	if !slices.Equal(got, want) {
-		t.Errorf("planted %q, want %q", got, want)
+	for _, want := range []string{"a/b/c/d/sub: core.fsmonitor = ./evil.sh", "tools/x: hook post-checkout (sha256 "} {
+		if !slices.ContainsFunc(got, func(f string) bool { return strings.HasPrefix(f, want) }) {
+			t.Errorf("planted %q, want %q among them", got, want)
+		}
 	}
 }
 
@@ -174,6 +177,7 @@ func TestPlantedLayouts(t *testing.T) {
 		name  string
 		setup func(t *testing.T, root string)
 		want  string
+		cap   int // entries of a folder looked at, when not the default
 	}{
 		{"symlinked .git", func(t *testing.T, root string) {
 			gitIn(t, root, "init", "-q", "hid/real")
@@ -181,17 +185,28 @@ func TestPlantedLayouts(t *testing.T) {
 				t.Fatal(err)
 			}
 			symlink(t, "../hid/real/.git", filepath.Join(root, "sub/.git"))
-		}, "sub: .git is a symbolic link (to ../hid/real/.git)"},
-		{".git file", func(t *testing.T, root string) {
-			gitIn(t, root, "init", "-q", "--separate-git-dir", filepath.Join(root, "elsewhere"), "sub")
-		}, "sub: .git is a file naming another git folder (gitdir: " + "ROOT/elsewhere)"},
+		}, "sub: .git is a symbolic link (to ../hid/real/.git)", 0},
+		{".git file naming a folder outside", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "--separate-git-dir", filepath.Join(filepath.Dir(root), "elsewhere"), "sub")
+		}, "sub: .git names a git folder outside the workspace (ROOT/../elsewhere)", 0},
+		{".git file naming a folder inside", func(t *testing.T, root string) {
+			if err := os.MkdirAll(filepath.Join(root, "a/b/c"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			gitIn(t, root, "init", "-q", "--separate-git-dir", filepath.Join(root, "a/b/c/g"), "sub")
+			gitIn(t, filepath.Join(root, "sub"), "config", "core.fsmonitor", "./evil.sh")
+		}, "sub: core.fsmonitor = ./evil.sh", 0},
+		{".git file with a NUL", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "a/b/c/r")
+			files(t, root, map[string]string{"sub/.git": "gitdir: ../a/b/c/r/.git\x00/../../../../../.git/modules/x\n"})
+		}, `sub: .git is a file cadre does not read as git does ("gitdir: ../a/b/c/r/.git\x00/../../../../../.git/modules/x")`, 0},
 		{"split index", func(t *testing.T, root string) {
 			gitIn(t, root, "init", "-q", "a/b/c/sub")
 			gitIn(t, filepath.Join(root, "a/b/c/sub"), "commit", "-q", "--allow-empty", "-m", "s")
 			gitIn(t, filepath.Join(root, "a/b/c/sub"), "config", "core.fsmonitor", "./evil.sh")
 			gitIn(t, root, "add", "a")
 			gitIn(t, root, "update-index", "--split-index")
-		}, "a/b/c/sub: core.fsmonitor = ./evil.sh"},
+		}, "a/b/c/sub: core.fsmonitor = ./evil.sh", 0},
 		{"gitlink of a nested repository", func(t *testing.T, root string) {
 			gitIn(t, root, "init", "-q", "sub")
 			gitIn(t, filepath.Join(root, "sub"), "init", "-q", "a/b/inner")
@@ -200,10 +215,18 @@ func TestPlantedLayouts(t *testing.T) {
 			gitIn(t, filepath.Join(root, "sub"), "add", "a")
 			gitIn(t, filepath.Join(root, "sub"), "commit", "-q", "-m", "s")
 			gitIn(t, root, "add", "sub")
-		}, "sub/a/b/inner: core.fsmonitor = ./evil.sh"},
+		}, "sub/a/b/inner: core.fsmonitor = ./evil.sh", 0},
+		{"submodule git folder of a nested repository", func(t *testing.T, root string) {
+			gitIn(t, root, "init", "-q", "s1")
+			gitIn(t, root, "init", "-q", "--bare", "s1/.git/modules/lib")
+			files(t, root, map[string]string{"s1/.git/modules/lib/hooks/post-checkout": "#!/bin/sh\n"})
+		}, "s1/.git/modules/lib: hook post-checkout (sha256 ", 0},
+		{"bare-shaped folder with a commondir", func(t *testing.T, root string) {
+			files(t, root, map[string]string{"tools/HEAD": "ref: refs/heads/main\n", "tools/commondir": "../a/b/c/real.git\n"})
+		}, "tools: a commondir naming another git folder", 0},
 		{"bare-shaped folder", func(t *testing.T, root string) {
 			gitIn(t, root, "init", "-q", "--bare", "src")
-		}, "src: a folder git takes for a repository of its own (it has HEAD, objects and refs, and no .git)"},
+		}, "src: a folder git takes for a repository of its own (it has HEAD and no .git)", 0},
 		{"past a huge folder", func(t *testing.T, root string) {
 			for i := range 8 {
 				if err := os.MkdirAll(filepath.Join(root, "aaa", strings.Repeat("x", i+1)), 0o755); err != nil {
@@ -212,18 +235,22 @@ func TestPlantedLayouts(t *testing.T) {
 			}
 			gitIn(t, root, "init", "-q", "zzz/sub")
 			gitIn(t, filepath.Join(root, "zzz/sub"), "config", "core.pager", "./evil.sh")
-		}, "zzz/sub: core.pager = ./evil.sh"},
+		}, "zzz/sub: core.pager = ./evil.sh", 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			gitIn(t, root, "init", "-q", ".")
 			before := plantedPrograms(root)
 			tt.setup(t, root)
-			defer func(n int) { maxFolderEntries = n }(maxFolderEntries)
-			maxFolderEntries = 5 // for the huge folder; the others have fewer
+			if tt.cap > 0 {
+				defer func(n int) { maxFolderEntries = n }(maxFolderEntries)
+				maxFolderEntries = tt.cap
+			}
 			got := planted(before, plantedPrograms(root))
-			want := strings.ReplaceAll(tt.want, "ROOT", root)
-			if !slices.Contains(got, want) {
+			want := strings.ReplaceAll(tt.want, "ROOT/..", filepath.Dir(root))
+			if !slices.ContainsFunc(got, func(f string) bool {
+				return f == want || strings.HasSuffix(want, "(sha256 ") && strings.HasPrefix(f, want)
+			}) {
 				t.Errorf("planted %q, want %q among them", got, want)
 			}
 		})
@@ -247,7 +274,7 @@ func TestIndexGitlinksLongPaths(t *testing.T) {
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := indexGitlinks(file, 20, n)
+	got, _, err := indexGitlinks(file, 20, n)
 	if err == nil || !strings.Contains(err.Error(), "longer than git allows") || len(got) != maxGitPath {
 		t.Errorf("%d gitlinks, %v; want %d and the long path told", len(got), err, maxGitPath)
 	}
@@ -278,7 +305,40 @@ func TestPlantedTemplateHooks(t *testing.T) {
 		t.Errorf("the template's hook: %q", got)
 	}
 	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\n"})
-	if got := planted(before, plantedPrograms(root)); !slices.Equal(got, []string{"sub: hook post-checkout"}) {
+	if got := planted(before, plantedPrograms(root)); len(got) != 1 || !strings.HasPrefix(got[0], "sub: hook post-checkout (sha256 ") {
 		t.Errorf("a hook beside it: %q", got)
+	}
+}
+
+// Gitlinks nested deeper than are followed are told, not passed over.
+func TestPlantedTooDeep(t *testing.T) {
+	requireGit(t)
+	defer func(n int) { maxRepoLevels = n }(maxRepoLevels)
+	maxRepoLevels = 1
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	gitIn(t, root, "init", "-q", "a/s1")
+	gitIn(t, filepath.Join(root, "a/s1"), "init", "-q", "x/s2")
+	gitIn(t, filepath.Join(root, "a/s1/x/s2"), "commit", "-q", "--allow-empty", "-m", "s")
+	gitIn(t, filepath.Join(root, "a/s1"), "add", "x")
+	gitIn(t, filepath.Join(root, "a/s1"), "commit", "-q", "-m", "s")
+	gitIn(t, root, "add", "a")
+	got := planted(before, plantedPrograms(root))
+	if !slices.Contains(got, "a/s1: gitlinks nested more than 1 repositories down, which were not looked at") {
+		t.Errorf("planted %q, want the deeper gitlinks told", got)
+	}
+}
+
+// A hook already there that changes is a change.
+func TestPlantedChangedHook(t *testing.T) {
+	requireGit(t)
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", "sub")
+	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\necho the user's\n"})
+	before := plantedPrograms(root)
+	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\n./evil.sh\n"})
+	if got := planted(before, plantedPrograms(root)); len(got) != 1 || !strings.HasPrefix(got[0], "sub: hook post-checkout (sha256 ") {
+		t.Errorf("planted %q, want the changed hook", got)
 	}
 }
