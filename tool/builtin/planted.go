@@ -122,6 +122,8 @@ type nestedScan struct {
 	entries  int // folder entries looked at
 	nlinks   int // gitlinks read
 	nmodules int // submodule git folders looked at
+	// indexBytes are the bytes of the indexes read.
+	indexBytes int64
 }
 
 // A nestedRepo is a folder to examine, level indexes down from root's.
@@ -160,6 +162,12 @@ func (sc *nestedScan) links(dir, g string, level int) {
 	limit := maxGitlinks - sc.nlinks
 	if level >= maxRepoLevels {
 		limit = 1
+	}
+	if fi, err := os.Stat(filepath.Join(g, "index")); err == nil {
+		if sc.indexBytes += fi.Size(); sc.indexBytes > maxIndexBytes {
+			sc.tell(dir, fmt.Sprintf("an index past the %d bytes of indexes read in all", maxIndexBytes))
+			return
+		}
 	}
 	paths, shared, err := indexGitlinks(filepath.Join(g, "index"), hashSize(g), limit)
 	if err != nil {
@@ -458,8 +466,12 @@ func hashSize(g string) int {
 // errGitlinks is the error of an index of more gitlinks than are read.
 var errGitlinks = errors.New("more gitlinks than are looked at")
 
-// maxIndex is the largest index read: one larger is told as such.
-const maxIndex = 256 << 20
+// maxIndex is the largest index read, and maxIndexBytes the most bytes
+// of indexes read in one stock-taking: past them an index is told as such.
+const (
+	maxIndex      = 256 << 20
+	maxIndexBytes = 1 << 30
+)
 
 // indexGitlinks returns the paths of the gitlinks (mode 160000: a
 // submodule, or a repository added as one) in a git index file of
