@@ -31,8 +31,7 @@ import (
 //
 // So the sandbox takes stock of the nested repositories git or an editor
 // would reach (those the workspace's index holds, through the indexes of
-// those in turn, and those at most two folders down, bare-shaped ones
-// included) before the first command, and after each command tells of
+// those in turn, and those in any folder, bare-shaped ones included) before the first command, and after each command tells of
 // every one that is new or changed and is not plainly inert: its
 // configuration holds only settings known to run nothing (a remote's
 // URL, a branch, the user's name…), it has no hook, and its .git is a
@@ -43,12 +42,14 @@ import (
 // it is gone.
 
 // Bounds of the stock-taking: how many folders down from the workspace
-// root repositories are looked for besides those indexes hold; the most
+// root repositories are looked for besides those indexes hold (a commit a
+// command made can hold a gitlink to one at any depth, which git checkout
+// brings into the index); the most
 // entries of one folder and of all folders looked at, and the most
 // gitlinks, repositories and nested levels followed. Past a bound the
 // stock says so, which counts as a change when it was not so before.
 var (
-	nestedDepth      = 2
+	nestedDepth      = 64
 	maxFolderEntries = 50_000
 	maxNestedEntries = 500_000
 	maxGitlinks      = 100_000
@@ -292,10 +293,7 @@ func (sc *nestedScan) gitDir(dir string) (string, bool) {
 			sc.tell(dir, ".git is a file cadre does not read as git does ("+strconv.Quote(clipText(line, 200))+")")
 			return "", false
 		}
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		real, err := filepath.EvalSymlinks(path)
+		real, err := resolveFrom(dir, path)
 		if err != nil || !isGitDir(real) {
 			return "", false // git finds no repository there either
 		}
@@ -329,10 +327,29 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 	for _, e := range entries {
 		switch e.Name() {
 		case "commondir":
-			sc.tell(dir, "a commondir naming another git folder")
+			// A linked worktree's: the common git folder it names is
+			// examined in its stead when it is in the workspace.
+			b, err := readRegular(filepath.Join(g, "commondir"), 1<<20)
+			line := strings.TrimRight(string(b), "\r\n")
+			common, rerr := resolveFrom(g, line)
+			switch {
+			case err != nil || line == "" || strings.IndexFunc(line, unicode.IsControl) >= 0:
+				sc.tell(dir, "a commondir cadre does not read as git does")
+			case rerr != nil || !isGitDir(common):
+				// git finds no common folder there either.
+			case !within(sc.realRoot, common):
+				sc.tell(dir, "a commondir naming a git folder outside the workspace ("+clipText(common, 200)+")")
+			default:
+				sc.examineGit(dir, common, level, false)
+			}
 		case "config", "config.worktree":
 			file := filepath.Join(g, e.Name())
-			if found := configNotInert(file); len(found) > 0 {
+			found := configNotInert(file)
+			found = slices.DeleteFunc(found, func(f string) bool {
+				wt, ok := strings.CutPrefix(f, "core.worktree = ")
+				return ok && ownWorktree(g, wt)
+			})
+			if len(found) > 0 {
 				for _, what := range found {
 					sc.tell(dir, what)
 				}
@@ -522,37 +539,61 @@ func indexGitlinks(file string, hash, limit int) (out []string, shared string, e
 		}
 		size := len(fixed)
 		mode := binary.BigEndian.Uint32(fixed[24:28])
-		if flags := binary.BigEndian.Uint16(fixed[len(fixed)-2:]); version >= 3 && flags&0x4000 != 0 {
-			if _, err := r.Discard(2); err != nil { // extended flags
+		flags := binary.BigEndian.Uint16(fixed[len(fixed)-2:])
+		if flags&0x4000 != 0 { // extended flags, which git reads whatever the version
+			if _, err := r.Discard(2); err != nil {
 				return out, "", cut
 			}
 			size += 2
 		}
+		// The path's length is in the flags, as git reads it, unless it
+		// is 0xFFF or more: then the path ends at a NUL.
+		length := int(flags & 0x0fff)
 		var name []byte
 		if version == 4 {
 			// The length of the previous path to drop, as a varint, then
-			// the rest of this one, NUL-terminated.
+			// the rest of this one and a NUL.
 			drop, ok := indexVarint(r)
 			if !ok || drop > len(prev) {
 				return out, "", cut
 			}
-			rest, err := readPathPart(r)
-			if err != nil {
-				return out, "", err
+			kept := len(prev) - drop
+			var rest []byte
+			if length < 0x0fff {
+				if length < kept {
+					return out, "", cut
+				}
+				rest, err = readN(r, length-kept)
+				if err == nil {
+					_, err = r.Discard(1)
+				}
+			} else {
+				rest, err = readPathPart(r)
 			}
-			if len(prev)-drop+len(rest) > maxGitPath {
+			if err != nil {
+				return out, "", cut
+			}
+			if kept+len(rest) > maxGitPath {
 				return out, "", errors.New("a path longer than git allows")
 			}
-			name = append(prev[:len(prev)-drop:len(prev)-drop], rest...)
+			name = append(prev[:kept:kept], rest...)
 		} else {
-			rest, err := readPathPart(r)
-			if err != nil {
-				return out, "", err
+			if length < 0x0fff {
+				name, err = readN(r, length)
+			} else {
+				name, err = readPathPart(r)
 			}
-			name = rest
-			// Entries are padded with NULs to a multiple of 8 bytes.
-			size += len(rest) + 1
-			if _, err := r.Discard((8 - size%8) % 8); err != nil {
+			if err != nil {
+				return out, "", cut
+			}
+			// The entry is padded with NULs to a multiple of 8 bytes, at
+			// least one, from the length git reads.
+			size += len(name)
+			pad := (size+8)&^7 - size
+			if length >= 0x0fff {
+				pad-- // readPathPart took the NUL
+			}
+			if _, err := r.Discard(pad); err != nil {
 				return out, "", cut
 			}
 		}
@@ -600,6 +641,13 @@ func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// readN reads n bytes of an index entry's path (n < 0xFFF).
+func readN(r *bufio.Reader, n int) ([]byte, error) {
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
 }
 
 // readPathPart reads a NUL-terminated path of an index entry, at most
@@ -720,4 +768,35 @@ func fromTemplate(hook string) bool {
 		}
 	}
 	return false
+}
+
+// resolveFrom resolves path, relative to dir unless absolute, the way the
+// kernel does: each link followed before a ".." after it is applied, not
+// the path cleaned first (which filepath.Join would do).
+func resolveFrom(dir, path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		path = dir + string(filepath.Separator) + path
+	}
+	return filepath.EvalSymlinks(path)
+}
+
+// ownWorktree reports whether core.worktree wt of the git folder g names
+// the checkout whose .git file names g back: what git submodule writes in
+// a submodule's git folder, which moves nothing.
+func ownWorktree(g, wt string) bool {
+	tree, err := resolveFrom(g, wt)
+	if err != nil {
+		return false
+	}
+	b, err := readRegular(filepath.Join(tree, ".git"), 1<<20)
+	if err != nil {
+		return false
+	}
+	path, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
+	if !ok || strings.IndexFunc(path, unicode.IsControl) >= 0 {
+		return false
+	}
+	back, err := resolveFrom(tree, path)
+	real, rerr := filepath.EvalSymlinks(g)
+	return err == nil && rerr == nil && back == real
 }

@@ -222,8 +222,10 @@ func TestPlantedLayouts(t *testing.T) {
 			files(t, root, map[string]string{"s1/.git/modules/lib/hooks/post-checkout": "#!/bin/sh\n"})
 		}, "s1/.git/modules/lib: hook post-checkout (sha256 ", 0},
 		{"bare-shaped folder with a commondir", func(t *testing.T, root string) {
-			files(t, root, map[string]string{"tools/HEAD": "ref: refs/heads/main\n", "tools/commondir": "../a/b/c/real.git\n"})
-		}, "tools: a commondir naming another git folder", 0},
+			gitIn(t, filepath.Dir(root), "init", "-q", "--bare", "real.git")
+			gitIn(t, filepath.Join(filepath.Dir(root), "real.git"), "config", "core.pager", "./evil.sh")
+			files(t, root, map[string]string{"tools/HEAD": "ref: refs/heads/main\n", "tools/commondir": "../../real.git\n"})
+		}, "tools: a commondir naming a git folder outside the workspace (ROOT/../real.git)", 0},
 		{"bare-shaped folder", func(t *testing.T, root string) {
 			gitIn(t, root, "init", "-q", "--bare", "src")
 		}, "src: a folder git takes for a repository of its own (it has HEAD and no .git)", 0},
@@ -266,7 +268,8 @@ func TestIndexGitlinksLongPaths(t *testing.T) {
 	_ = binary.Write(&b, binary.BigEndian, [2]uint32{4, uint32(n)})
 	entry := make([]byte, 40+20+2)
 	binary.BigEndian.PutUint32(entry[24:28], 0o160000)
-	for range n {
+	for i := range n {
+		binary.BigEndian.PutUint16(entry[len(entry)-2:], uint16(min(i+1, 0xfff))) // the path's length, as git writes it
 		b.Write(entry)
 		b.Write([]byte{0, 'a', 0}) // drop nothing, add one byte
 	}
@@ -340,5 +343,84 @@ func TestPlantedChangedHook(t *testing.T) {
 	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\n./evil.sh\n"})
 	if got := planted(before, plantedPrograms(root)); len(got) != 1 || !strings.HasPrefix(got[0], "sub: hook post-checkout (sha256 ") {
 		t.Errorf("planted %q, want the changed hook", got)
+	}
+}
+
+// An entry's path is as long as its flags say, as git reads it, not as
+// far as the next NUL: a byte of padding that is not a NUL hides nothing.
+func TestIndexGitlinksByFlags(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString("DIRC")
+	_ = binary.Write(&b, binary.BigEndian, [2]uint32{2, 2})
+	entry := func(mode uint32, name, pad string) {
+		e := make([]byte, 40+20+2)
+		binary.BigEndian.PutUint32(e[24:28], mode)
+		binary.BigEndian.PutUint16(e[len(e)-2:], uint16(len(name)))
+		b.Write(e)
+		b.WriteString(name + pad)
+	}
+	entry(0o100644, "a", "Z")            // 62 + 1 + 1 = 64: the padding git skips, not a NUL
+	entry(0o160000, "sub/x", "\x00\x00") // 62 + 5 + 1 = 68, padded to 72
+	b.Write(make([]byte, 20))            // the index's sum
+	file := filepath.Join(t.TempDir(), "index")
+	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := indexGitlinks(file, 20, 10)
+	if err != nil || !slices.Equal(got, []string{"sub/x"}) {
+		t.Errorf("gitlinks %q, %v; want sub/x", got, err)
+	}
+}
+
+// Layouts a third review found: a repository deep in the workspace and
+// in no index (a commit the command made can hold a gitlink to it, which
+// git checkout brings in), and a .git file whose path goes through a link
+// before a "..".
+func TestPlantedDeepAndLinked(t *testing.T) {
+	requireGit(t)
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	gitIn(t, root, "init", "-q", "a/b/c/d/e/sub")
+	gitIn(t, filepath.Join(root, "a/b/c/d/e/sub"), "config", "core.fsmonitor", "./evil.sh")
+	outside := filepath.Join(t.TempDir(), "deep")
+	gitIn(t, filepath.Dir(outside), "init", "-q", "--bare", "deep/x/g")
+	if err := os.MkdirAll(filepath.Join(root, "sub2"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	symlink(t, filepath.Join(outside, "x", "y"), filepath.Join(root, "sub2/link"))
+	if err := os.MkdirAll(filepath.Join(outside, "x", "y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files(t, root, map[string]string{"sub2/.git": "gitdir: link/../g\n"})
+	got := planted(before, plantedPrograms(root))
+	real, err := filepath.EvalSymlinks(filepath.Join(outside, "x", "g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a/b/c/d/e/sub: core.fsmonitor = ./evil.sh", "sub2: .git names a git folder outside the workspace (" + real + ")"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("planted %q, want %q among them", got, want)
+		}
+	}
+}
+
+// Ordinary work passes: a clone with its submodules, and a worktree of a
+// nested repository.
+func TestPlantedOrdinaryWork(t *testing.T) {
+	requireGit(t)
+	src := t.TempDir()
+	gitIn(t, src, "init", "-q", "lib")
+	gitIn(t, filepath.Join(src, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+	gitIn(t, src, "init", "-q", "app")
+	gitIn(t, filepath.Join(src, "app"), "-c", "protocol.file.allow=always", "submodule", "add", "-q", filepath.Join(src, "lib"), "lib")
+	gitIn(t, filepath.Join(src, "app"), "commit", "-q", "-m", "app")
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	gitIn(t, root, "-c", "protocol.file.allow=always", "clone", "-q", "--recurse-submodules", filepath.Join(src, "app"), "app")
+	gitIn(t, filepath.Join(root, "app"), "worktree", "add", "-q", "../wt")
+	if got := planted(before, plantedPrograms(root)); len(got) != 0 {
+		t.Errorf("a clone with submodules and a worktree: %q", got)
 	}
 }
