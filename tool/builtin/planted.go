@@ -93,7 +93,7 @@ func plantedPrograms(root string) []string {
 	if g := gitDirOf(root); g != "" {
 		sc.links(root, g, 0)
 	}
-	sc.walk(root, 1)
+	sc.walk(root, 0)
 	for i := 0; i < len(sc.queue); i++ {
 		sc.examine(sc.queue[i])
 	}
@@ -198,7 +198,8 @@ func (sc *nestedScan) links(dir, g string, level int) {
 }
 
 // walk queues the folders at most nestedDepth down from dir that hold a
-// .git or look like a git folder themselves.
+// .git or look like a git folder themselves, judging each by its own
+// listing.
 func (sc *nestedScan) walk(dir string, depth int) {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -206,6 +207,7 @@ func (sc *nestedScan) walk(dir string, depth int) {
 	}
 	defer f.Close()
 	n := 0
+	var subs []string
 	for {
 		// A chunk at a time: a folder of millions of entries is not read
 		// whole.
@@ -217,20 +219,21 @@ func (sc *nestedScan) walk(dir string, depth int) {
 				sc.tell(dir, fmt.Sprintf("a folder of more entries than are looked at (%d in one folder, %d in all)", maxFolderEntries, maxNestedEntries))
 				return
 			}
-			if !e.IsDir() || e.Name() == ".git" { // a link is not followed
-				continue
-			}
-			sub := filepath.Join(dir, e.Name())
-			if _, err := os.Lstat(filepath.Join(sub, ".git")); err == nil || looksLikeGitDir(sub) {
-				sc.add(sub, 1)
-			}
-			if depth < nestedDepth {
-				sc.walk(sub, depth+1)
+			switch {
+			case e.Name() == ".git":
+				sc.add(dir, 1)
+			case e.Name() == "HEAD" && looksLikeGitDir(dir):
+				sc.add(dir, 1)
+			case e.IsDir() && depth <= nestedDepth: // a link is not followed
+				subs = append(subs, e.Name())
 			}
 		}
 		if err != nil || len(entries) == 0 {
-			return
+			break
 		}
+	}
+	for _, name := range subs {
+		sc.walk(filepath.Join(dir, name), depth+1)
 	}
 }
 
