@@ -159,6 +159,7 @@ func (s *Store) drain() {
 		c.pending = c.pending[n:]
 		c.mu.Unlock()
 		if len(group) == 0 {
+			c.released = 0 // the writers told last did not come back
 			return
 		}
 		s.commit(group)

@@ -818,20 +818,45 @@ func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Ev
 			return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 		}
 		// One event per line: JSON as cadre writes it holds no newline.
+		// Each line starts with its seq (see appendWithSeq), which is
+		// read from there: a payload's own fields (a RawPayload's) cannot
+		// change it, and a line at or before after is not decoded.
+		i := int64(0)
 		for line := range bytes.SplitSeq(payload, []byte{'\n'}) {
+			seq, ok := leadingSeq(line)
+			if !ok {
+				seq = first + i
+			}
+			i++
+			if seq <= after {
+				continue
+			}
 			var ev cadre.Event
 			if err := json.Unmarshal(line, &ev); err != nil {
-				return nil, fmt.Errorf("sqlite: run %q: the events stored from %d on: %w", run, first, err)
+				return nil, fmt.Errorf("sqlite: run %q: the event stored as %d: %w", run, seq, err)
 			}
-			if ev.Seq > after {
-				out = append(out, ev)
-			}
+			ev.Seq = seq
+			out = append(out, ev)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 	}
 	return out, nil
+}
+
+// leadingSeq reads the seq an event's stored JSON starts with.
+func leadingSeq(line []byte) (int64, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
+	if !ok {
+		return 0, false
+	}
+	end := bytes.IndexAny(rest, ",}")
+	if end <= 0 {
+		return 0, false
+	}
+	seq, err := strconv.ParseInt(string(rest[:end]), 10, 64)
+	return seq, err == nil
 }
 
 // blob stores nil as NULL, anything else as bytes.
