@@ -86,12 +86,13 @@ func (s *nestedStock) baseline(root string) []string {
 // plantedPrograms returns what the nested repositories of the workspace
 // root hold that is not plainly inert, each as "sub: what".
 func plantedPrograms(root string) []string {
-	sc := &nestedScan{root: root, realRoot: root, seen: map[string]bool{}, examined: map[string]bool{}}
+	sc := &nestedScan{root: root, realRoot: root, seen: map[string]bool{}, examined: map[string]bool{}, linked: map[string]bool{}}
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		sc.realRoot = real
 	}
 	if g := gitDirOf(root); g != "" {
 		sc.links(root, g, 0)
+		sc.todo(root, g)
 	}
 	sc.walk(root, 0)
 	for i := 0; i < len(sc.queue); i++ {
@@ -118,6 +119,7 @@ type nestedScan struct {
 	realRoot string          // root with its links resolved
 	seen     map[string]bool // folders queued
 	examined map[string]bool // git folders examined, resolved
+	linked   map[string]bool // git folders whose index was read, resolved
 	queue    []nestedRepo
 	out      []string
 	entries  int // folder entries looked at
@@ -316,12 +318,23 @@ func (sc *nestedScan) gitDir(dir string) (string, bool) {
 // folders of its submodules; with links, it queues the gitlinks of its
 // index.
 func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
-	if real, err := filepath.EvalSymlinks(g); err == nil {
-		if sc.examined[real] {
-			return
-		}
-		sc.examined[real] = true
+	real := g
+	if r, err := filepath.EvalSymlinks(g); err == nil {
+		real = r
 	}
+	// A git folder met first without its index (as a submodule's folder
+	// or a common folder) has its index read when it is met again as a
+	// repository's.
+	if links && !sc.linked[real] {
+		defer func() {
+			sc.linked[real] = true
+			sc.links(dir, g, level)
+		}()
+	}
+	if sc.examined[real] {
+		return
+	}
+	sc.examined[real] = true
 	entries, err := os.ReadDir(g)
 	if err != nil {
 		sc.tell(dir, fmt.Sprintf("a git folder that cannot be read (%v)", err))
@@ -366,9 +379,6 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 		case "modules":
 			sc.modules(dir, filepath.Join(g, "modules"), level, 0)
 		}
-	}
-	if links {
-		sc.links(dir, g, level)
 	}
 }
 
@@ -703,7 +713,8 @@ var inertKeys = []string{
 	"remote.*.promisor", "remote.*.partialclonefilter",
 	"branch.*.remote", "branch.*.merge", "branch.*.rebase", "branch.*.pushremote",
 	"user.name", "user.email", "init.defaultbranch", "pull.rebase", "pull.ff", "push.default", "push.autosetupremote",
-	"fetch.prune", "gc.auto", "color.ui", "index.version", "feature.manyfiles", "lfs.repositoryformatversion",
+	"fetch.prune", "gc.auto", "color.ui", "index.version", "index.sparse", "feature.manyfiles", "lfs.repositoryformatversion",
+	"branch.*.vscode-merge-base", "maintenance.auto", "maintenance.strategy",
 	"submodule.*.url", "submodule.*.active", "submodule.active",
 }
 
@@ -802,4 +813,26 @@ func ownWorktree(g, wt string) bool {
 	back, err := resolveFrom(tree, path)
 	real, rerr := filepath.EvalSymlinks(g)
 	return err == nil && rerr == nil && back == real
+}
+
+// todo tells the exec lines of a rebase or cherry-pick left in progress in
+// the git folder g: git runs them when the user goes on with it (git
+// rebase --continue), and a command may write them, as it may write the
+// rest of what git keeps while it works.
+func (sc *nestedScan) todo(dir, g string) {
+	for _, name := range []string{"rebase-merge/git-rebase-todo", "rebase-merge/done", "sequencer/todo"} {
+		b, err := readRegular(filepath.Join(g, name), 16<<20)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				sc.tell(dir, fmt.Sprintf(".git/%s cannot be read (%v)", name, err))
+			}
+			continue
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			word, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+			if word == "exec" || word == "x" {
+				sc.tell(dir, fmt.Sprintf(".git/%s runs a command when the rebase goes on (%s) %s", name, clipText(strings.TrimSpace(line), 200), fileSum(filepath.Join(g, name))))
+			}
+		}
+	}
 }

@@ -424,3 +424,45 @@ func TestPlantedOrdinaryWork(t *testing.T) {
 		t.Errorf("a clone with submodules and a worktree: %q", got)
 	}
 }
+
+// A git folder met first as a nested repository's submodule folder has its
+// index read when it is met again as the submodule's checkout: the
+// gitlinks in it are followed (a fourth review reached a repository past
+// the walk this way).
+func TestPlantedSubmoduleIndex(t *testing.T) {
+	requireGit(t)
+	defer func(n int) { nestedDepth = n }(nestedDepth)
+	nestedDepth = 1 // the deep repository is reached through indexes alone
+	src := t.TempDir()
+	gitIn(t, src, "init", "-q", "lib")
+	gitIn(t, filepath.Join(src, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	gitIn(t, root, "init", "-q", "a")
+	gitIn(t, filepath.Join(root, "a"), "commit", "-q", "--allow-empty", "-m", "a")
+	gitIn(t, filepath.Join(root, "a"), "-c", "protocol.file.allow=always", "submodule", "add", "-q", filepath.Join(src, "lib"), "m")
+	deep := "p/q/r/s/x"
+	gitIn(t, filepath.Join(root, "a/m"), "init", "-q", deep)
+	gitIn(t, filepath.Join(root, "a/m", deep), "commit", "-q", "--allow-empty", "-m", "x")
+	gitIn(t, filepath.Join(root, "a/m", deep), "config", "core.fsmonitor", "./evil.sh")
+	gitIn(t, filepath.Join(root, "a/m"), "add", "p")
+	got := planted(before, plantedPrograms(root))
+	if want := "a/m/" + deep + ": core.fsmonitor = ./evil.sh"; !slices.Contains(got, want) {
+		t.Errorf("planted %q, want %q among them", got, want)
+	}
+}
+
+// Exec lines of a rebase left in progress in the workspace's own git
+// folder are told: git runs them at git rebase --continue.
+func TestPlantedRebaseExec(t *testing.T) {
+	requireGit(t)
+	root := t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	before := plantedPrograms(root)
+	files(t, root, map[string]string{".git/rebase-merge/git-rebase-todo": "pick 0123456 first\nexec ./evil.sh\n"})
+	got := planted(before, plantedPrograms(root))
+	if len(got) != 1 || !strings.HasPrefix(got[0], ".: .git/rebase-merge/git-rebase-todo runs a command when the rebase goes on (exec ./evil.sh)") {
+		t.Errorf("planted %q, want the exec line told", got)
+	}
+}
