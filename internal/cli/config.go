@@ -370,8 +370,20 @@ func checkInput(file string, data []byte, where string, input []string) error {
 }
 
 // parseConfig decodes one config file strictly and validates its values.
+// unmarshalYAML is the YAML decoder with a panic inside it made an error:
+// it is third-party code, and has panicked on malformed input (a tag on a
+// value cut across lines), which must not crash cadre.
+func unmarshalYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the YAML could not be read (its parser failed: %v): check the file's syntax", r)
+		}
+	}()
+	return yaml.UnmarshalWithOptions(data, v, opts...)
+}
+
 func parseConfig(file string, data []byte, fc *fileConfig) error {
-	if err := yaml.UnmarshalWithOptions(data, fc, yaml.Strict()); err != nil {
+	if err := unmarshalYAML(data, fc, yaml.Strict()); err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) {
 			ce := &ConfigError{File: file, Msg: ye.GetMessage()}
@@ -439,7 +451,7 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			MaxTurns      *int `yaml:"maxTurns"`
 		} `yaml:"limits"`
 	}
-	if yaml.Unmarshal(data, &zeros) == nil {
+	if unmarshalYAML(data, &zeros) == nil {
 		z := zeros.Limits
 		if z.MaxDepth != nil && *z.MaxDepth == 0 {
 			fc.Limits.MaxDepth = cadre.NoSubagents
@@ -626,7 +638,7 @@ func (a *app) loadMCPJSON(p *projectFiles) error {
 		MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
 	}
 	// JSON is YAML, and the YAML decoder tells where an error is.
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := unmarshalYAML(data, &doc); err != nil {
 		ce := &ConfigError{File: file, Msg: err.Error()}
 		var ye yaml.Error
 		if errors.As(err, &ye) {

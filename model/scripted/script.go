@@ -154,7 +154,14 @@ func Load(path string) (*Model, error) {
 
 // Parse decodes and checks a script. name says where data came from and is
 // used in errors, which are *ParseErrors.
-func Parse(data []byte, name string) (*Script, error) {
+func Parse(data []byte, name string) (_ *Script, err error) {
+	// The YAML parser is third-party code and has panicked on malformed
+	// input; that is an error in the file, not a crash.
+	defer func() {
+		if r := recover(); r != nil {
+			err = &ParseError{File: name, Msg: fmt.Sprintf("the YAML could not be read (its parser failed: %v): check the file's syntax", r)}
+		}
+	}()
 	s := &Script{Name: name}
 	if err := yaml.UnmarshalWithOptions(data, &s.Agents, yaml.Strict()); err != nil {
 		if pe := badDelay(data, name); pe != nil {
