@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -370,6 +371,16 @@ func checkInput(file string, data []byte, where string, input []string) error {
 }
 
 // parseConfig decodes one config file strictly and validates its values.
+// oneNewline ends every line of a file with \n alone: the YAML decoder
+// counts the \r of a Windows line ending as a line of its own in places
+// (after a comment), which would put errors on the wrong line.
+func oneNewline(data []byte) []byte {
+	if !bytes.ContainsRune(data, '\r') {
+		return data
+	}
+	return bytes.ReplaceAll(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\r"), []byte("\n"))
+}
+
 // unmarshalYAML is the YAML decoder with a panic inside it made an error:
 // it is third-party code, and has panicked on malformed input (a tag on a
 // value cut across lines), which must not crash cadre.
@@ -383,6 +394,7 @@ func unmarshalYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 }
 
 func parseConfig(file string, data []byte, fc *fileConfig) error {
+	data = oneNewline(data)
 	if err := unmarshalYAML(data, fc, yaml.Strict()); err != nil {
 		var ye yaml.Error
 		if errors.As(err, &ye) {
@@ -634,6 +646,7 @@ func (a *app) loadMCPJSON(p *projectFiles) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", file, err)
 	}
+	data = oneNewline(data)
 	var doc struct {
 		MCPServers map[string]mcpServerConfig `yaml:"mcpServers"`
 	}

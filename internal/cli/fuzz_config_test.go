@@ -36,3 +36,16 @@ func FuzzConfig(f *testing.F) {
 		}
 	})
 }
+
+// A file with Windows line endings is told of at the line an editor shows.
+func TestConfigErrorLineCRLF(t *testing.T) {
+	var fc fileConfig
+	err := parseConfig("config.yaml", []byte("# a comment\r\nmodel: openai:gpt-4o-mini\r\nlimits: 3\r\n"), &fc)
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a *ConfigError", err)
+	}
+	if ce.Line != 3 {
+		t.Errorf("got %v, want an error on line 3", err)
+	}
+}
