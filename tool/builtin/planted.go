@@ -122,9 +122,13 @@ type nestedScan struct {
 	linked   map[string]bool // git folders whose index was read, resolved
 	queue    []nestedRepo
 	out      []string
-	entries  int // folder entries looked at
-	nlinks   int // gitlinks read
-	nmodules int // submodule git folders looked at
+	entries  int  // folder entries looked at
+	nlinks   int  // gitlinks read
+	nmodules int  // submodule git folders looked at
+	tooMany  bool // more than maxRepos repositories were met
+	// templates are the user's git template folders, read once a scan
+	// (see fromTemplate); nil until needed.
+	templates []string
 	// indexBytes are the bytes of the indexes read.
 	indexBytes int64
 }
@@ -148,8 +152,8 @@ func (sc *nestedScan) add(dir string, level int) {
 		return
 	}
 	if len(sc.seen) >= maxRepos {
-		if len(sc.seen) == maxRepos {
-			sc.seen[""] = true
+		if !sc.tooMany {
+			sc.tooMany = true
 			sc.tell(sc.root, fmt.Sprintf("more than %d nested repositories, which were not all looked at", maxRepos))
 		}
 		return
@@ -287,14 +291,12 @@ func (sc *nestedScan) gitDir(dir string) (string, bool) {
 	case fi.Mode().IsRegular():
 		// A submodule's or a worktree's: the git folder it names is
 		// looked at in its stead, where it really is.
-		b, err := readRegular(dotgit, 1<<20)
+		line, path, ok, err := gitPointer(dotgit, "gitdir: ")
 		if err != nil {
 			sc.tell(dir, fmt.Sprintf(".git cannot be read (%v)", err))
 			return "", false
 		}
-		line := strings.TrimRight(string(b), "\r\n")
-		path, ok := strings.CutPrefix(line, "gitdir: ")
-		if !ok || strings.IndexFunc(path, unicode.IsControl) >= 0 {
+		if !ok {
 			sc.tell(dir, ".git is a file cadre does not read as git does ("+strconv.Quote(clipText(line, 200))+")")
 			return "", false
 		}
@@ -345,11 +347,10 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 		case "commondir":
 			// A linked worktree's: the common git folder it names is
 			// examined in its stead when it is in the workspace.
-			b, err := readRegular(filepath.Join(g, "commondir"), 1<<20)
-			line := strings.TrimRight(string(b), "\r\n")
+			_, line, ok, err := gitPointer(filepath.Join(g, "commondir"), "")
 			common, rerr := resolveFrom(g, line)
 			switch {
-			case err != nil || line == "" || strings.IndexFunc(line, unicode.IsControl) >= 0:
+			case err != nil || !ok:
 				sc.tell(dir, "a commondir cadre does not read as git does")
 			case rerr != nil || !isGitDir(common):
 				// git finds no common folder there either.
@@ -403,7 +404,7 @@ func (sc *nestedScan) hooks(dir, folder string) {
 				return
 			}
 			path := filepath.Join(folder, h.Name())
-			if !strings.HasSuffix(h.Name(), ".sample") && !fromTemplate(path) {
+			if !strings.HasSuffix(h.Name(), ".sample") && !sc.fromTemplate(path) {
 				sc.tell(dir, "hook "+h.Name()+" "+fileSum(path))
 			}
 		}
@@ -760,28 +761,47 @@ func inertURL(u string) bool {
 // template (init.templateDir in the user's git configuration, or
 // GIT_TEMPLATE_DIR), which git init and git clone copy into every
 // repository they make: the user's, not a command's.
-func fromTemplate(hook string) bool {
+func (sc *nestedScan) fromTemplate(hook string) bool {
 	mine, err := readRegular(hook, 1<<20)
 	if err != nil {
 		return false
 	}
-	var dirs []string
-	if d := os.Getenv("GIT_TEMPLATE_DIR"); d != "" {
-		dirs = append(dirs, d)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		for _, config := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
-			if d := gitConfigValue(config, "init", "templatedir"); d != "" {
-				dirs = append(dirs, gitPath(home, d))
+	if sc.templates == nil {
+		sc.templates = []string{}
+		if d := os.Getenv("GIT_TEMPLATE_DIR"); d != "" {
+			sc.templates = append(sc.templates, d)
+		}
+		if home, err := os.UserHomeDir(); err == nil {
+			for _, config := range []string{filepath.Join(home, ".gitconfig"), filepath.Join(home, ".config", "git", "config")} {
+				if d := gitConfigValue(config, "init", "templatedir"); d != "" {
+					sc.templates = append(sc.templates, gitPath(home, d))
+				}
 			}
 		}
 	}
-	for _, d := range dirs {
+	for _, d := range sc.templates {
 		if theirs, err := readRegular(filepath.Join(d, "hooks", filepath.Base(hook)), 1<<20); err == nil && bytes.Equal(mine, theirs) {
 			return true
 		}
 	}
 	return false
+}
+
+// gitPointer reads a file of git's that names a path (a .git file after
+// prefix "gitdir: ", a commondir with none) as git reads it: up to 1 MiB,
+// the line ends trimmed, and nothing else taken for the path; line is
+// what it holds, for messages. ok is false when the file cannot be read
+// or holds what git would not have written (no prefix, an empty path, a
+// control byte).
+func gitPointer(file, prefix string) (line, path string, ok bool, err error) {
+	b, err := readRegular(file, 1<<20)
+	if err != nil {
+		return "", "", false, err
+	}
+	line = strings.TrimRight(string(b), "\r\n")
+	path, ok = strings.CutPrefix(line, prefix)
+	ok = ok && path != "" && strings.IndexFunc(path, unicode.IsControl) < 0
+	return line, path, ok, nil
 }
 
 // resolveFrom resolves path, relative to dir unless absolute, the way the
@@ -802,12 +822,8 @@ func ownWorktree(g, wt string) bool {
 	if err != nil {
 		return false
 	}
-	b, err := readRegular(filepath.Join(tree, ".git"), 1<<20)
-	if err != nil {
-		return false
-	}
-	path, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: ")
-	if !ok || strings.IndexFunc(path, unicode.IsControl) >= 0 {
+	_, path, ok, err := gitPointer(filepath.Join(tree, ".git"), "gitdir: ")
+	if err != nil || !ok {
 		return false
 	}
 	back, err := resolveFrom(tree, path)
