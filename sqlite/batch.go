@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -216,20 +217,25 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		}
 	}
 	if b.n.events > 0 {
-		if err := s.numberEvents(ctx, tx, b); err != nil {
-			return err
-		}
-		b.lines.reset()
-		for _, r := range b.events {
-			for k := range r.events {
-				b.lines.add(r.events[k].Run, r.seqs[k], r.payloads[k])
-			}
-		}
-		if err := s.insertEventRows(ctx, tx, &b.lines, b); err != nil {
-			return err
-		}
+		return s.writeEvents(ctx, tx, b)
 	}
 	return nil
+}
+
+// writeEvents numbers the events of b's writes and writes them in tx, a
+// row per run (see eventLines). A write's own fn, when the committer
+// applies it alone, does the same with a batch of that write.
+func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, b *batch) error {
+	if err := s.numberEvents(ctx, tx, b); err != nil {
+		return err
+	}
+	b.lines.reset()
+	for _, r := range b.events {
+		for k := range r.events {
+			b.lines.add(r.events[k].Run, r.seqs[k], r.payloads[k])
+		}
+	}
+	return s.insertEventRows(ctx, tx, &b.lines, b)
 }
 
 // maxLinesBuf is the largest buffer of eventLines kept for the next batch.
@@ -394,8 +400,12 @@ func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, b *batch) error {
 	defer st.Close()
 	for _, run := range b.order {
 		var last int64
-		if err := st.QueryRowContext(ctx, b.count[run], run).Scan(&last); err != nil {
-			return err
+		err := st.QueryRowContext(ctx, b.count[run], run).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: append events to run %q: %w", run, err)
 		}
 		b.next[run] = last - b.count[run] + 1
 	}

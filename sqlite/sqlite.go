@@ -743,44 +743,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	// fn is the write alone, when the committer cannot write it with
 	// others (see numberEvents for the numbering of a group).
 	err := s.writeRows(ctx, "append events", r, func(ctx context.Context, tx *sql.Tx) error {
-		var order []string
-		count := map[string]int64{}
-		for i := range events {
-			if count[events[i].Run] == 0 {
-				order = append(order, events[i].Run)
-			}
-			count[events[i].Run]++
-		}
-		next := make(map[string]int64, len(order)) // the next Seq of each run
-		bump := tx.StmtContext(ctx, s.bumpSeq)
-		defer bump.Close()
-		for _, run := range order {
-			var last int64
-			err := bump.QueryRowContext(ctx, count[run], run).Scan(&last)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("sqlite: append events: run %q: %w; nothing in this batch was written", run, cadre.ErrNotFound)
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: append events to run %q: %w", run, err)
-			}
-			next[run] = last - count[run] + 1
-		}
-		var l eventLines
-		for i := range events {
-			run := events[i].Run
-			seqs[i] = next[run]
-			next[run]++
-			l.add(run, seqs[i], payloads[i])
-		}
-		stmt := tx.StmtContext(ctx, single(&s.insEvents))
-		defer stmt.Close()
-		for i, run := range l.runs {
-			_, err := stmt.ExecContext(ctx, run, l.first[i], l.last[i], string(l.text[i]))
-			if err != nil {
-				return fmt.Errorf("sqlite: append events %d to %d of run %q: %w", l.first[i], l.last[i], run, err)
-			}
-		}
-		return nil
+		var b batch
+		b.add(r)
+		return s.writeEvents(ctx, tx, &b)
 	})
 	if err != nil {
 		return err
