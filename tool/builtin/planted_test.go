@@ -240,9 +240,7 @@ func TestPlantedLayouts(t *testing.T) {
 		}, "zzz/sub: core.pager = ./evil.sh", 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			root := t.TempDir()
-			gitIn(t, root, "init", "-q", ".")
-			before := plantedPrograms(root)
+			root, before := plantedWorkspace(t)
 			tt.setup(t, root)
 			if tt.cap > 0 {
 				defer func(n int) { maxFolderEntries = n }(maxFolderEntries)
@@ -293,9 +291,7 @@ func TestPlantedTemplateHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GIT_TEMPLATE_DIR", tmpl)
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	cmd := exec.Command("git", "init", "-q", "sub")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -318,9 +314,7 @@ func TestPlantedTooDeep(t *testing.T) {
 	requireGit(t)
 	defer func(n int) { maxRepoLevels = n }(maxRepoLevels)
 	maxRepoLevels = 1
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	gitIn(t, root, "init", "-q", "a/s1")
 	gitIn(t, filepath.Join(root, "a/s1"), "init", "-q", "x/s2")
 	gitIn(t, filepath.Join(root, "a/s1/x/s2"), "commit", "-q", "--allow-empty", "-m", "s")
@@ -378,9 +372,7 @@ func TestIndexGitlinksByFlags(t *testing.T) {
 // before a "..".
 func TestPlantedDeepAndLinked(t *testing.T) {
 	requireGit(t)
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	gitIn(t, root, "init", "-q", "a/b/c/d/e/sub")
 	gitIn(t, filepath.Join(root, "a/b/c/d/e/sub"), "config", "core.fsmonitor", "./evil.sh")
 	outside := filepath.Join(t.TempDir(), "deep")
@@ -415,9 +407,7 @@ func TestPlantedOrdinaryWork(t *testing.T) {
 	gitIn(t, src, "init", "-q", "app")
 	gitIn(t, filepath.Join(src, "app"), "-c", "protocol.file.allow=always", "submodule", "add", "-q", filepath.Join(src, "lib"), "lib")
 	gitIn(t, filepath.Join(src, "app"), "commit", "-q", "-m", "app")
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	gitIn(t, root, "-c", "protocol.file.allow=always", "clone", "-q", "--recurse-submodules", filepath.Join(src, "app"), "app")
 	gitIn(t, filepath.Join(root, "app"), "worktree", "add", "-q", "../wt")
 	if got := planted(before, plantedPrograms(root)); len(got) != 0 {
@@ -436,9 +426,7 @@ func TestPlantedSubmoduleIndex(t *testing.T) {
 	src := t.TempDir()
 	gitIn(t, src, "init", "-q", "lib")
 	gitIn(t, filepath.Join(src, "lib"), "commit", "-q", "--allow-empty", "-m", "lib")
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	gitIn(t, root, "init", "-q", "a")
 	gitIn(t, filepath.Join(root, "a"), "commit", "-q", "--allow-empty", "-m", "a")
 	gitIn(t, filepath.Join(root, "a"), "-c", "protocol.file.allow=always", "submodule", "add", "-q", filepath.Join(src, "lib"), "m")
@@ -457,12 +445,20 @@ func TestPlantedSubmoduleIndex(t *testing.T) {
 // folder are told: git runs them at git rebase --continue.
 func TestPlantedRebaseExec(t *testing.T) {
 	requireGit(t)
-	root := t.TempDir()
-	gitIn(t, root, "init", "-q", ".")
-	before := plantedPrograms(root)
+	root, before := plantedWorkspace(t)
 	files(t, root, map[string]string{".git/rebase-merge/git-rebase-todo": "pick 0123456 first\nexec ./evil.sh\n"})
 	got := planted(before, plantedPrograms(root))
 	if len(got) != 1 || !strings.HasPrefix(got[0], ".: .git/rebase-merge/git-rebase-todo runs a command when the rebase goes on (exec ./evil.sh)") {
 		t.Errorf("planted %q, want the exec line told", got)
 	}
+}
+
+// plantedWorkspace makes a workspace that is a git repository and returns
+// it with its stock of nested repositories before anything is planted.
+func plantedWorkspace(t *testing.T) (root string, before []string) {
+	t.Helper()
+	requireGit(t)
+	root = t.TempDir()
+	gitIn(t, root, "init", "-q", ".")
+	return root, plantedPrograms(root)
 }
