@@ -337,13 +337,22 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 		return
 	}
 	sc.examined[real] = true
-	entries, err := os.ReadDir(g)
+	// The few names git acts on are looked up, not the folder listed: a
+	// command may have put millions of files there.
+	f, err := os.Open(g)
 	if err != nil {
 		sc.tell(dir, fmt.Sprintf("a git folder that cannot be read (%v)", err))
 		return
 	}
-	for _, e := range entries {
-		switch e.Name() {
+	f.Close()
+	for _, name := range []string{"commondir", "config", "config.worktree", "hooks", "modules"} {
+		if _, err := os.Lstat(filepath.Join(g, name)); errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			sc.tell(dir, fmt.Sprintf("%s cannot be read (%v)", name, err))
+			continue
+		}
+		switch name {
 		case "commondir":
 			// A linked worktree's: the common git folder it names is
 			// examined in its stead when it is in the workspace.
@@ -360,7 +369,7 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 				sc.examineGit(dir, common, level, false)
 			}
 		case "config", "config.worktree":
-			file := filepath.Join(g, e.Name())
+			file := filepath.Join(g, name)
 			found := configNotInert(file)
 			found = slices.DeleteFunc(found, func(f string) bool {
 				wt, ok := strings.CutPrefix(f, "core.worktree = ")
@@ -372,7 +381,7 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 				}
 				// A change to any of it is a change.
 				if sum := fileSum(file); strings.HasPrefix(sum, "(sha256") {
-					sc.tell(dir, e.Name()+" "+sum)
+					sc.tell(dir, name+" "+sum)
 				}
 			}
 		case "hooks":
@@ -425,8 +434,16 @@ const maxModules = 1_000
 // git uses again (its hooks and settings included) when it checks a
 // submodule out: those under folder, at any depth.
 func (sc *nestedScan) modules(dir, folder string, level, depth int) {
-	entries, err := os.ReadDir(folder)
+	f, err := os.Open(folder)
 	if err != nil {
+		sc.tell(dir, fmt.Sprintf("a modules folder that cannot be read (%v)", err))
+		return
+	}
+	// At most one more entry than are looked at: a folder of millions is
+	// not read whole.
+	entries, err := f.ReadDir(maxModules + 1)
+	f.Close()
+	if err != nil && !errors.Is(err, io.EOF) {
 		sc.tell(dir, fmt.Sprintf("a modules folder that cannot be read (%v)", err))
 		return
 	}
