@@ -122,10 +122,11 @@ type nestedScan struct {
 	linked   map[string]bool // git folders whose index was read, resolved
 	queue    []nestedRepo
 	out      []string
-	entries  int  // folder entries looked at
-	nlinks   int  // gitlinks read
-	nmodules int  // submodule git folders looked at
-	tooMany  bool // more than maxRepos repositories were met
+	entries  int   // folder entries looked at
+	nlinks   int   // gitlinks read
+	nmodules int   // submodule git folders looked at
+	tooMany  bool  // more than maxRepos repositories were met
+	read     int64 // bytes of configurations and hooks read (see budget)
 	// templates are the user's git template folders, read once a scan
 	// (see fromTemplate); nil until needed.
 	templates []string
@@ -370,6 +371,9 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 			}
 		case "config", "config.worktree":
 			file := filepath.Join(g, name)
+			if !sc.budget(dir, file) {
+				continue
+			}
 			found := configNotInert(file)
 			found = slices.DeleteFunc(found, func(f string) bool {
 				wt, ok := strings.CutPrefix(f, "core.worktree = ")
@@ -414,7 +418,11 @@ func (sc *nestedScan) hooks(dir, folder string) {
 			}
 			path := filepath.Join(folder, h.Name())
 			if !strings.HasSuffix(h.Name(), ".sample") && !sc.fromTemplate(path) {
-				sc.tell(dir, "hook "+h.Name()+" "+fileSum(path))
+				sum := "(not summed)"
+				if sc.budget(dir, path) {
+					sum = fileSum(path)
+				}
+				sc.tell(dir, "hook "+h.Name()+" "+sum)
 			}
 		}
 		if errors.Is(err, io.EOF) || len(entries) == 0 {
@@ -463,6 +471,24 @@ func (sc *nestedScan) modules(dir, folder string, level, depth int) {
 			sc.modules(dir, sub, level, depth+1)
 		}
 	}
+}
+
+// maxReadBytes is the most bytes of configurations and hooks one
+// stock-taking reads: a command could make thousands of large ones.
+var maxReadBytes int64 = 256 << 20
+
+// budget counts file against the bytes one stock-taking reads, and
+// reports whether it may be read; past the budget it tells so, for dir.
+func (sc *nestedScan) budget(dir, file string) bool {
+	fi, err := os.Lstat(file)
+	if err != nil {
+		return true // its reader says why
+	}
+	if sc.read += fi.Size(); sc.read > maxReadBytes {
+		sc.tell(dir, fmt.Sprintf("%s not read: past the %d bytes of configurations and hooks read in one stock-taking", filepath.Base(file), maxReadBytes))
+		return false
+	}
+	return true
 }
 
 // fileSum is a short sum of a file's contents, or what stands in for one.

@@ -462,3 +462,18 @@ func plantedWorkspace(t *testing.T) (root string, before []string) {
 	gitIn(t, root, "init", "-q", ".")
 	return root, plantedPrograms(root)
 }
+
+// Past the bytes one stock-taking reads, a hook or configuration is told
+// as not read rather than read whole.
+func TestPlantedReadBudget(t *testing.T) {
+	defer func(n int64) { maxReadBytes = n }(maxReadBytes)
+	maxReadBytes = 100
+	root, before := plantedWorkspace(t)
+	gitIn(t, root, "init", "-q", "sub")
+	files(t, root, map[string]string{"sub/.git/hooks/post-checkout": strings.Repeat("x", 200)})
+	got := planted(before, plantedPrograms(root))
+	want := "past the 100 bytes of configurations and hooks read in one stock-taking"
+	if !slices.ContainsFunc(got, func(f string) bool { return strings.Contains(f, want) }) {
+		t.Errorf("planted %q, want something not read past the budget", got)
+	}
+}
