@@ -76,7 +76,12 @@
 // servers: mcp__server__tool, mcp__server (every tool of the server), or a
 // pattern such as mcp__server__*; OpenCode's server_tool and server_* are
 // read as mcp__server__tool and mcp__server__*. The engine matches these
-// against the tools it has (see rule.NameMatches). A name cadre cannot
+// against the tools it has (see rule.NameMatches). What a file takes away
+// holds whichever MCP servers were given to the parser (a program may give
+// none): a pattern that denies (web*, *search*) takes the tools of MCP
+// servers it matches as well as cadre's, and OpenCode's SERVER_TOOL of a
+// server not given is taken away under each name it may stand for
+// (mcp__a__b_c and mcp__a_b__c for a_b_c). A name cadre cannot
 // resolve in a list of tools the agent may use is a warning and the agent
 // loads without it; with Strict it is an error and the agent is rejected.
 // In a list of tools it may not use, a tool of Claude Code or OpenCode that

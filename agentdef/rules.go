@@ -398,10 +398,18 @@ func (b *builder) deny(f field, entries []string) {
 	if len(r.mcp) > 0 {
 		b.p.valueDiag(SeverityWarning, f, "%s: %s: %s, so there is nothing to take away; check the server's name", f.key, strings.Join(r.mcp, ", "), b.notConfigured(r.mcp))
 	}
+	var asMCP []string
 	for _, u := range r.unknown {
-		if name, _, _, _ := ParseToolEntry(u); !isForeignTool(name) {
-			unknown = append(unknown, u)
+		name, _, _, _ := ParseToolEntry(u)
+		if isForeignTool(name) {
+			continue
 		}
+		unknown = append(unknown, u)
+		// A name OpenCode's way (SERVER_TOOL) of a server not given here
+		// is taken away from whichever server the agent runs with.
+		names := opencodeMCPNames(name)
+		b.addDisallowed(names)
+		asMCP = append(asMCP, names...)
 	}
 	if len(unknown) == 0 {
 		return
@@ -410,8 +418,29 @@ func (b *builder) deny(f field, entries []string) {
 	if len(unknown) > 1 {
 		what = "are not tools"
 	}
-	b.p.valueDiag(SeverityWarning, f, "%s: %s %s cadre knows, so there is nothing to take away; check the spelling (cadre's tools: %s)",
-		f.key, strings.Join(unknown, ", "), what, strings.Join(BuiltinTools(), ", "))
+	also := ""
+	if len(asMCP) > 0 {
+		also = fmt.Sprintf("; should the agent run with an MCP server of such a name, %s is taken away", strings.Join(asMCP, ", "))
+	}
+	b.p.valueDiag(SeverityWarning, f, "%s: %s %s cadre knows, so there is nothing to take away; check the spelling (cadre's tools: %s)%s",
+		f.key, strings.Join(unknown, ", "), what, strings.Join(BuiltinTools(), ", "), also)
+}
+
+// opencodeMCPNames returns the names cadre gives the tool of an MCP server
+// OpenCode calls name (SERVER_TOOL), one for each place the server's name
+// may end, since either name may hold an underscore: mcp__a__b_c and
+// mcp__a_b__c for a_b_c. It returns nothing for a name that cannot be one.
+func opencodeMCPNames(name string) []string {
+	if strings.HasPrefix(name, "mcp__") || rule.CheckName(name) != nil {
+		return nil
+	}
+	var out []string
+	for i := 1; i < len(name)-1; i++ {
+		if name[i] == '_' {
+			out = append(out, "mcp__"+name[:i]+"__"+name[i+1:])
+		}
+	}
+	return out
 }
 
 // mcpName returns a name of a tool of an MCP server as OpenCode writes it,
@@ -458,12 +487,12 @@ func (b *builder) denyPattern(f field, e, name string) {
 	}
 	found := matchTools(name)
 	b.addDisallowed(found)
+	// The tools of MCP servers it stands for are taken away even when no
+	// server given here has such tools: the servers the agent runs with
+	// may not be the ones given here (a program may parse a file without
+	// any), and what a file denies must hold whatever tools it meets.
 	mp := mcpPattern(b.mcpName(name))
-	if b.mayName(mp) || len(found) == 0 {
-		// Kept even when no configured server has such tools: the servers
-		// the agent runs with may not be the ones given here.
-		b.addDisallowed([]string{mp})
-	}
+	b.addDisallowed([]string{mp})
 	if len(found) > 0 || b.mayName(mp) {
 		return
 	}
@@ -678,12 +707,14 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 				}
 			}
 		}
-		if mp := mcpPattern(key); b.mayName(mp) && !slices.Contains(tools, mp) {
-			// It names tools of MCP servers too: the engine matches it
-			// against the tools it has.
+		builtin := len(tools) > 0
+		// It may name tools of MCP servers too, whichever servers are
+		// given here: the engine matches it against the tools it has.
+		mp := mcpPattern(key)
+		if !slices.Contains(tools, mp) {
 			tools = append(tools, mp)
 		}
-		if len(tools) > 0 {
+		if builtin || b.mayName(mp) {
 			return permWhole, tools
 		}
 		for _, f := range []string{"codesearch", "lsp", "question", "browser"} {
@@ -691,7 +722,7 @@ func (b *builder) permTarget(key string) (permKind, []string) {
 				return permForeign, nil
 			}
 		}
-		return permNone, nil
+		return permNone, tools
 	}
 	if tools, ok := ResolveTool(key, b.p.opts.MCPServers); ok {
 		switch {
@@ -757,9 +788,11 @@ func (b *builder) permission(f field) {
 			continue // a tool cadre does not have: nothing to allow or deny
 		case permNone:
 			if action != cadre.PermissionAllow {
-				b.p.add(SeverityWarning, e.line, e.col, "%s: %s matches none of cadre's tools (read, edit, list, glob, grep, bash, webfetch, websearch, todowrite, todoread, skill, task, or mcp__SERVER__TOOL and SERVER_TOOL for a configured MCP server; %s), so there is nothing for it to %s: check the spelling", e.source, e.key, b.servers(), action)
+				b.p.add(SeverityWarning, e.line, e.col, "%s: %s matches none of cadre's tools (read, edit, list, glob, grep, bash, webfetch, websearch, todowrite, todoread, skill, task, or mcp__SERVER__TOOL and SERVER_TOOL for a configured MCP server; %s), so there is nothing for it to %s unless the agent runs with an MCP server whose tools it names (%s): check the spelling", e.source, e.key, b.servers(), action, tools[0])
 			}
-			continue
+			if pattern != "" {
+				continue // no tool it could name takes patterns
+			}
 		case permMCP:
 			if server := patternServer(tools[0]); server != "" && !slices.Contains(b.p.opts.MCPServers, server) {
 				b.p.add(SeverityWarning, e.line, e.col, "%s: %s: %s, so the rule has nothing to act on; check the server's name", e.source, e.key, b.notConfigured(tools))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -44,21 +45,36 @@ func (m *mcpTool) called() int {
 // Every form Claude Code and OpenCode files use to take away the tools of
 // an MCP server, or one of them, takes mcp__github__create_issue from a
 // worker: it is not offered, and a call of it never reaches the tool. The
-// tools the file leaves alone stay.
+// tools the file leaves alone stay. This holds whether or not the servers
+// were given when the file was parsed (a program may parse files without
+// them): a pattern that also takes one of cadre's own tools (*create*
+// takes agent_create), or one that matches none of them, once kept its
+// MCP part only when a server was given.
 func TestMCPDeniesTakeToolsAway(t *testing.T) {
+	for _, servers := range [][]string{{"github", "wiki"}, nil} {
+		t.Run(fmt.Sprintf("parsed with servers %v", servers), func(t *testing.T) { mcpDenies(t, servers) })
+	}
+}
+
+func mcpDenies(t *testing.T, servers []string) {
 	for name, frontmatter := range map[string]string{
-		"disallowed server":         "disallowedTools: mcp__github",
-		"disallowed server pattern": "disallowedTools: mcp__github__*",
-		"disallowed tool":           "disallowedTools: mcp__github__create_issue",
-		"disallowed tool pattern":   "disallowedTools: mcp__github__create_*",
-		"disallowed opencode form":  "disallowedTools: github_*",
-		"tools map pattern":         "tools:\n  \"*\": true\n  \"mcp__github__*\": false",
-		"tools map opencode form":   "tools:\n  \"github_*\": false",
-		"permission pattern":        "permission:\n  \"mcp__github__*\": deny",
-		"permission server":         "permission:\n  mcp__github: deny",
-		"permission tool":           "permission:\n  mcp__github__create_issue: deny",
-		"permission opencode form":  "permission:\n  \"github_*\": deny",
-		"permission after star":     "permission:\n  \"*\": allow\n  \"mcp__*\": deny",
+		"disallowed pattern also of cadre's": "disallowedTools: \"*create*\"",
+		"disallowed opencode tool":           "disallowedTools: github_create_issue",
+		"tools map opencode tool":            "tools:\n  \"*\": true\n  github_create_issue: false",
+		"permission pattern also of cadre's": "permission:\n  \"*s*\": deny",
+		"permission pattern of no tool":      "permission:\n  \"*_issue\": deny",
+		"disallowed server":                  "disallowedTools: mcp__github",
+		"disallowed server pattern":          "disallowedTools: mcp__github__*",
+		"disallowed tool":                    "disallowedTools: mcp__github__create_issue",
+		"disallowed tool pattern":            "disallowedTools: mcp__github__create_*",
+		"disallowed opencode form":           "disallowedTools: github_*",
+		"tools map pattern":                  "tools:\n  \"*\": true\n  \"mcp__github__*\": false",
+		"tools map opencode form":            "tools:\n  \"github_*\": false",
+		"permission pattern":                 "permission:\n  \"mcp__github__*\": deny",
+		"permission server":                  "permission:\n  mcp__github: deny",
+		"permission tool":                    "permission:\n  mcp__github__create_issue: deny",
+		"permission opencode form":           "permission:\n  \"github_*\": deny",
+		"permission after star":              "permission:\n  \"*\": allow\n  \"mcp__*\": deny",
 	} {
 		t.Run(name, func(t *testing.T) {
 			checkNoLeaks(t)
@@ -86,12 +102,14 @@ func TestMCPDeniesTakeToolsAway(t *testing.T) {
 				return nil, errors.New("unexpected agent " + string(req.Agent))
 			})
 			worker, diags := agentdef.Parse("worker.md", []byte("---\nname: worker\ndescription: Files issues.\n"+frontmatter+"\n---\nYou file issues.\n"),
-				agentdef.ParseOptions{MCPServers: []string{"github", "wiki"}})
+				agentdef.ParseOptions{MCPServers: servers})
 			if worker == nil {
 				t.Fatalf("rejected: %v", diags)
 			}
 			for _, d := range diags {
-				if d.Severity != agentdef.SeverityInfo {
+				// Without the servers, a name of a server's tool is told
+				// of as naming nothing cadre has.
+				if d.Severity != agentdef.SeverityInfo && servers != nil {
 					t.Errorf("diagnostic: %v", d)
 				}
 			}
