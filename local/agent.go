@@ -60,7 +60,12 @@ type agent struct {
 	state loop.State
 	box   mailbox
 	first loop.Input // the Start to step first, for a new agent
-	seq   int64      // the last journaled entry's Seq
+	// birth, when not nil, is closed once the agent's record and Start
+	// are written and its parent is told of it: it was launched before
+	// (see spawnStored), and waits for it in awaitBirth before its first
+	// step after its Start.
+	birth <-chan struct{}
+	seq   int64 // the last journaled entry's Seq
 
 	// ctx is the context of the agent's calls: the run's, with the values
 	// the Observer adds. callCtx is ctx made cancellable (by cancel) when
@@ -161,9 +166,11 @@ func (a *agent) main(pending []loop.Action) {
 	a.observeStart(a.first == nil)
 	if a.first != nil {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName})
-		// The Start is already in the journal (see Run.create).
+		// The Start is in the journal (see run.create), or will be before
+		// the agent steps anything else (see spawnStored).
 		fin = a.apply([]loop.Input{a.first})
 		a.first = nil
+		a.awaitBirth()
 	} else if !a.woken {
 		a.emit(cadre.AgentStarted{Definition: a.definition, Model: a.modelName, Resumed: true})
 		fin = a.doAll(pending)
@@ -322,38 +329,15 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	if a.run.store == nil {
 		return nil
 	}
-	entries := make([]cadre.JournalEntry, len(ins))
-	now := time.Now().UTC()
-	seq := a.seq
-	// The entries' JSON is written into one buffer, given back once the
-	// store has them: a Store keeps copies (see cadre.Store).
-	buf := journalBufs.Get().(*[]byte)
-	b := (*buf)[:0]
-	defer func() {
-		if cap(b) <= maxJournalBuf { // a buffer grown by a huge entry is let go
-			*buf = b[:0]
-			journalBufs.Put(buf)
-		}
-	}()
-	for i, in := range ins {
-		var (
-			data json.RawMessage
-			back loop.Input
-			err  error
-		)
-		data, b, back, err = roundTrip(b, in, &a.run.strs)
-		if err != nil {
-			return fmt.Errorf("agent %s: %w", a.id, err)
-		}
-		seq++
-		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
-		ins[i] = back
+	entries, buf, err := a.encode(ins)
+	defer giveJournalBuf(buf)
+	if err != nil {
+		return err
 	}
 	ctx := a.storeCtx
 	if ctx == nil {
 		ctx = a.run.storeCtx
 	}
-	var err error
 	if rec != nil {
 		err = a.run.store.(ownedStore).AppendAgent(ctx, rec, entries)
 	} else {
@@ -362,8 +346,47 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	if err != nil {
 		return err
 	}
-	a.seq = seq
+	a.seq = entries[len(entries)-1].Seq
 	return nil
+}
+
+// encode makes the agent's next journal entries of ins, numbered on from
+// its last, and replaces each input with what a replay will read back (see
+// journal). The entries' JSON is in buf, a buffer of journalBufs to give
+// back (giveJournalBuf) once the store has them: a Store keeps copies (see
+// cadre.Store).
+func (a *agent) encode(ins []loop.Input) ([]cadre.JournalEntry, *[]byte, error) {
+	entries := make([]cadre.JournalEntry, len(ins))
+	now := time.Now().UTC()
+	seq := a.seq
+	buf := journalBufs.Get().(*[]byte)
+	b := (*buf)[:0]
+	defer func() { *buf = b }()
+	for i, in := range ins {
+		var (
+			data json.RawMessage
+			back loop.Input
+			err  error
+		)
+		data, b, back, err = roundTrip(b, in, &a.run.strs)
+		if err != nil {
+			return nil, buf, fmt.Errorf("agent %s: %w", a.id, err)
+		}
+		seq++
+		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
+		ins[i] = back
+	}
+	return entries, buf, nil
+}
+
+// awaitBirth waits until the agent's record and Start are written and its
+// parent told of it, when it was launched before (see spawnStored). Only
+// its goroutine calls it.
+func (a *agent) awaitBirth() {
+	if a.birth != nil {
+		<-a.birth
+		a.birth = nil
+	}
 }
 
 func (a *agent) do(act loop.Action) *loop.Finish {

@@ -31,7 +31,10 @@
 // (json.RawMessage is compacted, invalid UTF-8 becomes U+FFFD), and this
 // way a replay steps exactly what the live agent stepped. A child's Start
 // is journaled, and its record written, before its parent learns it
-// exists. Replaying an agent's journal through Step rebuilds its state:
+// exists and before the child steps anything after it; with a store that
+// writes to disk, its first model call is made while that write goes on
+// (a run that stops before the write is done starts the child again from
+// its parent's journal, which never recorded it). Replaying an agent's journal through Step rebuilds its state:
 // Engine.Resume does that for every agent of a run, then lets each carry on
 // (see its documentation for what is repeated and what is not). When the
 // store fails, the run is cancelled rather than going on with work that

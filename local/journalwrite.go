@@ -264,6 +264,15 @@ var journalBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return
 // maxJournalBuf is the largest buffer journalBufs keeps.
 const maxJournalBuf = 64 << 10
 
+// giveJournalBuf gives a buffer back to journalBufs; one grown by a huge
+// entry is let go.
+func giveJournalBuf(buf *[]byte) {
+	if cap(*buf) <= maxJournalBuf {
+		*buf = (*buf)[:0]
+		journalBufs.Put(buf)
+	}
+}
+
 func str(b []byte, s string) []byte { return jsonw.AppendString(b, s) }
 
 func strs(b []byte, ss []string) []byte {

@@ -456,18 +456,20 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 // from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
 	r.register(a, start.Task, cadre.StatusQueued)
-	if r.e.cfg.Store != nil {
-		ins := []loop.Input{start}
-		if err := a.journalWith(r.record(a), ins); err != nil {
-			r.mu.Lock()
-			delete(r.agents, a.id)
-			r.mu.Unlock()
-			return fmt.Errorf("journal the start of %s: %w", a.id, err)
-		}
-		start = ins[0].(loop.Start)
-		a.cfg, a.timeout = start.Config, start.Config.Timeout
+	if r.e.cfg.Store == nil {
+		a.first = start
+		return nil
 	}
-	a.first = start
+	ins := []loop.Input{start}
+	if err := a.journalWith(r.record(a), ins); err != nil {
+		r.mu.Lock()
+		delete(r.agents, a.id)
+		r.mu.Unlock()
+		return fmt.Errorf("journal the start of %s: %w", a.id, err)
+	}
+	back := ins[0].(loop.Start)
+	a.cfg, a.timeout = back.Config, back.Config.Timeout
+	a.first = ins[0] // boxed once, not again
 	return nil
 }
 
@@ -484,6 +486,7 @@ func (r *run) putAgent(a *agent) {
 	if s == nil {
 		return
 	}
+	a.awaitBirth() // the record written at its birth must not come last
 	if err := s.PutAgent(context.Background(), r.record(a)); err != nil {
 		r.e.cfg.Logger.Warn("store agent record", "run", r.id, "agent", a.id, "err", err)
 	}

@@ -19,6 +19,12 @@ type birth struct {
 	child *agent
 	start loop.Start
 	err   string // why the child may not exist, for the parent's model
+	// With a store, the child's record and Start entry, encoded before it
+	// is launched and written behind it (see spawnStored); buf holds the
+	// entry's JSON until then.
+	rec     *cadre.AgentRecord
+	entries []cadre.JournalEntry
+	buf     *[]byte
 }
 
 // spawnWriters is the most children of one Spawn action whose records and
@@ -26,21 +32,22 @@ type birth struct {
 const spawnWriters = 64
 
 // spawnBatch is how many children of a Spawn action are started together,
-// and storeBatch how many with a store: the first children of a large
-// Spawn run while their parent writes the next ones.
+// and storeBatch how many with a store are acknowledged together;
+// storeAhead is how many batches a parent launches before the first of
+// them is written and acknowledged.
 const (
 	spawnBatch = 64
 	storeBatch = 4 * spawnWriters
+	storeAhead = 4
 )
 
 // spawnAll starts the children of a Spawn action. Limits are checked in
 // order, for every child before any starts, so that a child's own
 // children never take the place of a sibling its parent asked for in the
-// same reply. Then, a batch at a time, the records and Starts of the
-// batch's children are written, spawnWriters at once (the store groups
-// them), so that each child is durable before its parent learns of it,
-// and the batch's children are acknowledged and launched, in order, while
-// the next batch is being written. A child that already exists (after a
+// same reply. Then, a batch at a time, the children are created (with a
+// store that keeps everything in memory, their records and Starts are
+// written: see run.create), acknowledged and launched, in order; with any
+// other store, see spawnStored. A child that already exists (after a
 // resume) is acknowledged, not created again.
 func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	r := a.run
@@ -52,94 +59,199 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 	for i, spec := range specs {
 		births[i] = r.prepare(a, spec)
 	}
-	size := spawnBatch
-	if r.e.cfg.Store != nil {
-		size = storeBatch
-	}
-	batches := make([][]birth, 0, (len(births)+size-1)/size)
-	for i := 0; i < len(births); i += size {
-		batches = append(batches, births[i:min(i+size, len(births))])
-	}
-	write := r.e.cfg.Store != nil && len(births) > 1
-	var written <-chan struct{} // closed once the next batch to launch is written
-	if write {
-		written = r.writeBatch(batches[0])
-	}
-	acks := make([]loop.Input, 0, min(size, len(births)))
-	for k, batch := range batches {
-		if write {
-			<-written
-			if k+1 < len(batches) {
-				written = r.writeBatch(batches[k+1])
-			}
-		} else {
-			for i := range batch {
-				r.createBirth(&batch[i])
-			}
-		}
-		a.launchBatch(batch, acks[:0])
-	}
-}
-
-// writeBatch writes the records and Starts of births from spawnWriters
-// goroutines at most, which take the next child until none is left, and
-// returns a channel closed once they are all written.
-func (r *run) writeBatch(births []birth) <-chan struct{} {
-	written := make(chan struct{})
-	var (
-		next atomic.Int64
-		left atomic.Int64 // children still to write
-	)
-	left.Store(int64(len(births)))
-	for range min(spawnWriters, len(births)) {
-		go func() {
-			for i := next.Add(1) - 1; i < int64(len(births)); i = next.Add(1) - 1 {
-				r.createBirth(&births[i])
-				if left.Add(-1) == 0 {
-					close(written)
-				}
-			}
-		}()
-	}
-	return written
-}
-
-// createBirth writes the record and Start of a prepared child; when they
-// cannot be written the child is not started, and b says why.
-func (r *run) createBirth(b *birth) {
-	if b.child == nil {
+	if s := r.e.cfg.Store; s != nil && !inMemory(s) {
+		a.spawnStored(births)
 		return
 	}
-	if err := r.create(b.child, b.start); err != nil {
-		r.mu.Lock()
-		r.created--
-		r.mu.Unlock()
-		b.child, b.err = nil, "the subagent could not be started: "+err.Error()
+	acks := make([]loop.Input, 0, min(spawnBatch, len(births)))
+	for i := 0; i < len(births); i += spawnBatch {
+		batch := births[i:min(i+spawnBatch, len(births))]
+		for j := range batch {
+			b := &batch[j]
+			if b.child == nil {
+				continue
+			}
+			if err := r.create(b.child, b.start); err != nil {
+				r.mu.Lock()
+				r.created--
+				r.mu.Unlock()
+				b.child, b.err = nil, "the subagent could not be started: "+err.Error()
+				continue
+			}
+			r.born(b.child, b.spec)
+		}
+		acks = a.acknowledge(batch, acks[:0])
+		for j := range batch {
+			if c := batch[j].child; c != nil {
+				r.launch(c, nil)
+			}
+			batch[j] = birth{}
+		}
 	}
 }
 
-// launchBatch acknowledges and launches the written children of births, in
-// order; acks has room for them.
-func (a *agent) launchBatch(births []birth, acks []loop.Input) {
+// spawnStored starts the children of births with a store. Each child is
+// launched as soon as its Start is encoded, and its record and Start are
+// written behind it, spawnWriters at once (the store groups them): its
+// first model call, which changes nothing a replay would miss, overlaps
+// the write. Each child is still durable before anything it does is
+// recorded or reaches its parent, and before its parent learns of it: a
+// batch's children are acknowledged to the parent, in order, once the
+// batch is written, and until then each waits before its first step after
+// its Start (see agent.birth). Should a write fail, the run's store has
+// failed (see run.storeFailed): the run stops, as when any journal write
+// fails, and a resumed run starts the child again from its parent's
+// journal, which never recorded it. The parent launches at most
+// storeAhead batches before the first of them is acknowledged.
+func (a *agent) spawnStored(births []birth) {
 	r := a.run
+	type batch struct {
+		births  []birth
+		left    atomic.Int64  // its children still to write
+		written chan struct{} // closed once they are all written
+		told    chan struct{} // closed once they are acknowledged
+	}
+	batches := make([]batch, (len(births)+storeBatch-1)/storeBatch)
+	for k := range batches {
+		b := &batches[k]
+		b.births = births[k*storeBatch : min((k+1)*storeBatch, len(births))]
+		b.written, b.told = make(chan struct{}), make(chan struct{})
+	}
+	writers := 0
+	todo := make(chan int, len(births)) // indexes in births
+	defer close(todo)
+	write := func(i int) {
+		r.writeBirth(&births[i])
+		if b := &batches[i/storeBatch]; b.left.Add(-1) == 0 {
+			close(b.written)
+		}
+	}
+	acks := make([]loop.Input, 0, min(storeBatch, len(births)))
+	tell := func(b *batch) {
+		<-b.written
+		acks = a.acknowledge(b.births, acks[:0])
+		close(b.told)
+		clear(b.births)
+	}
+	told := 0
+	for k := range batches {
+		for told < k && (k-told >= storeAhead || closed(batches[told].written)) {
+			tell(&batches[told])
+			told++
+		}
+		b := &batches[k]
+		for i := range b.births {
+			if bi := &b.births[i]; bi.child != nil && r.begin(bi) {
+				b.left.Add(1)
+			}
+		}
+		if b.left.Load() == 0 {
+			close(b.written)
+		}
+		for i := range b.births {
+			bi := &b.births[i]
+			c := bi.child
+			if c == nil {
+				continue
+			}
+			c.birth = b.told
+			r.born(c, bi.spec)
+			r.launch(c, nil)
+			at := k*storeBatch + i
+			if len(births) == 1 {
+				write(at) // one child: no writer is needed
+				continue
+			}
+			if writers < spawnWriters {
+				writers++
+				go func() {
+					for i := range todo {
+						write(i)
+					}
+				}()
+			}
+			todo <- at
+			if i%32 == 31 {
+				// Tell what is written: the children told wait no more.
+				for told < k && closed(batches[told].written) {
+					tell(&batches[told])
+					told++
+				}
+			}
+		}
+	}
+	for ; told < len(batches); told++ {
+		tell(&batches[told])
+	}
+}
+
+// inMemory reports whether a store keeps everything in memory, so that
+// its writes take no time worth overlapping with anything (package
+// memstore's does).
+func inMemory(s cadre.Store) bool {
+	m, ok := s.(interface{ InMemory() bool })
+	return ok && m.InMemory()
+}
+
+// closed reports whether c is closed.
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// begin registers the child of b and encodes its record and Start, which
+// the child then starts from as the journal will give it back. When the
+// Start cannot be journaled the child is not started, and b says why.
+func (r *run) begin(b *birth) bool {
+	a := b.child
+	r.register(a, b.start.Task, cadre.StatusQueued)
+	ins := []loop.Input{b.start}
+	entries, buf, err := a.encode(ins)
+	if err != nil {
+		giveJournalBuf(buf)
+		r.mu.Lock()
+		delete(r.agents, a.id)
+		r.created--
+		r.mu.Unlock()
+		b.child, b.err = nil, "the subagent could not be started: journal the start of "+string(a.id)+": "+err.Error()
+		return false
+	}
+	a.seq = entries[len(entries)-1].Seq
+	a.first = ins[0]
+	start := ins[0].(loop.Start)
+	a.cfg, a.timeout = start.Config, start.Config.Timeout
+	b.rec, b.entries, b.buf = r.record(a), entries, buf
+	return true
+}
+
+// writeBirth writes the record and Start begin encoded for b; when they
+// cannot be written the run's store has failed.
+func (r *run) writeBirth(b *birth) {
+	err := r.store.(ownedStore).AppendAgent(r.storeCtx, b.rec, b.entries)
+	giveJournalBuf(b.buf)
+	b.rec, b.entries, b.buf = nil, nil, nil
+	if err != nil {
+		r.storeFailed(fmt.Errorf("journal the start of %s: %w", b.spec.ID, err))
+	}
+}
+
+// acknowledge tells the parent of the children of births, in order, with
+// acks, which has room for them, and returns acks.
+func (a *agent) acknowledge(births []birth, acks []loop.Input) []loop.Input {
 	for i := range births {
 		b := &births[i]
-		if b.child != nil {
-			r.born(b.child, b.spec)
-		}
 		if b.err == "" {
 			a.addKid(b.spec.ID)
 		}
 		acks = append(acks, loop.Spawned{Ref: b.spec.Ref, Child: b.spec.ID, Err: b.err})
 	}
 	a.box.putAll(acks)
-	for i := range births {
-		if c := births[i].child; c != nil {
-			r.launch(c, nil)
-		}
-		births[i] = birth{}
-	}
 	clear(acks)
+	return acks
 }
 
 // prepare checks the run-wide limits for spec and builds the child. It

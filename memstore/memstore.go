@@ -157,6 +157,11 @@ func (a *arena) get(s span) []byte {
 	return a.chunks[s.chunk][s.off:end:end]
 }
 
+// InMemory reports that the store keeps everything in memory: its writes
+// take no time worth overlapping with other work (package local launches
+// new agents once their Starts are written, rather than while they are).
+func (s *Store) InMemory() bool { return true }
+
 // New returns an empty store.
 func New() *Store {
 	return &Store{runs: map[string]*run{}, leases: map[string]*cadre.Lease{}}
