@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +20,7 @@ var ErrClosed = errors.New("sqlite: the store is closed")
 // A write is one caller's change. Its fn runs inside a transaction the
 // committer may share with other writes; it must not keep tx.
 type write struct {
-	op   string // what the write does, for messages: "append journal"
+	op   string // what the write does, for messages: "append journal" (see name)
 	fn   func(ctx context.Context, tx *sql.Tx) error
 	rows *rows      // when not nil, the rows fn writes, for the committer to batch
 	done chan error // receives the outcome once; buffered
@@ -81,18 +83,28 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 	return s.writeRows(ctx, op, nil, fn)
 }
 
+// name is what the write does, for messages. An op of a write of one
+// agent's record holds %s for the agent and its run, put in only when a
+// message needs it: the text costs allocations every write would pay.
+func (w *write) name() string {
+	if r := w.rows; r != nil && len(r.agents) == 1 && strings.Contains(w.op, "%s") {
+		return fmt.Sprintf(w.op, r.agents[0].id+" of run "+strconv.Quote(r.agents[0].run))
+	}
+	return w.op
+}
+
 // writeRows is write for a write of rows r, which the committer may write
 // together with the rows of other writes instead of calling fn.
 func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	}
 	c := s.c
 	w := &write{op: op, fn: fn, rows: r, done: make(chan error, 1)}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", w.name(), err)
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("%w: %s after Close", ErrClosed, op)
+		return fmt.Errorf("%w: %s after Close", ErrClosed, w.name())
 	}
 	c.pending = append(c.pending, w)
 	c.mu.Unlock()
@@ -105,7 +117,7 @@ func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx c
 		return fault(s.path, busyTimeout(s.busy), err)
 	case <-ctx.Done():
 		if c.withdraw(w) {
-			return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
+			return fmt.Errorf("sqlite: %s: %w", w.name(), ctx.Err())
 		}
 		return fault(s.path, busyTimeout(s.busy), <-w.done)
 	}
@@ -217,7 +229,7 @@ func (s *Store) commit(group []*write) {
 	failAll := func(format string, err error) {
 		for i, w := range group {
 			if errs[i] == nil {
-				errs[i] = fmt.Errorf("sqlite: %s: "+format, w.op, err)
+				errs[i] = fmt.Errorf("sqlite: %s: "+format, w.name(), err)
 			}
 		}
 		finish()

@@ -504,7 +504,7 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 		return err
 	}
 	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}}
-	return s.writeRows(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run), r, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeRows(ctx, "put agent %s", r, func(ctx context.Context, tx *sql.Tx) error {
 		return s.putAgent(ctx, tx, a, args)
 	})
 }
@@ -523,7 +523,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 		return err
 	}
 	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}, entries: entries, when: when}
-	return s.writeRows(ctx, "put agent "+string(a.ID)+" of run "+strconv.Quote(a.Run)+" and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
+	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if err := s.putAgent(ctx, tx, a, args); err != nil {
 			return err
 		}
