@@ -455,12 +455,17 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 // it, so a resumed run finds every agent its parents know. The agent starts
 // from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
-	r.register(a, start.Task, cadre.StatusQueued)
+	a.first = start
+	return r.createFirst(a)
+}
+
+// createFirst is create for an agent whose first input is its Start.
+func (r *run) createFirst(a *agent) error {
+	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
 	if r.e.cfg.Store == nil {
-		a.first = start
 		return nil
 	}
-	ins := []loop.Input{start}
+	ins := []loop.Input{a.first}
 	if err := a.journalWith(r.record(a), ins); err != nil {
 		r.mu.Lock()
 		delete(r.agents, a.id)

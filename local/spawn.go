@@ -16,8 +16,7 @@ import (
 // A birth is one child of a Spawn action on its way to being started.
 type birth struct {
 	spec  loop.ChildSpec
-	child *agent
-	start loop.Start
+	child *agent // its Start is its first input (agent.first)
 	err   string // why the child may not exist, for the parent's model
 	// With a store, the child's record and Start entry, encoded before it
 	// is launched and written behind it (see spawnStored); buf holds the
@@ -71,7 +70,7 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			if b.child == nil {
 				continue
 			}
-			if err := r.create(b.child, b.start); err != nil {
+			if err := r.createFirst(b.child); err != nil {
 				r.mu.Lock()
 				r.created--
 				r.mu.Unlock()
@@ -208,8 +207,8 @@ func closed(c chan struct{}) bool {
 // Start cannot be journaled the child is not started, and b says why.
 func (r *run) begin(b *birth) bool {
 	a := b.child
-	r.register(a, b.start.Task, cadre.StatusQueued)
-	ins := []loop.Input{b.start}
+	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
+	ins := []loop.Input{a.first}
 	entries, buf, err := a.encode(ins)
 	if err != nil {
 		giveJournalBuf(buf)
@@ -324,7 +323,8 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 		b.err = msg
 		return b
 	}
-	b.child, b.start = child, start
+	child.first = start
+	b.child = child
 	return b
 }
 
