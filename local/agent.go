@@ -42,19 +42,17 @@ type agent struct {
 	timeout  time.Duration
 	mode     string // how its parent asked for it (cadre.AgentInfo.Mode)
 	// info is its entry in the run's tree, once registered: the run's
-	// infos point to it, and it is guarded by the run's mu.
+	// infos point to it, and it is guarded by the run's mu (as is over,
+	// below).
 	info cadre.AgentInfo
-	// over is set when it has finished, until it is woken; guarded by the
-	// run's mu.
-	over bool
 
 	// kinds are what its children have in common, by kind (see kindOf);
 	// verdict is what its rules say about starting an agent of the
-	// definition verdictOf (see agentVerdict). Owned by its goroutine.
-	kinds      []*kind
-	verdict    rule.Verdict
-	verdictOf  string
-	verdictSet bool
+	// definition verdictOf, once verdictSet (see agentVerdict). Owned by
+	// its goroutine.
+	kinds     []*kind
+	verdict   rule.Verdict
+	verdictOf string
 
 	st    *loop.State // state, or the state a replay rebuilt
 	state loop.State
@@ -82,13 +80,20 @@ type agent struct {
 
 	modelCancel context.CancelCauseFunc
 	busy        int                    // model and tool calls in flight
-	started     bool                   // made its first model call
-	woken       bool                   // a finished agent given new work: its Wake is in its mailbox
 	kids        map[cadre.AgentID]bool // children that have not ended; made by addKid
 	// fin is the Finish do returns a pointer to.
 	fin      loop.Finish
 	activity atomic.Int64 // unix nanos of the last sign of life
-	rung     atomic.Bool  // the inactivity timer rang (see main)
+
+	// The flags are together, where they take one word: an agent is one
+	// allocation, of at most 2,048 bytes (see TestAgentSize).
+	rung       atomic.Bool // the inactivity timer rang (see main)
+	started    bool        // made its first model call
+	woken      bool        // a finished agent given new work: its Wake is in its mailbox
+	verdictSet bool        // verdict is set (see kinds)
+	// over is set when it has finished, until it is woken; guarded by the
+	// run's mu.
+	over bool
 }
 
 func (r *run) newAgent(cfg loop.Config, parent *agent, def *cadre.Definition, m cadre.Model, tools []cadre.Tool, rules rule.Chain) *agent {
