@@ -67,9 +67,9 @@ func (h *heldStore) Append(ctx context.Context, entries []cadre.JournalEntry) er
 func heldRun(t *testing.T, h *heldStore) (res *cadre.Result, err error, early int) {
 	t.Helper()
 	var (
-		mu    sync.Mutex
-		calls int
-		once  sync.Once
+		mu     sync.Mutex
+		before int // the workers' first model calls before the gate opened
+		once   sync.Once
 	)
 	open := func() { once.Do(func() { close(h.gate) }) }
 	defer open()
@@ -78,7 +78,7 @@ func heldRun(t *testing.T, h *heldStore) (res *cadre.Result, err error, early in
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
-				return callsOf(
+				return calls(
 					tc("s1", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "one"}),
 					tc("s2", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "two"}),
 					tc("s3", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "three"})), nil
@@ -90,22 +90,20 @@ func heldRun(t *testing.T, h *heldStore) (res *cadre.Result, err error, early in
 			select {
 			case <-h.gate:
 			default:
-				calls++
-				if calls == 3 {
+				before++
+				if before == 3 {
 					open()
 				}
 			}
 			mu.Unlock()
 		}
-		return callsOf(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "done: " + string(req.Agent)})), nil
+		return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "done: " + string(req.Agent)})), nil
 	})
 	res, err, _ = runTask(t, Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"), Store: h}, "go")
 	mu.Lock()
 	defer mu.Unlock()
-	return res, err, calls
+	return res, err, before
 }
-
-func callsOf(cs ...cadre.ToolCall) *cadre.Response { return calls(cs...) }
 
 func mustDecode(t *testing.T, data []byte, v any) {
 	t.Helper()
