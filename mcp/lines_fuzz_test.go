@@ -3,6 +3,7 @@ package mcp
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,7 @@ func FuzzForwardLines(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var to, out bytes.Buffer
-		filter := &responseFilter{w: &out, cancelled: map[string]bool{}}
+		filter := &responseFilter{w: &out}
 		if err := forwardLines(bytes.NewReader(data), &to, filter); err != nil {
 			t.Fatal(err)
 		}
@@ -47,4 +48,36 @@ func FuzzForwardLines(f *testing.F) {
 			t.Fatalf("%d lines in, %d passed on or refused", want, got)
 		}
 	})
+}
+
+// The filter keeps the requests in flight only: cancellations of requests
+// the client never sent, or that were answered, leave nothing behind (a
+// client sending them by the thousand grew its memory without end), and a
+// cancelled request's response is dropped while others pass.
+func TestResponseFilterHoldsOnlyRequestsInFlight(t *testing.T) {
+	var out bytes.Buffer
+	f := &responseFilter{w: &out}
+	for i := range 10000 {
+		f.seen([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(i) + `}}`))
+	}
+	if len(f.inFlight) != 0 {
+		t.Fatalf("%d marks kept for requests never sent", len(f.inFlight))
+	}
+	f.seen([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+	f.seen([]byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call"}`))
+	f.seen([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
+	if _, err := f.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","id":2,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.Contains(got, `"id":1`) || !strings.Contains(got, `"id":2`) {
+		t.Errorf("written: %q; want the response to 2 only", got)
+	}
+	if len(f.inFlight) != 0 {
+		t.Errorf("%d requests still held after their responses", len(f.inFlight))
+	}
+	// A response after the call ended, and a cancellation after it, keep nothing.
+	f.seen([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`))
+	if len(f.inFlight) != 0 {
+		t.Errorf("a cancellation of an answered request was kept")
+	}
 }

@@ -228,7 +228,7 @@ func (s *AgentServer) ServeStdio(ctx context.Context, in io.Reader, out io.Write
 	if !ok {
 		rc = io.NopCloser(in)
 	}
-	w := &responseFilter{w: out, cancelled: map[string]bool{}}
+	w := &responseFilter{w: out}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(forwardLines(rc, pw, w)) }()
 	err := s.Run(ctx, &sdk.IOTransport{Reader: pr, Writer: nopWriteCloser{w}})
@@ -282,12 +282,17 @@ func forwardLines(in io.Reader, to io.Writer, out *responseFilter) error {
 }
 
 // responseFilter writes the server's messages whole, one at a time, and
-// drops the responses to requests the client cancelled.
+// drops the responses to requests the client cancelled. It keeps the IDs
+// of the client's requests until they are answered, and marks only those:
+// a cancellation of a request that is not in flight is ignored, so what it
+// holds is bounded by the requests in flight, whatever a client sends.
 type responseFilter struct {
-	mu        sync.Mutex
-	w         io.Writer
-	buf       []byte
-	cancelled map[string]bool // request IDs, as compact JSON
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+	// inFlight are the client's requests not yet answered, by ID as
+	// compact JSON: true once cancelled.
+	inFlight map[string]bool
 }
 
 // rpcHead is what the filter reads of a message.
@@ -307,8 +312,8 @@ func compactID(id json.RawMessage) string {
 	return b.String()
 }
 
-// seen notes a message from the client: a cancellation marks its request,
-// and a new request with a cancelled request's ID ends the mark.
+// seen notes a message from the client: a request is in flight until its
+// response is written, and a cancellation marks its request when it is.
 func (f *responseFilter) seen(msg []byte) {
 	if !bytes.Contains(msg, []byte(`"id"`)) && !bytes.Contains(msg, []byte("notifications/cancelled")) {
 		return
@@ -321,9 +326,15 @@ func (f *responseFilter) seen(msg []byte) {
 	defer f.mu.Unlock()
 	switch {
 	case h.Method == "notifications/cancelled" && len(h.Params.RequestID) > 0:
-		f.cancelled[compactID(h.Params.RequestID)] = true
+		id := compactID(h.Params.RequestID)
+		if _, ok := f.inFlight[id]; ok {
+			f.inFlight[id] = true
+		}
 	case len(h.ID) > 0 && h.Method != "":
-		delete(f.cancelled, compactID(h.ID))
+		if f.inFlight == nil {
+			f.inFlight = map[string]bool{}
+		}
+		f.inFlight[compactID(h.ID)] = false
 	}
 }
 
@@ -337,12 +348,16 @@ func (f *responseFilter) Write(p []byte) (int, error) {
 			return len(p), nil
 		}
 		msg := f.buf[:i+1]
-		if len(f.cancelled) > 0 {
+		if len(f.inFlight) > 0 {
 			var h rpcHead
-			if json.Unmarshal(msg, &h) == nil && h.Method == "" && len(h.ID) > 0 && f.cancelled[compactID(h.ID)] {
-				delete(f.cancelled, compactID(h.ID))
-				f.buf = f.buf[i+1:]
-				continue
+			if json.Unmarshal(msg, &h) == nil && h.Method == "" && len(h.ID) > 0 {
+				id := compactID(h.ID)
+				cancelled, ok := f.inFlight[id]
+				delete(f.inFlight, id)
+				if ok && cancelled {
+					f.buf = f.buf[i+1:]
+					continue
+				}
 			}
 		}
 		if _, err := f.w.Write(msg); err != nil {
