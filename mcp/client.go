@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +44,10 @@ const (
 	// to fill it.
 	DefaultMaxMediaBytes       = 5_000_000
 	DefaultMaxResultMediaBytes = 20_000_000
+	// DefaultCallTimeout bounds one call of a tool: long enough for a
+	// tool that builds or tests, short of holding an agent for good when
+	// a server never answers.
+	DefaultCallTimeout = 10 * time.Minute
 )
 
 // Config configures a Client. Only Servers is needed; the rest have
@@ -68,6 +74,10 @@ type Config struct {
 	// MaxResultMediaBytes those of all the images and sounds of one
 	// result; 0 means DefaultMaxMediaBytes and DefaultMaxResultMediaBytes.
 	MaxMediaBytes, MaxResultMediaBytes int
+	// CallTimeout bounds one call of a tool: a call without an answer by
+	// then is given up, with an error that says so; 0 means
+	// DefaultCallTimeout.
+	CallTimeout time.Duration
 	// Name and Version are how the Client introduces itself to servers;
 	// empty means DefaultClientName and "dev".
 	Name, Version string
@@ -173,6 +183,9 @@ func NewClient(cfg Config) *Client {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
@@ -428,7 +441,17 @@ func (s *server) connect(ctx context.Context) {
 			s.err = s.failure(ctx, "list tools", err)
 			return
 		}
-		tools = append(tools, newTool(s, st))
+		if len(tools) == MaxTools {
+			s.err = &ServerError{Server: s.name, Op: "list tools", Err: fmt.Errorf("the server offers more than %d tools", MaxTools),
+				Hint: "cadre offers a model at most that many of one server: configure the server to offer fewer"}
+			return
+		}
+		t, err := newTool(s, st)
+		if err != nil {
+			s.err = &ServerError{Server: s.name, Op: "list tools", Err: err, Hint: "this server cannot be used as it is"}
+			return
+		}
+		tools = append(tools, t)
 	}
 	slices.SortFunc(tools, func(a, b *Tool) int { return strings.Compare(a.spec.Name, b.spec.Name) })
 	for i := 1; i < len(tools); i++ {
@@ -529,9 +552,16 @@ func (s *server) close(ctx context.Context) {
 
 // toolName turns a server's tool name into a cadre tool name:
 // mcp__SERVER__TOOL, with characters model APIs refuse in names replaced
-// by _.
+// by _. A name longer than model APIs take (64 characters) keeps its
+// start and ends with _ and 8 hex digits of the SHA-256 of the tool's
+// name, so that it stays the same from run to run and unlike the others.
 func toolName(server, tool string) string {
-	return "mcp__" + server + "__" + badNameChars.ReplaceAllString(tool, "_")
+	name := "mcp__" + server + "__" + badNameChars.ReplaceAllString(tool, "_")
+	if len(name) <= maxToolName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(tool))
+	return name[:maxToolName-9] + "_" + hex.EncodeToString(sum[:4])
 }
 
 var badNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,15 +30,54 @@ var (
 	_ cadre.Mutator   = (*Tool)(nil)
 )
 
+// errNoAnswer is why a call was given up at Config.CallTimeout.
+var errNoAnswer = errors.New("the server did not answer in time")
+
 // emptySchema is the parameters of a tool whose server gave none.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func newTool(s *server, st *sdk.Tool) *Tool {
+// Limits on what a server's list of tools may hold. Each tool's name,
+// description and schema go into every request of every agent that has
+// it, so a server offering more would make the agents' requests fail or
+// cost for nothing, and one reading them without limit could fill the
+// memory of cadre (a list is read page after page, each up to 16 MB).
+const (
+	// MaxTools is the most tools a server may offer: a server offering
+	// more is not used.
+	MaxTools = 1000
+	// MaxToolDescription is the longest description of a tool that is
+	// kept; a longer one is cut.
+	MaxToolDescription = 8 << 10
+	// MaxToolSchema is the largest input schema of a tool, as JSON: a
+	// server with a larger one is not used.
+	MaxToolSchema = 64 << 10
+	// maxToolName is the longest tool name model APIs take (OpenAI's
+	// limit): a longer mcp__SERVER__TOOL is shortened (see toolName).
+	maxToolName = 64
+)
+
+// newTool makes the cadre tool of a server's tool, with what the server
+// says of it redacted of cadre's secrets; it refuses a tool whose name
+// holds one, or whose schema is too large to offer.
+func newTool(s *server, st *sdk.Tool) (*Tool, error) {
+	red := s.client.cfg.Redactor
+	if red.Values(st.Name) != st.Name {
+		return nil, fmt.Errorf("the name of its tool %q holds a secret cadre passes the server (a credential of its configuration)", red.Values(st.Name))
+	}
 	params := emptySchema
 	if st.InputSchema != nil {
 		if b, err := json.Marshal(st.InputSchema); err == nil && bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
 			params = b
 		}
+	}
+	if len(params) > MaxToolSchema {
+		return nil, fmt.Errorf("the input schema of its tool %q has %d bytes, more than the %d cadre offers a model", st.Name, len(params), MaxToolSchema)
+	}
+	if r := red.Values(string(params)); r != string(params) {
+		if !json.Valid([]byte(r)) {
+			return nil, fmt.Errorf("the input schema of its tool %q holds a secret cadre passes the server (a credential of its configuration)", st.Name)
+		}
+		params = json.RawMessage(r)
 	}
 	desc := strings.TrimSpace(st.Description)
 	if desc == "" {
@@ -48,12 +89,19 @@ func newTool(s *server, st *sdk.Tool) *Tool {
 	if desc == "" {
 		desc = fmt.Sprintf("The tool %s of the MCP server %s.", st.Name, s.name)
 	}
+	if len(desc) > MaxToolDescription {
+		cut := MaxToolDescription
+		for cut > 0 && !utf8.RuneStart(desc[cut]) {
+			cut--
+		}
+		desc = desc[:cut] + "…"
+	}
 	return &Tool{
-		spec:     cadre.ToolSpec{Name: toolName(s.name, st.Name), Description: desc, Parameters: params},
+		spec:     cadre.ToolSpec{Name: toolName(s.name, st.Name), Description: red.Values(desc), Parameters: params},
 		server:   s,
 		remote:   st.Name,
 		readOnly: st.Annotations != nil && st.Annotations.ReadOnlyHint,
-	}
+	}, nil
 }
 
 // Spec implements cadre.Tool: the name mcp__SERVER__TOOL, the server's
@@ -95,15 +143,21 @@ func (t *Tool) CallMedia(ctx context.Context, args json.RawMessage) (cadre.ToolO
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
-	// Close aborts the calls in flight.
-	ctx, cancel := context.WithCancel(ctx)
+	// Close aborts the calls in flight, and a call gets no more than
+	// CallTimeout: a server that never answers must not hold the agent.
+	limit := s.client.cfg.CallTimeout
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, errNoAnswer)
 	defer cancel()
 	stop := context.AfterFunc(s.client.ctx, cancel)
 	defer stop()
 
 	res, err := s.session.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !s.client.isClosed() {
+		if cause := context.Cause(ctx); errors.Is(cause, errNoAnswer) {
+			return cadre.ToolOutput{}, &ServerError{Server: s.name, Op: "call " + t.remote,
+				Err:  fmt.Errorf("no answer within %s", limit),
+				Hint: "the call was given up; whether the tool did anything is not known: check before calling it again"}
+		} else if cause != nil && !s.client.isClosed() {
 			return cadre.ToolOutput{}, fmt.Errorf("call %s: %w", t.spec.Name, cause)
 		}
 		return cadre.ToolOutput{}, s.callFailure(t.remote, err)
@@ -132,7 +186,19 @@ func (t *Tool) Summary(args json.RawMessage) string {
 	if len(a) > 300 {
 		a = strings.ToValidUTF8(a[:300], "") + "…"
 	}
-	return fmt.Sprintf("%s (MCP server %s) %s", t.remote, t.server.name, a)
+	return fmt.Sprintf("%s (MCP server %s) %s", oneLine(t.remote), t.server.name, a)
+}
+
+// oneLine is a server's name for something as one line of text, for a
+// person to read: its control characters (line ends, escapes) become
+// spaces, so that it cannot add lines to what they are shown.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // resultText joins the content of a result: text as it is, other kinds

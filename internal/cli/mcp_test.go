@@ -407,3 +407,21 @@ func TestMCPListHidesCredentials(t *testing.T) {
 		t.Errorf("the listing shows a credential:\n%s", out)
 	}
 }
+
+// What a server says (a tool's description, its error) is drawn without
+// the control characters that would redraw the terminal: an MCP server's
+// description could clear the screen and set the window's title.
+func TestMCPListDrawsNoControlCharacters(t *testing.T) {
+	var out bytes.Buffer
+	printMCPServers(&out, []mcpServerInfo{
+		{Name: "evil", Transport: "stdio", Target: "evil-server", File: ".mcp.json",
+			Tools: []mcpToolInfo{{Name: "mcp__evil__x", Description: "\x1b[2J\x1b]0;pwned\x07\x1b[31mfake prompt\r"}}},
+		{Name: "down", Transport: "http", Target: "https://example.com/mcp", File: ".mcp.json", Error: "refused: \x1b]52;c;Y3VybA==\x07"},
+	})
+	if s := out.String(); strings.ContainsAny(s, "\x1b\x07\r") {
+		t.Errorf("control characters drawn: %q", s)
+	}
+	if !strings.Contains(out.String(), "fake prompt") {
+		t.Errorf("the description's text is missing: %q", out.String())
+	}
+}

@@ -133,9 +133,12 @@ func printMCPServers(w io.Writer, infos []mcpServerInfo) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s (%s: %s; from %s)\n", s.Name, s.Transport, s.Target, s.File)
+		// What a server said (its error, its tools' descriptions) is
+		// drawn without control characters: they could redraw the
+		// terminal.
+		fmt.Fprintf(w, "%s (%s: %s; from %s)\n", sanitize(s.Name), s.Transport, sanitize(s.Target), sanitize(s.File))
 		if s.Error != "" {
-			fmt.Fprintf(w, "  not available: %s\n", s.Error)
+			fmt.Fprintf(w, "  not available: %s\n", sanitize(s.Error))
 			continue
 		}
 		if len(s.Tools) == 0 {
@@ -148,7 +151,7 @@ func printMCPServers(w io.Writer, infos []mcpServerInfo) {
 			if t.ReadOnly {
 				mode = "read-only"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", t.Name, mode, clipText(t.Description, 81))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", sanitize(t.Name), mode, sanitize(clipText(t.Description, 81)))
 		}
 		tw.Flush()
 	}
