@@ -2,6 +2,7 @@ package agentdef
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -652,5 +653,31 @@ func TestPermissionModeAndHooks(t *testing.T) {
 				t.Errorf("diagnostics %v, want one %s containing %q", diags, tt.sev, tt.diag)
 			}
 		})
+	}
+}
+
+// An agent file whose anchors each repeat the one before ten times stands
+// for billions of values in a few hundred bytes: decoding it exhausted
+// the memory of cadre (a cloned repository's file crashed every run). Its
+// frontmatter is refused as YAML, at its first alias, before it is
+// decoded, and read line by line as malformed frontmatter is.
+func TestAliasBombIsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("---\nname: bomb\ndescription: d\nl0: &l0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	b.WriteString("---\nYou explode.\n")
+	d, diags := parseString(t, b.String(), ParseOptions{})
+	if !hasDiag(diags, SeverityWarning, "more than 100000 values", "aliases") {
+		t.Fatalf("want the YAML refused:%s", diagLines(diags))
+	}
+	for _, g := range diags {
+		if strings.Contains(g.Message, "100000") && g.Line != 5 {
+			t.Errorf("told on line %d, want 5 (the first alias)", g.Line)
+		}
+	}
+	if d == nil || d.Name != "bomb" {
+		t.Errorf("the name was not read line by line: %+v", d)
 	}
 }

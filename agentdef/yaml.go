@@ -7,6 +7,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/cadre-ai/cadre/internal/yamlcheck"
 )
 
 // A field is one key of the frontmatter with its value and place.
@@ -49,6 +51,12 @@ func parseYAML(src []byte) (fields []field, yerr *yamlError) {
 	file, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		return nil, toYAMLError(err)
+	}
+	if err := yamlcheck.Check(file); err != nil {
+		// Decoding it would expand every alias: a few hundred bytes of a
+		// cloned repository's file could exhaust the memory of cadre.
+		xe := err.(*yamlcheck.Error)
+		return nil, &yamlError{msg: err.Error(), line: xe.Line, col: xe.Column}
 	}
 	if len(file.Docs) == 0 || file.Docs[0] == nil || file.Docs[0].Body == nil {
 		return nil, nil

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/yamlcheck"
 	"github.com/cadre-ai/cadre/tool/builtin"
 )
 
@@ -384,13 +386,33 @@ func oneNewline(data []byte) []byte {
 // unmarshalYAML is the YAML decoder with a panic inside it made an error:
 // it is third-party code, and has panicked on malformed input (a tag on a
 // value cut across lines), which must not crash cadre.
+//
+// A document that stands for more values than yamlcheck.MaxValues once its
+// aliases are expanded is refused before it is decoded (a *yamlcheck.Error,
+// which tells the line of its first alias): a project's config comes with
+// the repository, and a few hundred bytes of anchors could exhaust memory.
 func unmarshalYAML(data []byte, v any, opts ...yaml.DecodeOption) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the YAML could not be read (its parser failed: %v): check the file's syntax", r)
 		}
 	}()
+	if f, perr := parser.ParseBytes(data, 0); perr == nil {
+		if err := yamlcheck.Check(f); err != nil {
+			return err
+		}
+	}
 	return yaml.UnmarshalWithOptions(data, v, opts...)
+}
+
+// yamlErrorAt fills in ce the position err gives, when it gives one.
+func yamlErrorAt(ce *ConfigError, err error) bool {
+	var xe *yamlcheck.Error
+	if errors.As(err, &xe) {
+		ce.Msg, ce.Line, ce.Column = xe.Error(), xe.Line, xe.Column
+		return true
+	}
+	return false
 }
 
 func parseConfig(file string, data []byte, fc *fileConfig) error {
@@ -426,7 +448,9 @@ func parseConfig(file string, data []byte, fc *fileConfig) error {
 			}
 			return ce
 		}
-		return &ConfigError{File: file, Msg: err.Error()}
+		ce := &ConfigError{File: file, Msg: err.Error()}
+		yamlErrorAt(ce, err)
+		return ce
 	}
 	bad := func(key, value, want string) error {
 		line, col := findKey(data, key)
@@ -654,7 +678,7 @@ func (a *app) loadMCPJSON(p *projectFiles) error {
 	if err := unmarshalYAML(data, &doc); err != nil {
 		ce := &ConfigError{File: file, Msg: err.Error()}
 		var ye yaml.Error
-		if errors.As(err, &ye) {
+		if !yamlErrorAt(ce, err) && errors.As(err, &ye) {
 			ce.Msg = ye.GetMessage()
 			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 				ce.Line, ce.Column = tk.Position.Line, tk.Position.Column

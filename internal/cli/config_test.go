@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -236,5 +237,23 @@ func TestConfigTimeout(t *testing.T) {
 	rs.apply(cfg)
 	if got := cfg.limits().Timeout; got != 45*time.Second {
 		t.Errorf("old settings: %s, want 45s", got)
+	}
+}
+
+// A config whose anchors each repeat the one before ten times stands for
+// billions of values in a few hundred bytes; a project's config comes
+// with the repository, and decoding it exhausted the memory of cadre. It
+// is refused before it is decoded, at its first alias.
+func TestConfigAliasBombIsRefused(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("model: openai:x\nx-l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "x-l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	var fc fileConfig
+	err := parseConfig(".cadre/config.yaml", []byte(b.String()), &fc)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Line != 3 || !strings.Contains(ce.Msg, "more than 100000 values") {
+		t.Fatalf("error %v", err)
 	}
 }
