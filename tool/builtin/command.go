@@ -160,10 +160,11 @@ func (t *RunCommand) Call(ctx context.Context, raw json.RawMessage) (string, err
 			strings.Join(res.lapsed, ", "), res.out)
 	}
 	if len(res.planted) > 0 {
-		return "", fmt.Errorf("run_command: the workspace holds git repositories that commands in the sandbox made or changed, with settings, hooks or a layout "+
-			"that could make git on this machine run a program outside any sandbox when it looks at them (git status does once a repository is in the index, "+
-			"git submodule update acts on its remotes, and editors look into folders by themselves): %s. This is told after every command until they are gone: "+
-			"the user should review or remove them before git runs there. Output:\n%s",
+		return "", fmt.Errorf("run_command: the workspace holds what commands in the sandbox made or changed and programs on this machine act on "+
+			"outside any sandbox: git repositories with settings, hooks or a layout that could make git run a program when it looks at them "+
+			"(git status does once a repository is in the index, git submodule update acts on its remotes, and editors look into folders by themselves), "+
+			"or agent folders and MCP server lists in subfolders, which cadre and other agent tools load when run there: %s. This is told after every "+
+			"command until they are gone: the user should review or remove them before git or an agent tool runs there. Output:\n%s",
 			strings.Join(res.planted, "; "), res.out)
 	}
 	out := res.out

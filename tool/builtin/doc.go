@@ -72,12 +72,14 @@
 // than Options.MaxSearchFileSize.
 //
 // Neither changes a control file of the workspace (a *ProtectedError):
-// .cadre/, .mcp.json, a .git file, and git's config, hooks, info and
-// worktree links at any depth with the folder core.hooksPath names, judged
-// on the path with its links resolved. What is written there takes effect
-// outside any confinement (cadre's configuration, a hook git runs); the
-// user makes such changes. The command sandbox keeps the same paths
-// read-only.
+// .cadre/, .claude/, .opencode/, .mcp.json, a .git file, and git's config,
+// hooks, info and worktree links, at any depth (cadre run in a subfolder
+// loads the agents and settings of every folder up to the root), with the
+// folder core.hooksPath names, judged on the path with its links
+// resolved. What is written there takes effect outside any confinement
+// (cadre's configuration, an agent given every tool, a hook git runs); the
+// user makes such changes. The command sandbox keeps those at the root
+// read-only, and tells of nested ones a command makes or changes.
 //
 // A model's pattern cannot make a call run away: a glob is matched in time
 // proportional to its segments times a path's depth and is refused past

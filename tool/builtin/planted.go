@@ -226,6 +226,9 @@ func (sc *nestedScan) walk(dir string, depth int) {
 				sc.tell(dir, fmt.Sprintf("a folder of more entries than are looked at (%d in one folder, %d in all)", maxFolderEntries, maxNestedEntries))
 				return
 			}
+			if dir != sc.root && agentControl(e.Name()) {
+				sc.control(dir, e.Name())
+			}
 			switch {
 			case e.Name() == ".git":
 				sc.add(dir, 1)
@@ -242,6 +245,75 @@ func (sc *nestedScan) walk(dir string, depth int) {
 	for _, name := range subs {
 		sc.walk(filepath.Join(dir, name), depth+1)
 	}
+}
+
+// agentControl reports whether name is that of a folder or file whose
+// agents, skills, settings or MCP servers cadre and other agent tools load
+// when run in the folder that holds it or below.
+func agentControl(name string) bool {
+	switch strings.ToLower(name) {
+	case ".cadre", ".claude", ".opencode", ".mcp.json":
+		return true
+	}
+	return false
+}
+
+// maxAgentControlEntries bounds the entries of one nested control folder that
+// are summed; past it, the folder is told as such.
+const maxAgentControlEntries = 10_000
+
+// control tells of the agent control folder or file name in dir (below
+// the root, where the sandbox cannot keep it read-only before it exists),
+// with a sum of all it holds: a command that makes or changes one gives
+// the agents cadre loads when run in dir what the command wrote (an agent
+// file without tools: gets every tool).
+func (sc *nestedScan) control(dir, name string) {
+	path := filepath.Join(dir, name)
+	what := name + ", the agents, skills and settings cadre and other agent tools load when run in this folder"
+	if strings.EqualFold(name, ".mcp.json") {
+		what = name + ", the MCP servers cadre starts when run in this folder"
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		sc.tell(dir, what+" ("+err.Error()+")")
+		return
+	case !fi.IsDir():
+		sc.tell(dir, what+" "+fileSum(path))
+		return
+	}
+	h := sha256.New()
+	n := 0
+	var sum func(folder, rel string) bool
+	sum = func(folder, rel string) bool {
+		entries, err := os.ReadDir(folder)
+		if err != nil {
+			fmt.Fprintf(h, "%s\x00(%v)\n", rel, err)
+			return true
+		}
+		for _, e := range entries {
+			if n++; n > maxAgentControlEntries {
+				return false
+			}
+			p, r := filepath.Join(folder, e.Name()), rel+"/"+e.Name()
+			if e.IsDir() {
+				fmt.Fprintf(h, "%s/\n", r)
+				if !sum(p, r) {
+					return false
+				}
+				continue
+			}
+			if sc.budget(dir, p) {
+				fmt.Fprintf(h, "%s\x00%s\n", r, fileSum(p))
+			}
+		}
+		return true
+	}
+	if !sum(path, name) {
+		sc.tell(dir, fmt.Sprintf("%s (more than %d entries, not all looked at)", what, maxAgentControlEntries))
+		return
+	}
+	sc.tell(dir, fmt.Sprintf("%s (contents sha256 %s)", what, hex.EncodeToString(h.Sum(nil)[:6])))
 }
 
 // looksLikeGitDir reports whether dir has what git takes for a git

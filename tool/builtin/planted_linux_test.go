@@ -32,6 +32,9 @@ func TestSandboxNestedRepository(t *testing.T) {
 			"git -C a/b/c/sub config filter.x.clean ./evil.sh && git add a", "a/b/c/sub: filter.x.clean = ./evil.sh"},
 		{"hook in a subfolder", "git init -q tools/x && printf '#!/bin/sh\\n' > tools/x/.git/hooks/post-checkout && " +
 			"chmod +x tools/x/.git/hooks/post-checkout", "tools/x: hook post-checkout"},
+		{"agent in a subfolder", "mkdir -p pkg/.claude/agents && printf -- '---\\nname: helper\\n---\\nYou help.\\n' > pkg/.claude/agents/helper.md",
+			"pkg: .claude, the agents, skills and settings cadre and other agent tools load when run in this folder"},
+		{"MCP servers in a subfolder", "mkdir -p pkg && echo '{}' > pkg/.mcp.json", "pkg: .mcp.json, the MCP servers cadre starts"},
 		{"plain repository", "git init -q sub && git -C sub commit -q --allow-empty -m s && git add sub", ""},
 		{"the user's own", "git -C mine log -1 --format=%s && echo done", ""},
 	} {

@@ -477,3 +477,45 @@ func TestPlantedReadBudget(t *testing.T) {
 		t.Errorf("planted %q, want something not read past the budget", got)
 	}
 }
+
+// Agent folders and MCP server lists in subfolders (pkg/.claude,
+// pkg/.mcp.json), which cadre run in that subfolder loads, are told when a
+// command makes or changes one, as planted repositories are: the sandbox
+// keeps only the root's read-only. Those that were there before, unchanged,
+// and the root's own, are not told.
+func TestPlantedAgentFolders(t *testing.T) {
+	root := t.TempDir()
+	files(t, root, map[string]string{
+		".claude/agents/a.md":         "root agent",
+		"sub/.claude/agents/a.md":     "---\nname: a\ntools: Read\n---\n",
+		"sub/.opencode/agent/b.md":    "b",
+		"docs/claude/notes.md":        "not a control folder",
+		"vendor/x/.cadre/config.yaml": "model: openai:x\n",
+	})
+	before := plantedPrograms(root)
+	if got := planted(before, plantedPrograms(root)); len(got) != 0 {
+		t.Fatalf("nothing changed, yet told: %v", got)
+	}
+	files(t, root, map[string]string{
+		".claude/agents/b.md":              "the root's: kept read-only by the sandbox",
+		"sub/.claude/agents/a.md":          "---\nname: a\n---\n", // its tools taken out: every tool
+		"pkg/web/.claude/agents/helper.md": "---\nname: helper\n---\n",
+		"pkg/.mcp.json":                    `{"mcpServers":{"x":{"command":"sh"}}}`,
+		"docs/claude/notes.md":             "changed, but not a control folder",
+	})
+	got := planted(before, plantedPrograms(root))
+	var told []string
+	for _, g := range got {
+		dir, _, _ := strings.Cut(g, ": ")
+		told = append(told, dir)
+	}
+	slices.Sort(told)
+	if want := []string{"pkg", "pkg/web", "sub"}; !slices.Equal(told, want) {
+		t.Fatalf("told of %v, want %v:\n%s", told, want, strings.Join(got, "\n"))
+	}
+	for _, g := range got {
+		if !strings.Contains(g, "load when run in this folder") && !strings.Contains(g, "MCP servers cadre starts") {
+			t.Errorf("finding %q does not say what the folder is", g)
+		}
+	}
+}

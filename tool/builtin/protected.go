@@ -24,15 +24,17 @@ type protectedPath struct {
 	what string
 }
 
-// protectedPaths are the control paths of a workspace. A .git at any depth
-// counts: git status in the root also runs in the submodules below it, and
+// protectedPaths are the control paths of a workspace. They count at any
+// depth: git status in the root also runs in the submodules below it, and
 // a .git file names the folder git takes a repository's configuration
-// from.
+// from; cadre (and other agent tools) run in a subfolder of a monorepo load
+// the agents, skills and settings of the .cadre, .claude and .opencode
+// folders of every folder up to the root, and its .mcp.json.
 var protectedPaths = []protectedPath{
-	{".cadre/**", "cadre's configuration, agents and run store, which cadre reads outside any sandbox (config.yaml can turn the sandbox off; procs/ tells cadre which processes to kill)"},
-	{".mcp.json", "the list of MCP servers cadre starts, outside any sandbox"},
-	{".claude/**", "agents, skills, plugins and settings other tools (and cadre's agent loading) read from the project, outside any sandbox"},
-	{".opencode/**", "agents and settings OpenCode (and cadre's agent loading) reads from the project, outside any sandbox"},
+	{"**/.cadre/**", "cadre's configuration, agents and run store, which cadre reads outside any sandbox (config.yaml can turn the sandbox off; procs/ tells cadre which processes to kill)"},
+	{"**/.mcp.json", "the list of MCP servers cadre starts, outside any sandbox"},
+	{"**/.claude/**", "agents, skills, plugins and settings other tools (and cadre's agent loading) read from the project, outside any sandbox"},
+	{"**/.opencode/**", "agents and settings OpenCode (and cadre's agent loading) reads from the project, outside any sandbox"},
 	{"**/.git", "a .git file names the folder git takes the repository's configuration and hooks from"},
 	{"**/.git/{config,config.worktree,commondir}", "git's configuration of the repository, which can make git run programs (core.fsmonitor, core.hooksPath) when it next runs"},
 	{"**/.git/{hooks,info}/**", "git's hooks and repository settings: git runs hooks as programs, outside any sandbox"},
