@@ -93,7 +93,9 @@ it reads, marked "damaged": true; such a run cannot be resumed.`,
 				return err
 			}
 			path := absUnder(wd, a.expandHome(output))
-			file, err := os.Create(path)
+			// The export holds every entry of the run's journal, as the
+			// store does: readable by its owner alone, as the store is.
+			file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 			if err != nil {
 				return fmt.Errorf("export run %s: %w", r.ID, err)
 			}

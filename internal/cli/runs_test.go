@@ -538,6 +538,12 @@ func TestRunsExport(t *testing.T) {
 	if !strings.Contains(res.stderr, "wrote run "+runFailed+" to run.json: 1 agent, 0 journal entries, 0 events") {
 		t.Errorf("runs export -o says %q", res.stderr)
 	}
+	// It holds what the store holds, and is kept as privately.
+	if fi, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+		t.Error(err)
+	} else if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("run.json has mode %v; want 0600", fi.Mode().Perm())
+	}
 }
 
 // lockedBuffer is a bytes.Buffer that a command may write while a test
