@@ -46,8 +46,26 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 		diags []Diagnostic
 		seen  = map[string]string{}
 	)
+	// Each folder is looked in once, by its real path, and a link is
+	// followed only to a folder inside the one the search started from: a
+	// repository's links to "." (each doubling the search) or to / made
+	// the search take hours, and brought in the plugins of other places.
+	visited := map[string]bool{}
+	var top string
 	var visit func(dir string, depth int, explicit bool)
 	visit = func(dir string, depth int, explicit bool) {
+		real, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			if depth == 0 {
+				top = real
+			} else if !within(top, real) {
+				return
+			}
+			if visited[real] {
+				return
+			}
+			visited[real] = true
+		}
 		manifest := filepath.Join(dir, filepath.FromSlash(PluginManifest))
 		if _, err := os.Stat(manifest); err == nil {
 			p, err := readPlugin(dir, manifest)
@@ -104,7 +122,7 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 
 // readPlugin reads a plugin's manifest.
 func readPlugin(dir, manifest string) (Plugin, error) {
-	data, err := os.ReadFile(manifest)
+	data, err := readRegular(manifest, maxFileSize)
 	if err != nil {
 		return Plugin{}, fmt.Errorf("cannot be read: %v", err)
 	}
@@ -141,4 +159,9 @@ func readPlugin(dir, manifest string) (Plugin, error) {
 		}
 	}
 	return p, nil
+}
+
+// within reports whether path is dir or lies inside it.
+func within(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
 }

@@ -81,7 +81,7 @@ func LoadSkills(opts LoadOptions, plugins []Plugin) ([]*Skill, []Diagnostic) {
 					continue
 				}
 				file := filepath.Join(dir, SkillFile)
-				data, err := os.ReadFile(file)
+				data, err := readRegular(file, maxFileSize)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}

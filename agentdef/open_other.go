@@ -1,0 +1,8 @@
+//go:build !unix
+
+package agentdef
+
+import "os"
+
+// openFile opens a file to read.
+func openFile(path string) (*os.File, error) { return os.Open(path) }
