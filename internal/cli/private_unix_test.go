@@ -96,7 +96,7 @@ func TestGeneratedAgentIsPrivate(t *testing.T) {
 	dir := t.TempDir()
 	a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(string) string { return "" }}}
 	gen := filepath.Join(dir, ".cadre", "agents", "generated")
-	create := a.agentCreator(&tool.Approver{Mode: tool.ApproveAll}, gen)
+	create := a.agentCreator(&tool.Approver{Mode: tool.ApproveAll}, dir)
 	if _, err := create(t.Context(), "root", &cadre.Definition{Name: "haiku", Description: "Writes haiku.", Prompt: "Write one.", Tools: []string{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +127,41 @@ func TestDemoFilesArePrivate(t *testing.T) {
 	})
 	if err != nil || n < 3 {
 		t.Fatalf("walked %d entries of the demo's .cadre: %v", n, err)
+	}
+}
+
+// agent_create saves nothing through a symbolic link on the way to the
+// project's generated agents: a repository's .cadre/agents/generated
+// linked to the user's ~/.claude/agents had the agent saved among the
+// user's own, loaded by every project, while the approval named the
+// project's folder.
+func TestGeneratedAgentNotThroughALink(t *testing.T) {
+	for _, linked := range []string{".cadre/agents/generated", ".cadre/agents", ".cadre"} {
+		t.Run(linked, func(t *testing.T) {
+			dir, elsewhere := t.TempDir(), t.TempDir()
+			p := filepath.Join(dir, filepath.FromSlash(linked))
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, p); err != nil {
+				t.Fatal(err)
+			}
+			a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(string) string { return "" }}}
+			create := a.agentCreator(&tool.Approver{Mode: tool.ApproveAll}, dir)
+			_, err := create(t.Context(), "root", &cadre.Definition{Name: "haiku", Description: "Writes haiku.", Prompt: "Write one.", Tools: []string{}})
+			if err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+				t.Fatalf("error %v", err)
+			}
+			var found []string
+			filepath.WalkDir(elsewhere, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					found = append(found, p)
+				}
+				return nil
+			})
+			if len(found) > 0 {
+				t.Errorf("saved through the link: %v", found)
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,7 +209,7 @@ func (a *app) runStarter(cfg *config, w *wiring, set *engineSet, approvals *serv
 		id := local.NewRunID()
 		approver := &tool.Approver{Mode: mode, Prompt: approvals.Prompt(id)}
 		ecfg.Runner = redactRunner{next: &tool.Executor{Approver: approver}, r: w.redact}
-		ecfg.CreateAgent = a.agentCreator(approver, filepath.Join(a.projectDir(), ".cadre", "agents", "generated"))
+		ecfg.CreateAgent = a.agentCreator(approver, a.projectDir())
 		ecfg.AskUser = local.AwaitAnswer
 		a.mark(&settings) // the request changed them: marked again
 		if ecfg.Settings, err = json.Marshal(settings); err != nil {

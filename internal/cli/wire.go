@@ -209,7 +209,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 			return con.ask(ctx, fmt.Sprintf("\n%s asks: %s\nYour answer: ", agent, question))
 		}
 	}
-	w.engine.CreateAgent = a.agentCreator(approver, filepath.Join(proj, ".cadre", "agents", "generated"))
+	w.engine.CreateAgent = a.agentCreator(approver, proj)
 
 	settings := runSettings{
 		Model: cfg.Model, Agent: cfg.Agent, Workspace: w.workspace, Protocol: cfg.Protocol, Report: cfg.Report,
@@ -266,10 +266,17 @@ func keepOutOfGit(dir string) {
 	_ = os.WriteFile(path, []byte("# cadre's run store: the history of runs on this machine.\ncadre.db\ncadre.db-*\n"), privateFile)
 }
 
+// generatedDir is where agentCreator saves definitions, in the project.
+var generatedDir = filepath.Join(".cadre", "agents", "generated")
+
 // agentCreator asks for approval of a definition an agent wrote
-// (agent_create) and saves it in dir as NAME.md, where later runs load it
-// from like any project agent.
-func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Context, cadre.AgentID, *cadre.Definition) (string, error) {
+// (agent_create) and saves it in the project's generatedDir as NAME.md,
+// where later runs load it from like any project agent. No folder of
+// generatedDir may be a symbolic link: a repository's .cadre/agents/generated
+// linked to ~/.claude/agents had the agent saved among the user's own,
+// loaded by every project, while the approval named the project's folder.
+func (a *app) agentCreator(approver *tool.Approver, project string) func(context.Context, cadre.AgentID, *cadre.Definition) (string, error) {
+	dir := filepath.Join(project, generatedDir)
 	return func(ctx context.Context, agent cadre.AgentID, def *cadre.Definition) (string, error) {
 		tools := "its caller's tools"
 		if def.Tools != nil {
@@ -291,8 +298,14 @@ func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Con
 		if err != nil {
 			return "", err
 		}
+		if err := a.noLinksTo(project, dir); err != nil {
+			return "", err
+		}
 		if err := os.MkdirAll(dir, privateDir); err != nil {
 			return "", fmt.Errorf("create %s: %w", a.relPath(dir), err)
+		}
+		if err := a.noLinksTo(project, dir); err != nil {
+			return "", err
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFile)
 		if errors.Is(err, fs.ErrExist) {
@@ -310,4 +323,18 @@ func (a *app) agentCreator(approver *tool.Approver, dir string) func(context.Con
 		}
 		return a.relPath(path), nil
 	}
+}
+
+// noLinksTo refuses when a folder on the way from project to dir (one of
+// its folders, project excluded) is a symbolic link.
+func (a *app) noLinksTo(project, dir string) error {
+	for p := dir; p != project && len(p) > len(project); p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		to, _ := os.Readlink(p)
+		return fmt.Errorf("%s is a symbolic link (to %s): cadre does not save an agent through it, since the agent would be saved elsewhere than said; make it a folder", a.relPath(p), to)
+	}
+	return nil
 }
