@@ -43,6 +43,10 @@ type SkillEntry struct {
 // root, so a skill's file cannot lead outside it.
 type Skill struct {
 	skills []SkillEntry
+	// dirs are the skills' folders as they were when the tool was made
+	// (nil where one could not be read): a folder found elsewhere at a
+	// call (the folder replaced by a link to /) is not read.
+	dirs []os.FileInfo
 }
 
 var _ cadre.Tool = (*Skill)(nil)
@@ -55,7 +59,11 @@ func NewSkill(skills []SkillEntry) *Skill {
 	}
 	s := slices.Clone(skills)
 	slices.SortFunc(s, func(a, b SkillEntry) int { return strings.Compare(a.Name, b.Name) })
-	return &Skill{skills: s}
+	dirs := make([]os.FileInfo, len(s))
+	for i := range s {
+		dirs[i], _ = os.Stat(s[i].Dir)
+	}
+	return &Skill{skills: s, dirs: dirs}
 }
 
 // Spec implements cadre.Tool.
@@ -108,6 +116,9 @@ func (t *Skill) Call(ctx context.Context, raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("the folder of skill %s cannot be opened: %v", s.Name, err)
 	}
 	defer root.Close()
+	if fi, err := root.Stat("."); err != nil || t.dirs[i] == nil || !os.SameFile(fi, t.dirs[i]) {
+		return "", fmt.Errorf("the folder of skill %s (%s) is not the folder it was when this run started: it was replaced, or it moved; it is not read", s.Name, s.Dir)
+	}
 	if f := strings.TrimSpace(a.File); f != "" {
 		return readSkillFile(root, s.Name, f)
 	}
@@ -128,7 +139,9 @@ func readSkillFile(root *os.Root, skill, name string) (string, error) {
 	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 		return "", fmt.Errorf("%s is outside the folder of skill %s: give a path inside it, such as reference.md", name, skill)
 	}
-	f, err := root.Open(clean)
+	// Opened without waiting for a writer, then read only when regular: a
+	// FIFO in the folder would hold the call for ever.
+	f, err := root.OpenFile(clean, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("skill %s has no file %s; its files: %s", skill, clean, strings.Join(skillFiles(root), ", "))
@@ -142,6 +155,9 @@ func readSkillFile(root *os.Root, skill, name string) (string, error) {
 	}
 	if fi.IsDir() {
 		return "", fmt.Errorf("%s is a folder of skill %s; its files: %s", clean, skill, strings.Join(skillFiles(root), ", "))
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s of skill %s is not a regular file (a FIFO, a device or a socket), which is not read", clean, skill)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSkillFileBytes+1))
 	if err != nil {
