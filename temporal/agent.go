@@ -299,6 +299,13 @@ const (
 	// timersArmed: a timer holds the limit while the agent waits for a
 	// concurrency slot or for tools, and a model call gives up by itself.
 	timersArmed = workflow.Version(1)
+
+	agentWakeChange = "agent-wake"
+	// wakesSignalled: a message to a finished child was signalled to its
+	// closed workflow, and lost.
+	wakesSignalled = workflow.DefaultVersion
+	// wakesRefused: the agent is told the child could not be woken.
+	wakesRefused = workflow.Version(1)
 )
 
 // inactivityLimit is the agent's inactivity limit (its definition's
@@ -634,7 +641,18 @@ func (a *agentRun) deliver(d loop.Deliver) {
 		}
 		a.in.Report = d.Text
 		a.signal(AgentWorkflowID(a.in.Run, a.in.Parent), inputSignal,
-			loop.ChildReport{Child: a.in.Agent, Text: d.Text, Failed: d.Failed, Cancelled: d.Cancelled, Incomplete: d.Incomplete})
+			loop.ChildReport{Child: a.in.Agent, Text: d.Text, Failed: d.Failed, Cancelled: d.Cancelled, Incomplete: d.Incomplete, Round: d.Round})
+		return
+	}
+	if d.Wake && workflow.GetVersion(a.ctx, agentWakeChange, wakesSignalled, wakesRefused) == wakesRefused {
+		// A child that has finished has a closed workflow, which cannot
+		// take new work. The agent is told so, as the local engine tells
+		// of a child it cannot wake, and stops waiting for it: a message
+		// lost here left a wait_agent on the child waiting for ever.
+		a.queue = append(a.queue,
+			loop.ChildReport{Child: d.To, Failed: true, Round: d.Round,
+				Text: fmt.Sprintf("Error: %s could not be woken: on Temporal, an agent that has finished cannot be given new work; start a new agent for it, with what it needs to know.", d.To)},
+			loop.ChildEnded{Child: d.To, Status: cadre.StatusFailed, Error: "it could not be woken"})
 		return
 	}
 	msg := loop.InboxMessage{From: a.in.Agent, Text: d.Text, Steering: d.Steering, FollowUp: d.FollowUp}

@@ -419,3 +419,38 @@ func stuckWorkers(n int) cadre.Model {
 		return nil, fmt.Errorf("no reply for %s", req.Agent)
 	})
 }
+
+// A message to a child that has finished cannot wake it on Temporal (its
+// workflow has closed): the parent is told so and stops waiting for it, as
+// the local engine tells of a child it cannot wake. The message was
+// signalled to the closed workflow and lost, and a wait_agent on the
+// child then waited for ever.
+func TestScenarioWakeFinishedChild(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			all := allText(req)
+			switch {
+			case req.Turn == 1:
+				return calls(tc("a", loop.ToolStartBackground, map[string]string{"agent": "worker", "prompt": "count the apples"})), nil
+			case strings.Contains(all, "could not be woken"):
+				return text("the worker could not take more"), nil
+			case strings.Contains(all, "12 apples"):
+				return calls(tc("m", loop.ToolSendAgentMessage, map[string]string{"agentId": "root/worker.1", "text": "now count the pears"}),
+					tc("w", loop.ToolWaitAgent, map[string]string{"agentId": "root/worker.1"})), nil
+			}
+			return text("waiting"), nil
+		case "worker":
+			if req.Turn == 1 {
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "12 apples"})), nil
+			}
+			return text("reported"), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	e, _ := newEngine(t, setup{Model: m, Definitions: defs("worker")})
+	res, _ := runToEnd(t, e, "count the fruit")
+	if res.Answer != "the worker could not take more" {
+		t.Errorf("answer %q", res.Answer)
+	}
+}
