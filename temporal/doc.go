@@ -8,7 +8,9 @@
 // they were sent. A run is a workflow too (RunWorkflow): it builds and
 // starts the root, and is the one authority on the run-wide limits (the
 // number of agents, repeated tasks, the token budget and the number of
-// model calls at once), which agents ask for by signal whatever worker
+// model calls at once: unlike the local engine's, the limit does not
+// count tool calls, which only each worker's activity slots bound), which
+// agents ask for by signal whatever worker
 // runs them. Workflow IDs derive from the run and agent IDs, so a start
 // that is retried never makes a second agent. An agent whose history
 // reaches Config.HistoryLimit events continues as new with its journal of
