@@ -2,8 +2,6 @@ package mcp
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -552,16 +550,9 @@ func (s *server) close(ctx context.Context) {
 
 // toolName turns a server's tool name into a cadre tool name:
 // mcp__SERVER__TOOL, with characters model APIs refuse in names replaced
-// by _. A name longer than model APIs take (64 characters) keeps its
-// start and ends with _ and 8 hex digits of the SHA-256 of the tool's
-// name, so that it stays the same from run to run and unlike the others.
+// by _.
 func toolName(server, tool string) string {
-	name := "mcp__" + server + "__" + badNameChars.ReplaceAllString(tool, "_")
-	if len(name) <= maxToolName {
-		return name
-	}
-	sum := sha256.Sum256([]byte(tool))
-	return name[:maxToolName-9] + "_" + hex.EncodeToString(sum[:4])
+	return "mcp__" + server + "__" + badNameChars.ReplaceAllString(tool, "_")
 }
 
 var badNameChars = regexp.MustCompile(`[^A-Za-z0-9_-]`)

@@ -33,8 +33,9 @@ func noResult(context.Context, *sdk.CallToolRequest, struct{}) (*sdk.CallToolRes
 // agents that have them: a server offering more than MaxTools tools, or a
 // tool whose schema is past MaxToolSchema, is not used (before, a server
 // paging 100,000 tools of 4 KB each took 400 MB in seven seconds); a long
-// description is cut; a name past the 64 characters model APIs take is
-// shortened the same way every time, and the tool answers to it.
+// description is cut. A server with a tool whose name would pass the 64
+// characters model APIs take is not used either: shortened, the name
+// would escape the rules of agent files, which name tools in full.
 func TestToolListLimits(t *testing.T) {
 	t.Run("too many tools", func(t *testing.T) {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "many", Version: "1"}, nil)
@@ -65,31 +66,27 @@ func TestToolListLimits(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
-	t.Run("long description and name", func(t *testing.T) {
+	t.Run("long description", func(t *testing.T) {
 		srv := sdk.NewServer(&sdk.Implementation{Name: "long", Version: "1"}, nil)
-		long := strings.Repeat("é", 3*MaxToolDescription)
-		name := strings.Repeat("a_very_long_tool_name_", 14)
-		sdk.AddTool(srv, &sdk.Tool{Name: name, Description: long}, noResult)
+		sdk.AddTool(srv, &sdk.Tool{Name: "long", Description: strings.Repeat("é", 3*MaxToolDescription)}, noResult)
 		c, err := connectErr(t, srv, Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		tools := c.Tools()
-		if len(tools) != 1 {
-			t.Fatalf("%d tools", len(tools))
-		}
-		spec := tools[0].Spec()
-		if d := spec.Description; len(d) > MaxToolDescription+len("…") || !strings.HasSuffix(d, "…") || !utf8.ValidString(d) {
+		d := c.Tools()[0].Spec().Description
+		if len(d) > MaxToolDescription+len("…") || !strings.HasSuffix(d, "…") || !utf8.ValidString(d) {
 			t.Errorf("description of %d bytes, ending %q", len(d), d[len(d)-8:])
 		}
-		if len(spec.Name) > 64 || !strings.HasPrefix(spec.Name, "mcp__demo__a_very_long") || spec.Name != toolName("demo", name) {
-			t.Errorf("name %q (%d characters)", spec.Name, len(spec.Name))
+	})
+	t.Run("long name", func(t *testing.T) {
+		srv := sdk.NewServer(&sdk.Implementation{Name: "long", Version: "1"}, nil)
+		sdk.AddTool(srv, &sdk.Tool{Name: "confluence_delete_page_with_all_children_and_attachments", Description: "Long."}, noResult)
+		c, err := connectErr(t, srv, Config{})
+		if err == nil || !strings.Contains(err.Error(), "more than the 64 model APIs take") {
+			t.Fatalf("error %v", err)
 		}
-		if got, err := tools[0].Call(context.Background(), nil); err != nil || got != "done" {
-			t.Errorf("call by the short name: %q, %v", got, err)
-		}
-		if other := toolName("demo", name+"x"); other == spec.Name {
-			t.Errorf("two long names shortened alike: %s", other)
+		if len(c.Tools()) != 0 {
+			t.Errorf("tools of the refused server offered")
 		}
 	})
 }
@@ -117,6 +114,18 @@ func TestToolListRedacted(t *testing.T) {
 	}
 	if !json.Valid(spec.Parameters) {
 		t.Errorf("schema no longer JSON: %s", spec.Parameters)
+	}
+
+	// A secret across the place a long description is cut is redacted
+	// first, not cut into a part the redactor does not know.
+	srv = sdk.NewServer(&sdk.Implementation{Name: "leaky", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "cut", Description: strings.Repeat("a", MaxToolDescription-10) + secret + strings.Repeat("b", 100)}, noResult)
+	c, err = connectErr(t, srv, Config{Redactor: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Tools()[0].Spec().Description; strings.Contains(d, secret[:10]) {
+		t.Errorf("part of the secret was offered: %q", d[len(d)-40:])
 	}
 
 	srv = sdk.NewServer(&sdk.Implementation{Name: "leaky", Version: "1"}, nil)

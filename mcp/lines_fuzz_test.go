@@ -75,6 +75,21 @@ func TestResponseFilterHoldsOnlyRequestsInFlight(t *testing.T) {
 	if len(f.inFlight) != 0 {
 		t.Errorf("%d requests still held after their responses", len(f.inFlight))
 	}
+	// An ID the server writes its own way ("\u0061" as "a", 1.0 as 1) is
+	// the same request; IDs of other kinds are not kept.
+	f.seen([]byte(`{"jsonrpc":"2.0","id":"\u0061","method":"tools/call"}`))
+	f.seen([]byte(`{"jsonrpc":"2.0","id":7.0,"method":"tools/call"}`))
+	f.seen([]byte(`{"jsonrpc":"2.0","id":{"k":1},"method":"tools/call"}`))
+	f.seen([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`))
+	if _, err := f.Write([]byte(`{"jsonrpc":"2.0","id":"a","result":{}}` + "\n" + `{"jsonrpc":"2.0","id":7,"result":{}}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.Contains(got, `"id":"a"`) || !strings.Contains(got, `"id":7`) {
+		t.Errorf("written: %q; want the response to 7 only", got)
+	}
+	if len(f.inFlight) != 0 {
+		t.Errorf("%d requests still held: %v", len(f.inFlight), f.inFlight)
+	}
 	// A response after the call ended, and a cancellation after it, keep nothing.
 	f.seen([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`))
 	if len(f.inFlight) != 0 {

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -304,12 +306,33 @@ type rpcHead struct {
 	} `json:"params"`
 }
 
-func compactID(id json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, id) != nil {
-		return string(id)
+// maxInFlight is the most requests the filter keeps track of at once;
+// past it, a new request's response is written even if it is cancelled.
+const maxInFlight = 10_000
+
+// idKey is a request's ID as the filter keys it: the ID as decoded, so
+// that the response the server writes (with the ID written its own way:
+// "\u0061" as "a", 1.0 as 1) finds it. IDs of other kinds than strings and
+// whole numbers, which JSON-RPC does not give, are not kept track of.
+func idKey(id json.RawMessage) (string, bool) {
+	d := json.NewDecoder(bytes.NewReader(id))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return "", false
 	}
-	return b.String()
+	switch v := v.(type) {
+	case string:
+		return "s" + v, true
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return "n" + strconv.FormatInt(i, 10), true
+		}
+		if f, err := v.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return "n" + strconv.FormatInt(int64(f), 10), true
+		}
+	}
+	return "", false
 }
 
 // seen notes a message from the client: a request is in flight until its
@@ -326,15 +349,19 @@ func (f *responseFilter) seen(msg []byte) {
 	defer f.mu.Unlock()
 	switch {
 	case h.Method == "notifications/cancelled" && len(h.Params.RequestID) > 0:
-		id := compactID(h.Params.RequestID)
-		if _, ok := f.inFlight[id]; ok {
+		id, ok := idKey(h.Params.RequestID)
+		if _, held := f.inFlight[id]; ok && held {
 			f.inFlight[id] = true
 		}
 	case len(h.ID) > 0 && h.Method != "":
+		id, ok := idKey(h.ID)
+		if !ok || len(f.inFlight) >= maxInFlight {
+			return
+		}
 		if f.inFlight == nil {
 			f.inFlight = map[string]bool{}
 		}
-		f.inFlight[compactID(h.ID)] = false
+		f.inFlight[id] = false
 	}
 }
 
@@ -351,7 +378,7 @@ func (f *responseFilter) Write(p []byte) (int, error) {
 		if len(f.inFlight) > 0 {
 			var h rpcHead
 			if json.Unmarshal(msg, &h) == nil && h.Method == "" && len(h.ID) > 0 {
-				id := compactID(h.ID)
+				id, _ := idKey(h.ID)
 				cancelled, ok := f.inFlight[id]
 				delete(f.inFlight, id)
 				if ok && cancelled {

@@ -52,7 +52,7 @@ const (
 	// server with a larger one is not used.
 	MaxToolSchema = 64 << 10
 	// maxToolName is the longest tool name model APIs take (OpenAI's
-	// limit): a longer mcp__SERVER__TOOL is shortened (see toolName).
+	// limit): a server with a longer mcp__SERVER__TOOL is not used.
 	maxToolName = 64
 )
 
@@ -89,6 +89,9 @@ func newTool(s *server, st *sdk.Tool) (*Tool, error) {
 	if desc == "" {
 		desc = fmt.Sprintf("The tool %s of the MCP server %s.", st.Name, s.name)
 	}
+	// Redacted before it is cut: a cut through a secret would leave most
+	// of it for the redactor not to know.
+	desc = red.Values(desc)
 	if len(desc) > MaxToolDescription {
 		cut := MaxToolDescription
 		for cut > 0 && !utf8.RuneStart(desc[cut]) {
@@ -96,8 +99,16 @@ func newTool(s *server, st *sdk.Tool) (*Tool, error) {
 		}
 		desc = desc[:cut] + "…"
 	}
+	name := toolName(s.name, st.Name)
+	if len(name) > maxToolName {
+		// Shortened, the name would escape the rules of agent files,
+		// which name tools by their full names (mcp__x__*_page, a deny of
+		// the whole name): the server is not used rather than have a
+		// tool it was told to take away callable.
+		return nil, fmt.Errorf("its tool %q becomes %s, a name of %d characters, more than the %d model APIs take", st.Name, name, len(name), maxToolName)
+	}
 	return &Tool{
-		spec:     cadre.ToolSpec{Name: toolName(s.name, st.Name), Description: red.Values(desc), Parameters: params},
+		spec:     cadre.ToolSpec{Name: name, Description: desc, Parameters: params},
 		server:   s,
 		remote:   st.Name,
 		readOnly: st.Annotations != nil && st.Annotations.ReadOnlyHint,
