@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -98,6 +99,10 @@ it reads, marked "damaged": true; such a run cannot be resumed.`,
 			file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 			if err != nil {
 				return fmt.Errorf("export run %s: %w", r.ID, err)
+			}
+			if runtime.GOOS != "windows" {
+				// A file that was there keeps its mode when opened.
+				_ = file.Chmod(0o600)
 			}
 			if err := writeIndentedJSON(file, x); err != nil {
 				file.Close()

@@ -526,6 +526,10 @@ func TestRunsExport(t *testing.T) {
 		t.Errorf("the export does not show the decoded inputs as JSON objects")
 	}
 
+	// Over a file other users could read, as the file it writes.
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	res = runCadre(t, dir, home, "runs", "export", "last", "-o", "run.json")
 	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if res.code != 0 || err != nil {
