@@ -14,16 +14,21 @@ import (
 )
 
 // A reply of more spawns than one batch starts (spawnBatch without a
-// store, storeBatch with one) starts every child once, acknowledges each
-// spawn, and gives each call the report of its own child.
+// store or with one in memory, storeBatch with one on disk, whose children
+// are launched while their Starts are written: see spawnStored) starts
+// every child once, acknowledges each spawn, and gives each call the
+// report of its own child.
 func TestSpawnsOfManyBatches(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		n     int
-		store bool
+		store func() cadre.Store
 	}{
-		{"without a store", 2*spawnBatch + 22, false},
-		{"with a store", storeBatch + 44, true},
+		{"without a store", 2*spawnBatch + 22, nil},
+		{"with a store in memory", 2*spawnBatch + 22, func() cadre.Store { return memstore.New() }},
+		// A memstore seen only as a cadre.Store does not say it is in
+		// memory: it stands for a store on disk.
+		{"with a store on disk", storeAhead*storeBatch + 44, func() cadre.Store { return struct{ cadre.Store }{memstore.New()} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			checkNoLeaks(t)
@@ -47,10 +52,11 @@ func TestSpawnsOfManyBatches(t *testing.T) {
 				unit := strings.Fields(task[i+len("unit "):])[0]
 				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "report of unit " + unit + "."})), nil
 			})
+			m.SetRecordLimit(2 * c.n)
 			cfg := Config{Models: OneModel{Name: "fake", Model: m}, RootModel: "fake", Definitions: defs("worker"),
-				Limits: cadre.Limits{MaxAgents: 1000}}
-			if c.store {
-				cfg.Store = memstore.New()
+				Limits: cadre.Limits{MaxAgents: 2000}}
+			if c.store != nil {
+				cfg.Store = c.store()
 			}
 			res, err, _ := runTask(t, cfg, "go")
 			if err != nil {
