@@ -3,7 +3,6 @@ package agentdef
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/safefile"
 )
 
 // Scopes, from the lowest precedence to the highest.
@@ -351,59 +351,14 @@ func isAgentFile(name string) bool {
 }
 
 func readAgentFile(path string) ([]byte, error) {
-	data, err := readRegular(path, maxFileSize)
+	data, err := safefile.ReadRegular(path, maxFileSize)
 	switch {
-	case errors.Is(err, errFolder):
+	case errors.Is(err, safefile.ErrFolder):
 		return nil, errors.New("is a folder, not an agent file")
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("file is more than an agent file can be (%d MiB): is it an agent definition?", maxFileSize>>20)
 	case err != nil:
 		return nil, fmt.Errorf("cannot read agent file: %w", err)
-	}
-	return data, nil
-}
-
-var (
-	errFolder   = errors.New("is a folder")
-	errTooLarge = errors.New("is too large")
-)
-
-// readRegular reads a file a repository may hold, of at most limit bytes:
-// only a regular file, judged on the open file (a link to /dev/zero, a
-// FIFO or a device is refused, not read for ever or waited on), and no
-// more than limit bytes of it, whatever it claims its size is.
-func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := openFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	switch {
-	case err != nil:
-		return nil, err
-	case fi.IsDir():
-		return nil, errFolder
-	case !fi.Mode().IsRegular():
-		kind := "a special file"
-		switch t := fi.Mode().Type(); {
-		case t&fs.ModeNamedPipe != 0:
-			kind = "a FIFO"
-		case t&fs.ModeDevice != 0:
-			kind = "a device (such as a link to /dev/zero)"
-		case t&fs.ModeSocket != 0:
-			kind = "a socket"
-		}
-		return nil, fmt.Errorf("is not a regular file but %s, which is not read", kind)
-	case fi.Size() > limit:
-		return nil, errTooLarge
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, errTooLarge
 	}
 	return data, nil
 }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/cadre-ai/cadre/internal/safefile"
 )
 
 // ScopePlugin is the scope of the agents of Claude Code plugins.
@@ -47,16 +49,23 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 		seen  = map[string]string{}
 	)
 	// Each folder is looked in once, by its real path, and a link is
-	// followed only to a folder inside the one the search started from: a
-	// repository's links to "." (each doubling the search) or to / made
-	// the search take hours, and brought in the plugins of other places.
+	// followed only to a folder inside the one the search started from,
+	// which must itself be inside the project folder (or home folder) it
+	// belongs to: a repository's links to "." (each doubling the search)
+	// or to / made the search take hours, and brought in the plugins of
+	// other places. bound is that folder, "" for a folder given by name.
 	visited := map[string]bool{}
-	var top string
+	var top, bound string
 	var visit func(dir string, depth int, explicit bool)
 	visit = func(dir string, depth int, explicit bool) {
 		real, err := filepath.EvalSymlinks(dir)
 		if err == nil {
 			if depth == 0 {
+				if b, err := filepath.EvalSymlinks(bound); bound != "" && (err != nil || !within(b, real)) {
+					diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning,
+						Message: fmt.Sprintf("is a link out of %s (to %s): it is not searched for plugins", bound, real)})
+					return
+				}
 				top = real
 			} else if !within(top, real) {
 				return
@@ -107,13 +116,16 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 		home, _ = os.UserHomeDir()
 	}
 	if !opts.NoUser && home != "" {
+		bound = home
 		visit(filepath.Join(home, ".claude", "plugins"), 0, false)
 	}
 	if !opts.NoProject {
 		for _, level := range projectLevels(opts.Dir, opts.RepoRoot, home) {
+			bound = level
 			visit(filepath.Join(level, ".claude", "plugins"), 0, false)
 		}
 	}
+	bound = ""
 	for _, d := range opts.PluginDirs {
 		visit(d, 0, true)
 	}
@@ -122,7 +134,7 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 
 // readPlugin reads a plugin's manifest.
 func readPlugin(dir, manifest string) (Plugin, error) {
-	data, err := readRegular(manifest, maxFileSize)
+	data, err := safefile.ReadRegular(manifest, maxFileSize)
 	if err != nil {
 		return Plugin{}, fmt.Errorf("cannot be read: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/cadre-ai/cadre/internal/safefile"
 )
 
 // SkillFile is the file that makes a folder a skill.
@@ -81,7 +83,7 @@ func LoadSkills(opts LoadOptions, plugins []Plugin) ([]*Skill, []Diagnostic) {
 					continue
 				}
 				file := filepath.Join(dir, SkillFile)
-				data, err := readRegular(file, maxFileSize)
+				data, err := safefile.ReadRegular(file, maxFileSize)
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}

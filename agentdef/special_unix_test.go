@@ -94,6 +94,16 @@ func TestPluginSearchFollowsNoLoops(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(plugins, "root")); err != nil {
 		t.Fatal(err)
 	}
+	// And the plugins folder itself, in another project, a link to /.
+	other := t.TempDir()
+	os.Mkdir(filepath.Join(other, ".git"), 0o755)
+	os.Mkdir(filepath.Join(other, ".claude"), 0o755)
+	if err := os.Symlink("/", filepath.Join(other, ".claude", "plugins")); err != nil {
+		t.Fatal(err)
+	}
+	if p, diags := FindPlugins(LoadOptions{Dir: other, Home: t.TempDir(), NoBuiltin: true}); len(p) != 0 || len(diags) != 1 || !strings.Contains(diags[0].Message, "is a link out of") {
+		t.Errorf("a plugins folder linked to /: %d plugins, %v", len(p), diags)
+	}
 	done := make(chan []Plugin, 1)
 	go func() {
 		p, _ := FindPlugins(LoadOptions{Dir: proj, Home: t.TempDir(), NoBuiltin: true})

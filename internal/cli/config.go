@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/safefile"
 	"github.com/cadre-ai/cadre/internal/yamlcheck"
 	"github.com/cadre-ai/cadre/tool/builtin"
 )
@@ -323,10 +324,16 @@ func sameFile(a, b string) bool {
 	return err == nil && os.SameFile(fa, fb)
 }
 
+// maxConfigFile bounds the config files and .mcp.json cadre reads: they
+// come with repositories, and are read as regular files only (a link to
+// /dev/zero or a FIFO in their place is refused, not read without end or
+// waited on).
+const maxConfigFile = 4 << 20
+
 // readConfigFile reads and checks the config file f into fc; false when
 // there is no such file.
 func readConfigFile(f string, fc *fileConfig) (bool, error) {
-	data, err := os.ReadFile(f)
+	data, err := safefile.ReadRegular(f, maxConfigFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -663,7 +670,7 @@ func findMCPKey(data []byte, name, key string) (int, int) {
 // need them.
 func (a *app) loadMCPJSON(p *projectFiles) error {
 	file := filepath.Join(p.dir, ".mcp.json")
-	data, err := os.ReadFile(file)
+	data, err := safefile.ReadRegular(file, maxConfigFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

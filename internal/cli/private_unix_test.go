@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/sqlite"
@@ -163,5 +165,39 @@ func TestGeneratedAgentNotThroughALink(t *testing.T) {
 				t.Errorf("saved through the link: %v", found)
 			}
 		})
+	}
+}
+
+// A project's config, .mcp.json and AGENTS.md are read only as regular
+// files: a FIFO in their place hung every command, and a link to
+// /dev/zero was read until memory ran out. Each is refused, saying why.
+func TestProjectFilesReadAsRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".cadre"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, ".cadre", "config.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		var fc fileConfig
+		_, err := readConfigFile(filepath.Join(dir, ".cadre", "config.yaml"), &fc)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file but a FIFO") {
+			t.Errorf("config.yaml as a FIFO: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("reading a FIFO config waited for a writer")
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, ".mcp.json")); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(string) string { return "" }}}
+	if err := a.loadMCPJSON(&projectFiles{dir: dir}); err == nil || !strings.Contains(err.Error(), "not a regular file but a device") {
+		t.Errorf(".mcp.json linked to /dev/zero: %v", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/agentdef"
+	"github.com/cadre-ai/cadre/internal/safefile"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/mcp"
 	"github.com/cadre-ai/cadre/redact"
@@ -196,7 +197,7 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	proj := a.projectDir()
 	read := func(name string) string {
-		b, err := os.ReadFile(filepath.Join(proj, ".cadre", name))
+		b, err := safefile.ReadRegular(filepath.Join(proj, ".cadre", name), maxConfigFile)
 		if err != nil {
 			return ""
 		}

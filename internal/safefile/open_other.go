@@ -1,6 +1,6 @@
 //go:build !unix
 
-package agentdef
+package safefile
 
 import "os"
 

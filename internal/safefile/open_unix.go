@@ -1,6 +1,6 @@
 //go:build unix
 
-package agentdef
+package safefile
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 )
 
 // openFile opens a file to read without waiting for a writer: a FIFO in
-// a repository's agent folders must not hang the loader.
+// a repository must not hang cadre.
 func openFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
