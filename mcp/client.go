@@ -119,6 +119,10 @@ type ServerConfig struct {
 	// header, for instance).
 	Headers map[string]string
 
+	// CallTimeout bounds one call of a tool of this server; 0 means
+	// Config.CallTimeout.
+	CallTimeout time.Duration
+
 	// Transport, when set, is used instead of Command and URL: a server
 	// in the same process (sdk.NewInMemoryTransports) or a transport of
 	// one's own.

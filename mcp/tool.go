@@ -157,6 +157,9 @@ func (t *Tool) CallMedia(ctx context.Context, args json.RawMessage) (cadre.ToolO
 	// Close aborts the calls in flight, and a call gets no more than
 	// CallTimeout: a server that never answers must not hold the agent.
 	limit := s.client.cfg.CallTimeout
+	if s.cfg.CallTimeout > 0 {
+		limit = s.cfg.CallTimeout
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, limit, errNoAnswer)
 	defer cancel()
 	stop := context.AfterFunc(s.client.ctx, cancel)

@@ -111,6 +111,9 @@ type mcpServerConfig struct {
 	Cwd     string            `yaml:"cwd"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// TimeoutSeconds bounds one call of a tool of the server; 0 means
+	// mcp.DefaultCallTimeout (10 minutes).
+	TimeoutSeconds int `yaml:"timeoutSeconds"`
 
 	// file is where the entry was read; problem, when set, is why the
 	// server cannot be used (an entry of .mcp.json that cadre does not

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -423,5 +425,21 @@ func TestMCPListDrawsNoControlCharacters(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "fake prompt") {
 		t.Errorf("the description's text is missing: %q", out.String())
+	}
+}
+
+// timeoutSeconds of an mcpServers entry bounds a call of the server's
+// tools (10 minutes otherwise); a negative one says what to write.
+func TestMCPServerTimeout(t *testing.T) {
+	a := &app{io: IO{Dir: t.TempDir(), Stderr: io.Discard, Getenv: func(string) string { return "" }}}
+	sc, err := a.mcpServer("slow", mcpServerConfig{Command: "slow-server", TimeoutSeconds: 3600, file: ".cadre/config.yaml"})
+	if err != nil || sc.CallTimeout != time.Hour {
+		t.Errorf("timeoutSeconds 3600: %v, %v", sc.CallTimeout, err)
+	}
+	if sc, err := a.mcpServer("plain", mcpServerConfig{Command: "server"}); err != nil || sc.CallTimeout != 0 {
+		t.Errorf("no timeoutSeconds: %v, %v", sc.CallTimeout, err)
+	}
+	if _, err := a.mcpServer("bad", mcpServerConfig{Command: "server", TimeoutSeconds: -1, file: ".cadre/config.yaml"}); err == nil || !strings.Contains(err.Error(), "1 or more (the default is 600)") {
+		t.Errorf("timeoutSeconds -1: %v", err)
 	}
 }

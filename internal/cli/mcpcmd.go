@@ -318,7 +318,12 @@ func (a *app) mcpServer(name string, e mcpServerConfig) (mcp.ServerConfig, error
 		}
 		return out
 	}
-	sc := mcp.ServerConfig{Command: expand(e.Command), Env: expandMap(e.Env), EnvPassthrough: e.EnvPassthrough, URL: expand(e.URL), Headers: expandMap(e.Headers)}
+	sc := mcp.ServerConfig{Command: expand(e.Command), Env: expandMap(e.Env), EnvPassthrough: e.EnvPassthrough, URL: expand(e.URL), Headers: expandMap(e.Headers),
+		CallTimeout: time.Duration(e.TimeoutSeconds) * time.Second}
+	if e.TimeoutSeconds < 0 {
+		return mcp.ServerConfig{}, fmt.Errorf("mcp server %q (%s): timeoutSeconds is %d: give the seconds a call of its tools may take, 1 or more (the default is %d)",
+			name, a.relPath(e.file), e.TimeoutSeconds, int(mcp.DefaultCallTimeout/time.Second))
+	}
 	for _, arg := range e.Args {
 		sc.Args = append(sc.Args, expand(arg))
 	}
