@@ -27,7 +27,10 @@ type Config struct {
 	// Local is what workers build agents from, as the local engine would:
 	// models, definitions, tools and their runner, prompts, protocol. Its
 	// Limits are the run-wide limits a run started by the Engine keeps (the
-	// starting process decides them); its Store is not used.
+	// starting process decides maxAgents, maxConcurrent, the token budget
+	// and the time limit; maxDepth, maxTurns and maxQuestions are those of
+	// the worker that plans the agents, so give workers the same); its
+	// Store is not used.
 	Local local.Config
 	// HistoryLimit is the number of events the workflow history of an
 	// agent, or of a run, may reach before it continues as a new workflow
