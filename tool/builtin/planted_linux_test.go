@@ -94,7 +94,7 @@ func TestPlantedFIFO(t *testing.T) {
 	case <-time.After(10 * time.Second): // a hang, not a timing
 		t.Fatal("reading the nested repository blocked on a FIFO")
 	}
-	want := []string{"sub: a configuration that cannot be read (" + filepath.Join(root, "sub/.git/config") + " is not a regular file)",
+	want := []string{"sub: a configuration that cannot be read (" + filepath.Join(root, "sub/.git/config") + " is not a regular file but a FIFO, which is not read)",
 		"sub: an index that cannot be read (not a regular file)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"os/exec"
@@ -13,8 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/cadre-ai/cadre/internal/safefile"
 )
 
 // DefaultBwrap is the bubblewrap program a Sandbox runs when its Bwrap is
@@ -843,25 +844,17 @@ const maxGitConfig = 16 << 20
 // folder) or a larger file is an error: what it reads may have been put
 // there by a command.
 func readRegular(file string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
+	b, err := safefile.ReadRegular(file, limit)
+	var pe *fs.PathError
 	switch {
-	case err != nil:
-		return nil, err
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", file)
-	case fi.Size() > limit:
+	case err == nil || errors.As(err, &pe): // the open's error names the file
+		return b, err
+	case errors.Is(err, safefile.ErrTooLarge):
 		return nil, fmt.Errorf("%s is larger than %d bytes", file, limit)
+	case errors.Is(err, safefile.ErrFolder):
+		return nil, fmt.Errorf("%s is not a regular file", file)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", file, limit)
-	}
-	return b, err
+	return nil, fmt.Errorf("%s %v", file, err)
 }
 
 // readGitFile returns the first line of file, after prefix when prefix is
