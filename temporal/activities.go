@@ -48,10 +48,42 @@ func (x *activities) PlanRoot(ctx context.Context, task string) (loop.Start, err
 	return x.planner.Root(task)
 }
 
+// rootArgs are what PlanRootWithin plans the root of.
+type rootArgs struct {
+	Task string `json:"task"`
+	// MaxDepth is the run's depth limit; 0 for the worker's.
+	MaxDepth int `json:"max_depth,omitempty"`
+}
+
+// PlanRootWithin is PlanRoot within the run's depth limit, which the
+// process that started the run decided, rather than the worker's.
+func (x *activities) PlanRootWithin(ctx context.Context, a rootArgs) (loop.Start, error) {
+	start, err := x.planner.Root(a.Task)
+	if err == nil {
+		withinDepth(&start.Config, a.MaxDepth)
+	}
+	return start, err
+}
+
+// withinDepth lowers an agent's depth limit to the run's, limit (0 for
+// none given): the children the agent starts inherit the lower one, and a
+// spawn past it is refused where the agent's loop checks its depth.
+func withinDepth(cfg *loop.Config, limit int) {
+	if limit == 0 {
+		return
+	}
+	if m := max(limit, 0); cfg.MaxDepth > m { // cadre.NoSubagents: none below the root
+		cfg.MaxDepth = m
+	}
+}
+
 type planArgs struct {
 	Run    string           `json:"run"`
 	Parent loop.Config      `json:"parent"`
 	Specs  []loop.ChildSpec `json:"specs"`
+	// MaxDepth is the run's depth limit; 0 for the worker's (runs started
+	// before it was kept).
+	MaxDepth int `json:"max_depth,omitempty"`
 }
 
 // childPlan is a child built for its parent, or why it may not start.
@@ -63,6 +95,7 @@ type childPlan struct {
 
 // PlanChildren builds the children a parent asked for.
 func (x *activities) PlanChildren(ctx context.Context, a planArgs) ([]childPlan, error) {
+	withinDepth(&a.Parent, a.MaxDepth)
 	out := make([]childPlan, len(a.Specs))
 	for i, s := range a.Specs {
 		start, refused, evs := x.planner.Child(ctx, a.Parent, s)

@@ -808,7 +808,7 @@ func (a *agentRun) planChildren(ctx workflow.Context, ask []loop.ChildSpec) []ch
 	var futures []workflow.Future
 	for lo := 0; lo < len(ask); lo += batch {
 		specs := ask[lo:min(lo+batch, len(ask))]
-		futures = append(futures, workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: cfg, Specs: specs}))
+		futures = append(futures, workflow.ExecuteActivity(ctx, a.w.acts.PlanChildren, planArgs{Run: a.in.Run, Parent: cfg, Specs: specs, MaxDepth: a.in.Settings.MaxDepth}))
 	}
 	plans := make([]childPlan, 0, len(ask))
 	for i, f := range futures {

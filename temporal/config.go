@@ -27,10 +27,10 @@ type Config struct {
 	// Local is what workers build agents from, as the local engine would:
 	// models, definitions, tools and their runner, prompts, protocol. Its
 	// Limits are the run-wide limits a run started by the Engine keeps (the
-	// starting process decides maxAgents, maxConcurrent, the token budget
-	// and the time limit; maxDepth, maxTurns and maxQuestions are those of
-	// the worker that plans the agents, so give workers the same); its
-	// Store is not used.
+	// starting process decides maxAgents, maxDepth, maxConcurrent, the
+	// token budget and the time limit; maxTurns and maxQuestions, which
+	// agent files may set otherwise, are those of the worker that plans the
+	// agents, so give workers the same); its Store is not used.
 	Local local.Config
 	// HistoryLimit is the number of events the workflow history of an
 	// agent, or of a run, may reach before it continues as a new workflow
@@ -99,16 +99,20 @@ type settings struct {
 	HeartbeatTimeout time.Duration `json:"heartbeat_timeout"`
 	AnswerQuestions  bool          `json:"answer_questions,omitempty"`
 	MaxAgents        int           `json:"max_agents"`
-	MaxConcurrent    int           `json:"max_concurrent"`
-	BudgetTokens     int64         `json:"budget_tokens,omitempty"`
-	Timeout          time.Duration `json:"timeout,omitempty"`
+	// MaxDepth is the run's depth limit (cadre.NoSubagents for none below
+	// the root); 0 in runs started before it was kept, whose workers'
+	// limit applies.
+	MaxDepth      int           `json:"max_depth,omitempty"`
+	MaxConcurrent int           `json:"max_concurrent"`
+	BudgetTokens  int64         `json:"budget_tokens,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
 }
 
 func (c Config) settings() settings {
 	l := c.Local.Limits
 	return settings{
 		HistoryLimit: c.HistoryLimit, ModelTimeout: c.ModelTimeout, ToolTimeout: c.ToolTimeout, HeartbeatTimeout: c.HeartbeatTimeout,
-		AnswerQuestions: c.AnswerQuestions, MaxAgents: l.MaxAgents, MaxConcurrent: l.MaxConcurrent, BudgetTokens: l.BudgetTokens, Timeout: l.Timeout,
+		AnswerQuestions: c.AnswerQuestions, MaxAgents: l.MaxAgents, MaxDepth: l.MaxDepth, MaxConcurrent: l.MaxConcurrent, BudgetTokens: l.BudgetTokens, Timeout: l.Timeout,
 	}
 }
 

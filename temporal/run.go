@@ -90,7 +90,13 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 		deadline = c.Deadline
 	} else {
 		var start loop.Start
-		if err := workflow.ExecuteActivity(actx, w.acts.PlanRoot, in.Task).Get(ctx, &start); err != nil {
+		var plan workflow.Future
+		if workflow.GetVersion(ctx, runDepthChange, runWorkerDepth, runOwnDepth) == runOwnDepth {
+			plan = workflow.ExecuteActivity(actx, w.acts.PlanRootWithin, rootArgs{Task: in.Task, MaxDepth: in.Settings.MaxDepth})
+		} else {
+			plan = workflow.ExecuteActivity(actx, w.acts.PlanRoot, in.Task)
+		}
+		if err := plan.Get(ctx, &start); err != nil {
 			return w.finishRun(actx, r, loop.Finish{Failed: true, Result: "the root agent could not be built: " + err.Error()})
 		}
 		e, err := wrap(start)
@@ -343,6 +349,12 @@ const (
 	runContinueChange = "run-continues"
 	runNeverContinues = workflow.DefaultVersion
 	runContinues      = workflow.Version(1)
+
+	runDepthChange = "run-depth"
+	// runWorkerDepth: the root was planned within the worker's depth limit.
+	runWorkerDepth = workflow.DefaultVersion
+	// runOwnDepth: within the run's (see PlanRootWithin).
+	runOwnDepth = workflow.Version(1)
 )
 
 // publishRun writes an event the run tells about an agent.

@@ -55,6 +55,9 @@ type setup struct {
 	RootDefinition *cadre.Definition
 	// AnswerQuestions lets the root's questions wait for Engine.Answer.
 	AnswerQuestions bool
+	// WorkerLimits, when set, are the workers' limits, Limits then being
+	// those of the engine that starts runs.
+	WorkerLimits *cadre.Limits
 }
 
 // newEngine starts workers for s and returns an engine of the same
@@ -73,8 +76,12 @@ func newEngine(t testing.TB, s setup) (*temporal.Engine, temporal.Config) {
 		Local: local.Config{Models: local.OneModel{Name: "scripted", Model: s.Model}, Definitions: s.Definitions, Limits: s.Limits,
 			Protocol: s.Protocol, Tools: s.Tools, RootDefinition: s.RootDefinition},
 	}
+	wcfg := cfg
+	if s.WorkerLimits != nil {
+		wcfg.Local.Limits = *s.WorkerLimits
+	}
 	for range max(s.Workers, 1) {
-		w, err := temporal.NewWorker(cfg)
+		w, err := temporal.NewWorker(wcfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -454,3 +454,36 @@ func TestScenarioWakeFinishedChild(t *testing.T) {
 		t.Errorf("answer %q", res.Answer)
 	}
 }
+
+// The depth limit of a run is the one of the process that started it,
+// not the workers': with a run limited to one level below the root and
+// workers left at three, the root's child may not start one of its own
+// (it was planned within the workers' limit, and started it).
+func TestScenarioRunDepthLimit(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		switch scripted.DefinitionName(req.Agent) {
+		case "root":
+			if req.Turn == 1 {
+				return calls(tc("s", loop.ToolSpawnAgent, map[string]string{"agent": "mid", "task": "split it"})), nil
+			}
+			return text("root: " + allText(req)), nil
+		case "mid":
+			if req.Turn == 1 {
+				return calls(tc("s", loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "do a part"})), nil
+			}
+			if strings.Contains(allText(req), "depth limit") {
+				return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "refused by the depth limit"})), nil
+			}
+			return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "the worker started"})), nil
+		case "worker":
+			return calls(tc("r", loop.ToolSendAgentMessage, map[string]string{"text": "part done"})), nil
+		}
+		return nil, fmt.Errorf("no reply for %s", req.Agent)
+	})
+	workers := cadre.Limits{}
+	e, _ := newEngine(t, setup{Model: m, Definitions: defs("mid", "worker"), Limits: cadre.Limits{MaxDepth: 1}, WorkerLimits: &workers})
+	res, _ := runToEnd(t, e, "split the work")
+	if len(res.Agents) != 2 || !strings.Contains(res.Answer, "refused by the depth limit") {
+		t.Errorf("%d agents, answer %q; want the root and its child, the grandchild refused", len(res.Agents), res.Answer)
+	}
+}
