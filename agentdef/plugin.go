@@ -50,10 +50,12 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 	)
 	// Each folder is looked in once, by its real path, and a link is
 	// followed only to a folder inside the one the search started from,
-	// which must itself be inside the project folder (or home folder) it
-	// belongs to: a repository's links to "." (each doubling the search)
-	// or to / made the search take hours, and brought in the plugins of
-	// other places. bound is that folder, "" for a folder given by name.
+	// which, for a project's, must itself be inside the project (up to
+	// its repository's top): a repository's links to "." (each doubling
+	// the search) or to / made the search take hours, and brought in the
+	// plugins of other places. bound is that top, "" for the user's own
+	// folder (which may be a link to their dotfiles) and folders given by
+	// name.
 	visited := map[string]bool{}
 	var top, bound string
 	var visit func(dir string, depth int, explicit bool)
@@ -63,7 +65,7 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 			if depth == 0 {
 				if b, err := filepath.EvalSymlinks(bound); bound != "" && (err != nil || !within(b, real)) {
 					diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning,
-						Message: fmt.Sprintf("is a link out of %s (to %s): it is not searched for plugins", bound, real)})
+						Message: fmt.Sprintf("is a link out of the project %s (to %s): it is not searched for plugins", bound, real)})
 					return
 				}
 				top = real
@@ -116,12 +118,12 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 		home, _ = os.UserHomeDir()
 	}
 	if !opts.NoUser && home != "" {
-		bound = home
 		visit(filepath.Join(home, ".claude", "plugins"), 0, false)
 	}
 	if !opts.NoProject {
-		for _, level := range projectLevels(opts.Dir, opts.RepoRoot, home) {
-			bound = level
+		levels := projectLevels(opts.Dir, opts.RepoRoot, home)
+		for _, level := range levels {
+			bound = levels[0] // the outermost
 			visit(filepath.Join(level, ".claude", "plugins"), 0, false)
 		}
 	}

@@ -5,6 +5,7 @@ package agentdef
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,8 +102,32 @@ func TestPluginSearchFollowsNoLoops(t *testing.T) {
 	if err := os.Symlink("/", filepath.Join(other, ".claude", "plugins")); err != nil {
 		t.Fatal(err)
 	}
-	if p, diags := FindPlugins(LoadOptions{Dir: other, Home: t.TempDir(), NoBuiltin: true}); len(p) != 0 || len(diags) != 1 || !strings.Contains(diags[0].Message, "is a link out of") {
+	if p, diags := FindPlugins(LoadOptions{Dir: other, Home: t.TempDir(), NoBuiltin: true}); len(p) != 0 || len(diags) != 1 || !strings.Contains(diags[0].Message, "is a link out of the project") {
 		t.Errorf("a plugins folder linked to /: %d plugins, %v", len(p), diags)
+	}
+	// Links that stay in the repository, and the user's folder linked to
+	// their dotfiles, are searched.
+	repo, dotfiles, home := t.TempDir(), t.TempDir(), t.TempDir()
+	os.Mkdir(filepath.Join(repo, ".git"), 0o755)
+	writeTestFile(t, filepath.Join(repo, "tools", "claude-plugins", "shared", ".claude-plugin", "plugin.json"), `{"name": "shared"}`)
+	app := filepath.Join(repo, "packages", "app")
+	os.MkdirAll(filepath.Join(app, ".claude"), 0o755)
+	if err := os.Symlink("../../../tools/claude-plugins", filepath.Join(app, ".claude", "plugins")); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dotfiles, "plugins", "mine", ".claude-plugin", "plugin.json"), `{"name": "mine"}`)
+	os.Mkdir(filepath.Join(home, ".claude"), 0o755)
+	if err := os.Symlink(filepath.Join(dotfiles, "plugins"), filepath.Join(home, ".claude", "plugins")); err != nil {
+		t.Fatal(err)
+	}
+	p, diags := FindPlugins(LoadOptions{Dir: app, Home: home, NoBuiltin: true})
+	var names []string
+	for _, x := range p {
+		names = append(names, x.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"mine", "shared"}) || len(diags) != 0 {
+		t.Errorf("plugins %v, diagnostics %v; want mine and shared", names, diags)
 	}
 	done := make(chan []Plugin, 1)
 	go func() {
