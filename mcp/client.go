@@ -257,9 +257,28 @@ func (c *Client) Connect(ctx context.Context) error {
 		wg.Go(func() { s.connect(ctx) })
 	}
 	wg.Wait()
+	// Two servers' tools may come out with one name (server fs_ with tool
+	// delete, server fs with tool _delete): the later server, by name, is
+	// not used, as cadre could not tell which a call or a rule means.
+	owner := map[string]string{}
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(c.servers)) {
-		if err := c.servers[name].err; err != nil {
+		s := c.servers[name]
+		for _, t := range s.tools {
+			if first, taken := owner[t.spec.Name]; taken && s.err == nil {
+				s.err = &ServerError{Server: name, Op: "list tools",
+					Err:  fmt.Errorf("its tool %q becomes %s, the name of a tool of the MCP server %s", t.remote, t.spec.Name, first),
+					Hint: "give one of the two servers another name in the config"}
+			}
+		}
+		if s.err != nil {
+			s.tools = nil
+		} else {
+			for _, t := range s.tools {
+				owner[t.spec.Name] = name
+			}
+		}
+		if err := s.err; err != nil {
 			errs = append(errs, err)
 		}
 	}

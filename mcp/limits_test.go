@@ -169,3 +169,24 @@ func TestSummaryOfAToolNamedOverLines(t *testing.T) {
 		t.Errorf("summary %q", got)
 	}
 }
+
+// Two servers whose tools come out with one name (fs_ with delete, fs
+// with _delete: both mcp__fs___delete) cannot both be used: cadre could
+// not tell which a call or a rule means. The later server, by name, is
+// not used, and says why; the first keeps its tools.
+func TestToolNamesAcrossServers(t *testing.T) {
+	one := sdk.NewServer(&sdk.Implementation{Name: "one", Version: "1"}, nil)
+	sdk.AddTool(one, &sdk.Tool{Name: "_delete", Description: "Deletes."}, noResult)
+	two := sdk.NewServer(&sdk.Implementation{Name: "two", Version: "1"}, nil)
+	sdk.AddTool(two, &sdk.Tool{Name: "delete", Description: "Deletes too."}, noResult)
+	c := NewClient(Config{Servers: map[string]ServerConfig{"fs": inMemory(t, one), "fs_": inMemory(t, two)}})
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	err := c.Connect(context.Background())
+	var se *ServerError
+	if !errors.As(err, &se) || se.Server != "fs_" || !strings.Contains(err.Error(), "the name of a tool of the MCP server fs") {
+		t.Fatalf("error %v", err)
+	}
+	if tools := c.Tools(); len(tools) != 1 || tools[0].(*Tool).Server() != "fs" {
+		t.Errorf("tools %v", tools)
+	}
+}

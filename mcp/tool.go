@@ -105,7 +105,7 @@ func newTool(s *server, st *sdk.Tool) (*Tool, error) {
 		// which name tools by their full names (mcp__x__*_page, a deny of
 		// the whole name): the server is not used rather than have a
 		// tool it was told to take away callable.
-		return nil, fmt.Errorf("its tool %q becomes %s, a name of %d characters, more than the %d model APIs take", st.Name, name, len(name), maxToolName)
+		return nil, fmt.Errorf("its tool %q becomes %s, a name of %d characters, more than the %d model APIs take (a shorter name for the server's entry in the config may bring it within)", st.Name, name, len(name), maxToolName)
 	}
 	return &Tool{
 		spec:     cadre.ToolSpec{Name: name, Description: desc, Parameters: params},

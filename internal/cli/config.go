@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -333,6 +334,18 @@ func sameFile(a, b string) bool {
 // waited on).
 const maxConfigFile = 4 << 20
 
+// fileError says what was wrong reading file with safefile, naming it.
+func fileError(file string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return err // it names the file
+	case errors.Is(err, safefile.ErrTooLarge):
+		return fmt.Errorf("%s is larger than %d MiB, more than a config file can be", file, maxConfigFile>>20)
+	}
+	return fmt.Errorf("%s %w", file, err)
+}
+
 // readConfigFile reads and checks the config file f into fc; false when
 // there is no such file.
 func readConfigFile(f string, fc *fileConfig) (bool, error) {
@@ -341,7 +354,7 @@ func readConfigFile(f string, fc *fileConfig) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read config: %w", err)
+		return false, fmt.Errorf("read config: %w", fileError(f, err))
 	}
 	if err := parseConfig(f, data, fc); err != nil {
 		return false, err
@@ -678,7 +691,7 @@ func (a *app) loadMCPJSON(p *projectFiles) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", file, err)
+		return fmt.Errorf("read MCP servers: %w", fileError(file, err))
 	}
 	data = oneNewline(data)
 	var doc struct {

@@ -439,7 +439,9 @@ func TestMCPServerTimeout(t *testing.T) {
 	if sc, err := a.mcpServer("plain", mcpServerConfig{Command: "server"}); err != nil || sc.CallTimeout != 0 {
 		t.Errorf("no timeoutSeconds: %v, %v", sc.CallTimeout, err)
 	}
-	if _, err := a.mcpServer("bad", mcpServerConfig{Command: "server", TimeoutSeconds: -1, file: ".cadre/config.yaml"}); err == nil || !strings.Contains(err.Error(), "1 or more (the default is 600)") {
-		t.Errorf("timeoutSeconds -1: %v", err)
+	for _, n := range []int{-1, 10_000_000_000} {
+		if _, err := a.mcpServer("bad", mcpServerConfig{Command: "server", TimeoutSeconds: n, file: ".cadre/config.yaml"}); err == nil || !strings.Contains(err.Error(), "1 to 604800 (the default is 600)") {
+			t.Errorf("timeoutSeconds %d: %v", n, err)
+		}
 	}
 }

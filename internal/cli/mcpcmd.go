@@ -294,6 +294,10 @@ func (a *app) mcpClient(cfg *config, r *redact.Redactor) (client *mcp.Client, un
 	return mcp.NewClient(mcp.Config{Servers: servers, Name: "cadre", Version: Version, Environ: environ, Redactor: r}), unusable
 }
 
+// maxMCPTimeout is the largest timeoutSeconds of an mcpServers entry: a
+// week.
+const maxMCPTimeout = 7 * 24 * 3600
+
 // mcpServer turns one mcpServers entry into the mcp package's config:
 // variables expanded, the working directory resolved against the project.
 func (a *app) mcpServer(name string, e mcpServerConfig) (mcp.ServerConfig, error) {
@@ -320,9 +324,9 @@ func (a *app) mcpServer(name string, e mcpServerConfig) (mcp.ServerConfig, error
 	}
 	sc := mcp.ServerConfig{Command: expand(e.Command), Env: expandMap(e.Env), EnvPassthrough: e.EnvPassthrough, URL: expand(e.URL), Headers: expandMap(e.Headers),
 		CallTimeout: time.Duration(e.TimeoutSeconds) * time.Second}
-	if e.TimeoutSeconds < 0 {
-		return mcp.ServerConfig{}, fmt.Errorf("mcp server %q (%s): timeoutSeconds is %d: give the seconds a call of its tools may take, 1 or more (the default is %d)",
-			name, a.relPath(e.file), e.TimeoutSeconds, int(mcp.DefaultCallTimeout/time.Second))
+	if e.TimeoutSeconds < 0 || e.TimeoutSeconds > maxMCPTimeout {
+		return mcp.ServerConfig{}, fmt.Errorf("mcp server %q (%s): timeoutSeconds is %d: give the seconds a call of its tools may take, 1 to %d (the default is %d)",
+			name, a.relPath(e.file), e.TimeoutSeconds, maxMCPTimeout, int(mcp.DefaultCallTimeout/time.Second))
 	}
 	for _, arg := range e.Args {
 		sc.Args = append(sc.Args, expand(arg))

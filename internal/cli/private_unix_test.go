@@ -187,7 +187,7 @@ func TestProjectFilesReadAsRegularFiles(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file but a FIFO") {
+		if err == nil || !strings.Contains(err.Error(), "config.yaml is not a regular file but a FIFO") {
 			t.Errorf("config.yaml as a FIFO: %v", err)
 		}
 	case <-time.After(time.Minute):
@@ -197,7 +197,7 @@ func TestProjectFilesReadAsRegularFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &app{io: IO{Dir: dir, Stderr: io.Discard, Getenv: func(string) string { return "" }}}
-	if err := a.loadMCPJSON(&projectFiles{dir: dir}); err == nil || !strings.Contains(err.Error(), "not a regular file but a device") {
+	if err := a.loadMCPJSON(&projectFiles{dir: dir}); err == nil || !strings.Contains(err.Error(), ".mcp.json is not a regular file but a device") {
 		t.Errorf(".mcp.json linked to /dev/zero: %v", err)
 	}
 }

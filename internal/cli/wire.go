@@ -197,8 +197,12 @@ func (a *app) wire(ctx context.Context, cfg *config, con *console) (*wiring, err
 
 	proj := a.projectDir()
 	read := func(name string) string {
-		b, err := safefile.ReadRegular(filepath.Join(proj, ".cadre", name), maxConfigFile)
+		file := filepath.Join(proj, ".cadre", name)
+		b, err := safefile.ReadRegular(file, maxConfigFile)
 		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(a.errOut(), "cadre: warning: %s is not used: %v\n", a.relPath(file), fileError(file, err))
+			}
 			return ""
 		}
 		return strings.TrimSpace(string(b))
