@@ -10,7 +10,17 @@
 // error becomes a *ToolError. Tools are cadre.MediaTools: images and
 // sounds also travel as they are, for the models that take them, within
 // Config.MaxMediaBytes each and Config.MaxResultMediaBytes and 100 items
-// per result.
+// per result. A call gets Config.CallTimeout (or its server's
+// ServerConfig.CallTimeout), 10 minutes by default, to answer.
+//
+// What a server says of its tools goes into every request of the agents
+// that have them, and is held to limits: a server offering more than
+// MaxTools tools, one whose input schema is past MaxToolSchema, one whose
+// name mcp__SERVER__TOOL is longer than the 64 characters model APIs take,
+// or one whose tool takes the name of another server's, is not used (its
+// ServerError says why); a description is cut at MaxToolDescription.
+// Descriptions and schemas are cleared of Config.Redactor's secrets, and a
+// server whose tool's name holds one is not used.
 //
 // As a server, an AgentServer offers cadre's agents to other MCP clients
 // (Claude Code, editors): one tool per user-facing agent definition and a
