@@ -968,3 +968,34 @@ func TestTextSpawnRefusedWithOnboardOnly(t *testing.T) {
 		t.Errorf("the reader was told %q", got)
 	}
 }
+
+// The turn limit holds on the text protocol: a root that answers every
+// turn with a new <spawn_agents> block is asked for its final answer once
+// it has used its turns, and a block in that answer is not run. It was
+// never checked there: with maxTurns 2 such a root made twelve calls and
+// started twelve agents.
+func TestTextTurnLimit(t *testing.T) {
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if req.Agent != cadre.RootID {
+			return text("part done"), nil
+		}
+		if req.Turn >= 12 {
+			return text("all done"), nil
+		}
+		return text(spawnBlock("parallel", fmt.Sprintf("task number %d", req.Turn))), nil
+	})
+	cfg := textConfig(m)
+	cfg.Limits = cadre.Limits{MaxTurns: 2}
+	res, err, ev := runTask(t, cfg, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its first reply's block runs; the call after it is its second
+	// turn, whose block is not run; the third call asks for the answer.
+	if n := len(m.RequestsOf(cadre.RootID)); n != 3 || len(res.Agents) != 2 {
+		t.Errorf("the root made %d model calls and the run %d agents; want 3 calls and 2 agents", n, len(res.Agents))
+	}
+	if ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventTurnLimit }) < 0 {
+		t.Error("no turn_limit event")
+	}
+}

@@ -37,6 +37,19 @@ func (s *State) startBlock() ([]Action, bool) {
 	if b.Before != "" && !s.cfg.Say {
 		acts = append(acts, Emit{Event: cadre.Say{Text: b.Before, PreSpawn: true}})
 	}
+	// The turn limit holds on the text protocol too: an agent that has
+	// used its turns is asked for its final answer, as after tool calls,
+	// and a block in that answer is not run (a model answering every turn
+	// with a block ran until the agent limit or the budget stopped it).
+	if s.final {
+		return nil, false
+	}
+	if s.turns-s.turnBase >= s.cfg.maxTurns() {
+		s.final = true
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser,
+			Content: prompt.FinalAnswerRequest + " Your <spawn_agents> block was not run, and another would not be: write no block."})
+		return append(acts, Emit{Event: cadre.TurnLimit{MaxTurns: s.cfg.maxTurns()}}, s.modelCall()), true
+	}
 	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate || !RunsTasks(s.cfg.Delegation) {
 		if s.refused {
 			return nil, false // asked once already: take the reply as it is
