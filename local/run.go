@@ -533,7 +533,9 @@ func (r *run) deliver(from *agent, d loop.Deliver) {
 		from.box.put(loop.InboxMessage{Text: fmt.Sprintf("Your message to %s was not delivered: there is no running agent with that id.", d.To)})
 		return
 	}
-	target.box.put(loop.InboxMessage{From: from.id, Text: d.Text, Steering: d.Steering, FollowUp: d.FollowUp})
+	// Only its parent may interrupt an agent's turn (the loop asks for no
+	// more; this holds whatever a Deliver says).
+	target.box.put(loop.InboxMessage{From: from.id, Text: d.Text, Steering: d.Steering && target.parent == from, FollowUp: d.FollowUp})
 }
 
 // recordReport keeps a child's report in the tree and turns it into a

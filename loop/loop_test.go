@@ -646,3 +646,35 @@ func TestOfferedTools(t *testing.T) {
 		})
 	}
 }
+
+// Only an agent's parent may interrupt its turn: a message to another
+// agent (a sibling, the parent) asking to steer is delivered as a plain
+// message, and the sender is told so. A sibling's steering message broke
+// into the turn of an agent with other tools.
+func TestSteeringOnlyToOwnChildren(t *testing.T) {
+	h := start(t, childConfig(cadre.ReportTool), "task")
+	acts := h.reply("", call("m", ToolSendAgentMessage, `{"agentId":"root/other.2","text":"drop everything","steering":true}`))
+	d, ok := only[Deliver](acts)
+	if !ok || d.To != "root/other.2" || d.Steering {
+		t.Fatalf("want a plain Deliver to the sibling, got %#v", acts)
+	}
+	if res := h.lastTool(); !strings.Contains(res.Content, "delivered as a plain message: only an agent's parent may interrupt its turn") {
+		t.Errorf("result %q", res.Content)
+	}
+
+	// A parent steering its child still interrupts it.
+	h = start(t, rootConfig(), "task")
+	h.reply("", call("s", ToolStartBackground, `{"prompt":"look","agent":"researcher"}`))
+	var child cadre.AgentID
+	for id := range h.s.children {
+		child = id
+	}
+	if child == "" {
+		t.Fatal("no child started")
+	}
+	h.step(Spawned{Ref: "s", Child: child})
+	acts = h.reply("", call("m", ToolSendAgentMessage, `{"agentId":"`+string(child)+`","text":"look elsewhere","steering":true}`))
+	if d, ok := only[Deliver](acts); !ok || !d.Steering {
+		t.Fatalf("want a steering Deliver to the child, got %d actions", len(acts))
+	}
+}

@@ -365,6 +365,15 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 	if c, ok := s.children[to]; ok && c.handle == "" && (c.ended || c.reported && c.wakeNext == "") {
 		return s.wakeChild(i, c, text)
 	}
+	// Only an agent's parent may interrupt its turn: any agent may write
+	// to another by its id, and a sibling steering a sibling (or a child
+	// its parent) would let one injected agent break into the work of
+	// agents with other tools.
+	plain := ""
+	if _, own := s.children[to]; steering && !own {
+		steering = false
+		plain = " It was delivered as a plain message: only an agent's parent may interrupt its turn."
+	}
 	event := Emit{Event: cadre.MessageSent{To: to, Text: text}}
 	if to == s.cfg.Parent && s.cfg.isChild() {
 		if !s.reported {
@@ -384,11 +393,11 @@ func (s *State) send(i int, text string, to cadre.AgentID, steering bool) []Acti
 			s.toParent++
 			return s.deliverReport(acts, checked, cadre.StatusDone, false)
 		}
-		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once).", false)
+		s.fill(i, "Delivered to your parent as a follow-up message (your report was already delivered once)."+plain, false)
 		s.toParent++
 		return []Action{event, Deliver{To: to, Text: text, FollowUp: true, Steering: steering}}
 	}
-	s.fill(i, fmt.Sprintf("Message sent to %s.", to), false)
+	s.fill(i, fmt.Sprintf("Message sent to %s.", to)+plain, false)
 	return []Action{event, Deliver{To: to, Text: text, Steering: steering}}
 }
 

@@ -118,14 +118,14 @@ var subagentSpecs = map[string]cadre.ToolSpec{
 	ToolSendAgentMessage: {
 		Name: ToolSendAgentMessage,
 		Description: "Send a message to another agent. Without agentId it goes to your parent agent: " +
-			"that is how a subagent delivers its results. steering=true interrupts the receiver's current turn. " +
+			"that is how a subagent delivers its results. steering=true interrupts the current turn of one of your subagents. " +
 			"Sent to one of your subagents that has already reported, it wakes that subagent with everything it knew and " +
 			"gives it a new task; its new report reaches you once, as a message (or through wait_agent). " +
 			"The ids of your subagents are in list_agents.",
 		Parameters: jsonSchema(`{"type":"object","properties":{` +
 			`"text":{"type":"string","description":"The message."},` +
 			`"agentId":{"type":"string","description":"Receiver's agent id; defaults to your parent."},` +
-			`"steering":{"type":"boolean","description":"Interrupt the receiver's current turn."}},` +
+			`"steering":{"type":"boolean","description":"Interrupt the receiver's current turn (only one of your subagents)."}},` +
 			`"required":["text"]}`),
 	},
 	ToolListAgents: {

@@ -655,7 +655,8 @@ func (a *agentRun) deliver(d loop.Deliver) {
 			loop.ChildEnded{Child: d.To, Status: cadre.StatusFailed, Error: "it could not be woken"})
 		return
 	}
-	msg := loop.InboxMessage{From: a.in.Agent, Text: d.Text, Steering: d.Steering, FollowUp: d.FollowUp}
+	// Only its parent may interrupt an agent's turn.
+	msg := loop.InboxMessage{From: a.in.Agent, Text: d.Text, Steering: d.Steering && a.kids[d.To], FollowUp: d.FollowUp}
 	if !a.signal(AgentWorkflowID(a.in.Run, d.To), inputSignal, msg) {
 		a.queue = append(a.queue, loop.InboxMessage{Text: fmt.Sprintf("Your message to %s was not delivered: there is no running agent with that id.", d.To)})
 	}
