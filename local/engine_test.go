@@ -310,9 +310,10 @@ func TestAgentLimitAndCycle(t *testing.T) {
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent == cadre.RootID {
 			if req.Turn == 1 {
+				// The same task, respelt: the detector counts them as one.
 				var cs []cadre.ToolCall
-				for i := range 5 {
-					cs = append(cs, tc(string(rune('a'+i)), loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": "Same Task "}))
+				for i, task := range []string{"Same Task ", "same  task", "Same Task.", "Same Task", "Same Task​"} {
+					cs = append(cs, tc(string(rune('a'+i)), loop.ToolSpawnAgent, map[string]string{"agent": "worker", "task": task}))
 				}
 				return calls(cs...), nil
 			}

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/cadre-ai/cadre"
@@ -251,7 +250,7 @@ func (r *run) restore(all []*restored) (map[cadre.AgentID]*agent, []lostWake, er
 		}
 		r.usage = r.usage.Add(st.Usage())
 		if cfg.Parent != "" && cfg.Mode != loop.ModeOnboarding {
-			r.tasks[strings.ToLower(strings.TrimSpace(st.Task()))]++
+			r.tasks[loop.TaskKey(st.Task())]++
 		}
 		r.mu.Unlock()
 

@@ -261,7 +261,7 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	lim := r.e.cfg.Limits
 	b := birth{spec: spec}
 	v := parent.agentVerdict(spec.Definition)
-	norm := strings.ToLower(strings.TrimSpace(spec.Task))
+	norm := loop.TaskKey(spec.Task)
 	r.mu.Lock()
 	exists := r.live(spec.ID) != nil
 	info, known := r.infos[spec.ID]

@@ -3,7 +3,9 @@ package loop
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cadre-ai/cadre"
 )
@@ -205,4 +207,21 @@ func (c *Config) CreatableTools() []string {
 		}
 	}
 	return names
+}
+
+// TaskKey is the key under which the cycle detector counts a delegated
+// task: the task as a model could respell it and mean the same, with its
+// case folded, its spaces (any kind) collapsed to one, invisible format
+// characters (zero-width spaces and joiners) dropped and punctuation at its
+// ends trimmed. Before, "Do X", "Do  X", "Do X." and "Do\u00a0X" were four
+// tasks, and the detector was easy to pass.
+func TaskKey(task string) string {
+	task = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, task)
+	key := strings.ToLower(strings.Join(strings.Fields(task), " "))
+	return strings.TrimFunc(key, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
 }

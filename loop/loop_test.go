@@ -678,3 +678,19 @@ func TestSteeringOnlyToOwnChildren(t *testing.T) {
 		t.Fatalf("want a steering Deliver to the child, got %d actions", len(acts))
 	}
 }
+
+// A task respelt (case, spaces of any kind, invisible characters,
+// punctuation at its ends) counts as the same task for the cycle detector.
+func TestTaskKey(t *testing.T) {
+	want := TaskKey("Do X")
+	for _, s := range []string{"do x", "Do  X", "Do X.", "Do\tX", " do x ", "Do\u00a0X", "Do X\u200b", "«Do X»", "DO\u2003X!"} {
+		if got := TaskKey(s); got != want {
+			t.Errorf("TaskKey(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for _, s := range []string{"Do Y", "Do X twice", "Don't X"} {
+		if TaskKey(s) == want {
+			t.Errorf("TaskKey(%q) is the key of Do X", s)
+		}
+	}
+}

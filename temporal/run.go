@@ -57,6 +57,7 @@ type runState struct {
 	waiting   []runRequest    // acquires waiting for a slot, oldest first
 	cancelled string
 	version   workflow.Version // of runVersionChange
+	taskKeys  workflow.Version // of runTaskKeyChange
 	// continues is the version of runContinueChange: from runContinues the
 	// run's workflow continues as new when its history grows long, and
 	// learns of the root's end from the root.
@@ -76,6 +77,7 @@ func (w *Worker) runWorkflow(ctx workflow.Context, in runInput) (*cadre.Result, 
 	r := &runState{in: in, tasks: map[string]int{}, held: map[string]bool{}}
 	r.version = workflow.GetVersion(ctx, runVersionChange, repliesWaited, repliesSent)
 	r.continues = workflow.GetVersion(ctx, runContinueChange, runNeverContinues, runContinues)
+	r.taskKeys = workflow.GetVersion(ctx, runTaskKeyChange, taskKeysTrimmed, taskKeysFolded)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 10},
@@ -230,6 +232,9 @@ func (w *Worker) handle(ctx workflow.Context, r *runState, req runRequest) {
 		reply := runReply{Kind: "reserved", Seq: req.Seq, Refused: make([]refusal, len(req.Items))}
 		for i, it := range req.Items {
 			norm := strings.ToLower(strings.TrimSpace(it.Task))
+			if r.taskKeys >= taskKeysFolded {
+				norm = loop.TaskKey(it.Task)
+			}
 			switch {
 			case r.created >= s.MaxAgents:
 				reply.Refused[i].Limit = s.MaxAgents
@@ -349,6 +354,12 @@ const (
 	runContinueChange = "run-continues"
 	runNeverContinues = workflow.DefaultVersion
 	runContinues      = workflow.Version(1)
+
+	runTaskKeyChange = "run-task-keys"
+	// taskKeysTrimmed: the cycle detector counted tasks lowered and trimmed.
+	taskKeysTrimmed = workflow.DefaultVersion
+	// taskKeysFolded: by loop.TaskKey.
+	taskKeysFolded = workflow.Version(1)
 
 	runDepthChange = "run-depth"
 	// runWorkerDepth: the root was planned within the worker's depth limit.
