@@ -104,8 +104,15 @@ func (s *State) startBlock() ([]Action, bool) {
 // no model may start (as checkDefinition refuses for the tools), or "".
 func (s *State) blockInternal(tasks []tagproto.SpawnTask) string {
 	for _, t := range tasks {
-		if e, ok := s.cfg.entry(t.Name); ok && t.Name != "" && e.Internal {
+		e, ok := s.cfg.entry(t.Name)
+		switch {
+		case !ok || t.Name == "":
+		case e.Internal:
 			return fmt.Sprintf("%q is an internal agent and cannot be spawned by a model (available agents: %s)", t.Name, s.available())
+		case e.OnboardingRequired:
+			// As spawn_agent refuses it: a block waits for its agents as
+			// spawn_agent does, and has no way to onboard them.
+			return fmt.Sprintf("%q requires onboarding before it is given a task, which a <spawn_agents> block cannot do (available agents: %s)", t.Name, s.available())
 		}
 	}
 	return ""

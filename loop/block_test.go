@@ -77,3 +77,19 @@ func TestBlockRefusesInternalAgent(t *testing.T) {
 		t.Errorf("want the reply taken as the answer, got %#v", acts)
 	}
 }
+
+// A <spawn_agents> block naming an agent that requires onboarding is not
+// run, as spawn_agent refuses it: a block cannot onboard its agents, and
+// the agent ran its task without the onboarding its definition requires.
+func TestBlockRefusesAgentRequiringOnboarding(t *testing.T) {
+	cfg := rootConfig()
+	cfg.Protocol = cadre.ProtocolText
+	h := start(t, cfg, "task")
+	acts := h.reply(`<spawn_agents><agent name="careful" task="do it" /></spawn_agents>`)
+	if spawns := find[Spawn](acts); len(spawns) != 0 {
+		t.Fatalf("the block started %#v", spawns)
+	}
+	if got := h.lastMessage().Content; !strings.Contains(got, `"careful" requires onboarding`) {
+		t.Errorf("the model was told %q", got)
+	}
+}
