@@ -161,8 +161,23 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 			v.Run = rec
 		}
 	}
-	v.Pending, _ = s.opts.Approvals.Pending(id)
+	v.Pending, _ = s.pending(id)
 	writeJSON(w, http.StatusOK, v)
+}
+
+// pending returns the run's approvals waiting for an answer, their texts
+// redacted as the agents' are (a command can hold a token the model read),
+// and the channel closed when they change.
+func (s *Server) pending(run string) ([]Pending, <-chan struct{}) {
+	p, changed := s.opts.Approvals.Pending(run)
+	if s.opts.RedactText == nil {
+		return p, changed
+	}
+	p = slices.Clone(p)
+	for i := range p {
+		p[i].Summary, p[i].Detail, p[i].Rule = s.opts.RedactText(p[i].Summary), s.opts.RedactText(p[i].Detail), s.opts.RedactText(p[i].Rule)
+	}
+	return p, changed
 }
 
 // A transcript is the answer to GET /api/runs/{run}/agents/{agent}.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -269,5 +270,33 @@ func TestAnswerApprovalByID(t *testing.T) {
 	}
 	if got := f.touch.touched(); len(got) != 1 || !strings.Contains(second.Summary, got[0]) {
 		t.Errorf("touched %v, want only the second call's file (%s)", got, second.Summary)
+	}
+}
+
+// An approval carries what its summary does not say (arguments past the
+// summary's cut), so that a page can show the whole call before it lets
+// a person allow it; and its texts are redacted as the agents' are. A
+// call whose tail hid past the cut was approved unseen, and a token in a
+// command reached the page in the clear.
+func TestPendingDetailRedacted(t *testing.T) {
+	path := strings.Repeat("x", 320) + "/ghp_SECRET123/end.txt"
+	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+		if !hasCall(req.Messages, "touch") {
+			args, _ := json.Marshal(map[string]string{"path": path})
+			return calls("touch", string(args)), nil
+		}
+		return text("Touched."), nil
+	})
+	f := newFixture(t, fixtureOptions{model: m, redactText: func(s string) string { return strings.ReplaceAll(s, "ghp_SECRET123", "[REDACTED]") }})
+	id := f.start(RunRequest{Task: "Touch it.", Approve: "ask"})
+	p := f.pendingOne(id, "")
+	if strings.Contains(p.Summary, "end.txt") || !strings.Contains(p.Detail, "end.txt") {
+		t.Errorf("summary %q, detail %q: want the tail in the detail only", p.Summary, p.Detail)
+	}
+	if strings.Contains(p.Summary+p.Detail, "ghp_SECRET123") || !strings.Contains(p.Detail, "[REDACTED]") {
+		t.Errorf("the token reached the page: %q / %q", p.Summary, p.Detail)
+	}
+	if st := f.do("POST", "/api/runs/"+id+"/answer", map[string]string{"id": p.ID, "answer": "no"}, nil); st != http.StatusOK {
+		t.Fatalf("deny: %d", st)
 	}
 }

@@ -40,6 +40,11 @@ type Pending struct {
 	Tool string `json:"tool"`
 	// Summary says what the call would do.
 	Summary string `json:"summary"`
+	// Detail, when set, is what the call would do that Summary does not
+	// say (a write's text, a long command, arguments Summary cuts): see
+	// tool.ApprovalDetail. A page must show it before it lets a person
+	// allow the call.
+	Detail string `json:"detail,omitempty"`
 	// Rule, when set, is the rule of the agent's definition that asks.
 	Rule string `json:"rule,omitempty"`
 	// Asked is when the request was made.
@@ -80,7 +85,7 @@ func (a *Approvals) add(run string, req tool.ApprovalRequest) *approval {
 	a.next++
 	ap := &approval{
 		Pending: Pending{ID: "approval-" + a.tag + "-" + strconv.Itoa(a.next), Agent: req.Agent, Tool: req.Tool,
-			Summary: req.Summary, Rule: req.Rule, Asked: time.Now().UTC()},
+			Summary: req.Summary, Detail: tool.ApprovalDetail(req), Rule: req.Rule, Asked: time.Now().UTC()},
 		answer: make(chan bool, 1),
 	}
 	if a.pending == nil {

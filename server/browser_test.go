@@ -210,7 +210,8 @@ func TestPage(t *testing.T) {
 	if got := eval[string](t, ctx, "read the approval's id", `document.querySelector('[data-approval="root"]').dataset.approvalId`); got != pending[0].ID {
 		t.Errorf("the page shows approval %q, the server has %q", got, pending[0].ID)
 	}
-	run(t, ctx, "allow the call", chromedp.Click(`[data-approval="root"] button[data-answer="yes"]`))
+	// Drawn just after the answer, its buttons wait a moment before they take a click.
+	run(t, ctx, "allow the call", chromedp.WaitEnabled(`[data-approval="root"] button[data-answer="yes"]`), chromedp.Click(`[data-approval="root"] button[data-answer="yes"]`))
 	waitJS(t, ctx, "the approval gone", `!document.querySelector('[data-approval="root"]')`)
 
 	f.open()
@@ -266,7 +267,8 @@ func TestPageStaleApproval(t *testing.T) {
 		t.Errorf("the stale click touched %v", got)
 	}
 
-	run(t, ctx, "allow the second", chromedp.Click(fmt.Sprintf(`[data-approval-id=%q] button[data-answer="yes"]`, second.ID)))
+	allowSecond := fmt.Sprintf(`[data-approval-id=%q] button[data-answer="yes"]`, second.ID)
+	run(t, ctx, "allow the second", chromedp.WaitEnabled(allowSecond), chromedp.Click(allowSecond))
 	waitJS(t, ctx, "the run done", `document.querySelector('#run-status').textContent === 'done'`)
 	if got := f.touch.touched(); len(got) != 1 || !strings.Contains(second.Summary, got[0]) {
 		t.Errorf("touched %v, want only the second call's file (%s)", got, second.Summary)
@@ -462,4 +464,31 @@ func TestPageThousandAgents(t *testing.T) {
 	}
 	t.Logf("live, as %d agents finish (%d events, %.0f ms handling them): %d page frames, the longest %.0f ms apart, %d over 50 ms; %d drawing passes, %.2f ms on average, the longest %.1f ms",
 		agents, live.Events, live.EventMs, live.Frames, live.Longest, live.Over50, live.Flushes, mean, live.MaxMs)
+}
+
+// TestPageApprovalDoubleClick: the second click of a double click on
+// Allow does not answer the approval drawn in the place of the one it
+// allowed: a model's calls queued behind a harmless one were allowed by
+// a double click, unseen.
+func TestPageApprovalDoubleClick(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, fixtureOptions{model: twoTouchModel()})
+	id := f.start(RunRequest{Task: "Touch both files.", Approve: "ask"})
+	first := f.pendingOne(id, "")
+	run(t, ctx, "open the run", chromedp.Navigate(f.srv.URL+"/runs/"+id))
+	allowFirst := fmt.Sprintf(`[data-approval-id=%q] button[data-answer="yes"]`, first.ID)
+	run(t, ctx, "allow the first", chromedp.WaitEnabled(allowFirst), chromedp.Click(allowFirst))
+	second := f.pendingOne(id, first.ID)
+	allowSecond := fmt.Sprintf(`[data-approval-id=%q] button[data-answer="yes"]`, second.ID)
+	run(t, ctx, "the second, clickable", chromedp.WaitEnabled(allowSecond))
+	// The second click of a double click lands on it.
+	eval[bool](t, ctx, "double click's second click", fmt.Sprintf(`(document.querySelector(%q).dispatchEvent(new MouseEvent("click", {detail: 2, bubbles: true})), true)`, allowSecond))
+	if v := f.waitFor(id, "the run", func(*runView) bool { return true }); len(v.Pending) != 1 || v.Pending[0].ID != second.ID {
+		t.Fatalf("after a double click's second click, waiting: %+v, want %s", v.Pending, second.ID)
+	}
+	if got := f.touch.touched(); len(got) != 1 {
+		t.Errorf("touched %v, want the first file only", got)
+	}
+	run(t, ctx, "allow the second", chromedp.Click(allowSecond))
+	waitJS(t, ctx, "the run done", `document.querySelector('#run-status').textContent === 'done'`)
 }

@@ -72,7 +72,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	})
 
 	st := &stream{s: s, w: w, rc: http.NewResponseController(w), run: id, last: after, caught: after == 0}
-	pending, changed := s.opts.Approvals.Pending(id)
+	pending, changed := s.pending(id)
 	if !st.pending(pending) || !st.flush() {
 		return
 	}
@@ -102,7 +102,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-changed:
-			pending, changed = s.opts.Approvals.Pending(id)
+			pending, changed = s.pending(id)
 			if !st.pending(pending) || !st.flush() {
 				return
 			}

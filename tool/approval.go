@@ -59,6 +59,73 @@ type ApprovalRequest struct {
 	Args string
 }
 
+// maxDetailLines bounds the lines of a call's ApprovalDetail.
+const maxDetailLines = 40
+
+// ApprovalDetail shows, below its summary, what a call would do that its
+// summary does not: a write's text, an edit's lines as a diff, a long or
+// multi-line command whole, and the arguments of any other call whose
+// summary cuts them (an MCP tool's SQL past its first 300 bytes), one
+// value a line. It is empty when the summary says it all. What the model
+// wrote is shown escaped (see Printable), at most 40 lines.
+func ApprovalDetail(req ApprovalRequest) string {
+	var a struct {
+		Path      string `json:"path"`
+		Content   string `json:"content"`
+		OldString string `json:"old_string"`
+		NewString string `json:"new_string"`
+		Command   string `json:"command"`
+	}
+	if len(req.Args) == 0 {
+		return ""
+	}
+	var lines []string
+	switch req.Tool {
+	case "write_file", "edit_file", "run_command":
+		if json.Unmarshal([]byte(req.Args), &a) != nil {
+			return ""
+		}
+	}
+	switch req.Tool {
+	case "write_file":
+		for _, l := range strings.Split(strings.TrimSuffix(a.Content, "\n"), "\n") {
+			lines = append(lines, "+ "+l)
+		}
+	case "edit_file":
+		for _, l := range strings.Split(strings.TrimSuffix(a.OldString, "\n"), "\n") {
+			lines = append(lines, "- "+l)
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(a.NewString, "\n"), "\n") {
+			lines = append(lines, "+ "+l)
+		}
+	case "run_command":
+		if !strings.Contains(a.Command, "\n") && len(a.Command) <= 1000 {
+			return "" // the summary shows it whole
+		}
+		lines = strings.Split(a.Command, "\n")
+	default:
+		var buf bytes.Buffer
+		if json.Compact(&buf, []byte(req.Args)) != nil {
+			buf.Reset()
+			buf.WriteString(req.Args)
+		}
+		if buf.Len() <= maxSummaryArgs {
+			return "" // the summary shows them whole
+		}
+		buf.Reset()
+		if json.Indent(&buf, []byte(req.Args), "", "  ") != nil {
+			buf.Reset()
+			buf.WriteString(req.Args)
+		}
+		lines = strings.Split(buf.String(), "\n")
+	}
+	if len(lines) > maxDetailLines {
+		n := len(lines) - maxDetailLines
+		lines = append(lines[:maxDetailLines], fmt.Sprintf("… (%d more lines)", n))
+	}
+	return printable(strings.Join(lines, "\n"))
+}
+
 // A Summarizer is a tool that can describe a call in words for the person
 // asked to approve it. It is optional: Summarize falls back to the tool's
 // name and raw arguments.
@@ -126,8 +193,12 @@ func defaultSummary(name string, args json.RawMessage) string {
 		buf.Reset()
 		buf.Write(args)
 	}
-	return name + " " + clipRunes(buf.String(), 300)
+	return name + " " + clipRunes(buf.String(), maxSummaryArgs)
 }
+
+// maxSummaryArgs is how much of a call's arguments a default summary
+// shows (an MCP tool's summary too); ApprovalDetail shows them all.
+const maxSummaryArgs = 300
 
 // clipRunes cuts s to at most n bytes on a rune boundary, marking the cut.
 func clipRunes(s string, n int) string {

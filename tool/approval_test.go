@@ -194,3 +194,20 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("Printable: %q", got)
 	}
 }
+
+// ApprovalDetail shows the arguments a summary cuts, for any tool: an
+// MCP tool's SQL whose DROP TABLE came after 300 bytes of spaces was
+// approved as a SELECT.
+func TestApprovalDetailOfCutArguments(t *testing.T) {
+	args := `{"sql":"SELECT count(*) FROM users` + strings.Repeat(" ", 300) + `; DROP TABLE users"}`
+	d := ApprovalDetail(ApprovalRequest{Tool: "mcp__db__execute_sql", Args: args})
+	if !strings.Contains(d, "DROP TABLE users") {
+		t.Errorf("detail %q", d)
+	}
+	if d := ApprovalDetail(ApprovalRequest{Tool: "mcp__db__execute_sql", Args: `{"sql":"SELECT 1"}`}); d != "" {
+		t.Errorf("a call its summary shows whole has a detail: %q", d)
+	}
+	if d := ApprovalDetail(ApprovalRequest{Tool: "write_file", Args: `{"path":"a","content":"x\ny\n"}`}); d != "+ x\n+ y" {
+		t.Errorf("write detail %q", d)
+	}
+}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -35,7 +34,7 @@ func promptApproval(con *console) func(context.Context, tool.ApprovalRequest) (b
 			why = "\n(" + tool.Printable(req.Rule) + ")"
 		}
 		q := fmt.Sprintf("\n%s wants to run %s: %s%s\n%sAllow? [y/N] (a: always %s for this run) ", req.Agent, req.Tool, req.Summary, why,
-			approvalDetail(req), req.Tool)
+			detailLines(tool.ApprovalDetail(req)), req.Tool)
 		ans, err := con.ask(ctx, q)
 		if err != nil {
 			return false, err
@@ -59,47 +58,10 @@ type allowed struct {
 	tools map[string]bool
 }
 
-// maxDetailLines bounds the lines of a call shown before its approval.
-const maxDetailLines = 40
-
-// approvalDetail shows what a call of a built-in tool would do: a write's
-// text, an edit's lines as a diff, a command whole; empty for other tools.
-// What the model wrote is shown escaped.
-func approvalDetail(req tool.ApprovalRequest) string {
-	var a struct {
-		Path      string `json:"path"`
-		Content   string `json:"content"`
-		OldString string `json:"old_string"`
-		NewString string `json:"new_string"`
-		Command   string `json:"command"`
-	}
-	if len(req.Args) == 0 || json.Unmarshal([]byte(req.Args), &a) != nil {
+// detailLines is a call's detail as lines under its approval question.
+func detailLines(d string) string {
+	if d == "" {
 		return ""
 	}
-	var lines []string
-	switch req.Tool {
-	case "write_file":
-		for _, l := range strings.Split(strings.TrimSuffix(a.Content, "\n"), "\n") {
-			lines = append(lines, "+ "+l)
-		}
-	case "edit_file":
-		for _, l := range strings.Split(strings.TrimSuffix(a.OldString, "\n"), "\n") {
-			lines = append(lines, "- "+l)
-		}
-		for _, l := range strings.Split(strings.TrimSuffix(a.NewString, "\n"), "\n") {
-			lines = append(lines, "+ "+l)
-		}
-	case "run_command":
-		if !strings.Contains(a.Command, "\n") && len(a.Command) <= 1000 {
-			return "" // the summary shows it whole
-		}
-		lines = strings.Split(a.Command, "\n")
-	default:
-		return ""
-	}
-	if len(lines) > maxDetailLines {
-		n := len(lines) - maxDetailLines
-		lines = append(lines[:maxDetailLines], fmt.Sprintf("… (%d more lines)", n))
-	}
-	return tool.Printable(strings.Join(lines, "\n")) + "\n"
+	return d + "\n"
 }

@@ -371,18 +371,36 @@ class RunView {
       form.addEventListener("submit", (e) => { e.preventDefault(); this.send({ agent, answer: input.value }, err, form); });
       forms.push(form);
     }
+    // An approval drawn just after an answer (in the place of the one
+    // answered) takes no click for a second, and a double click answers
+    // once: the second click of a double click, or a quick second one,
+    // would otherwise allow a call the person never saw.
+    const since = Date.now() - (this.answeredAt || 0);
+    const shown = new Set();
     for (const p of this.approvals) {
       const err = el("p", { class: "error" });
+      const answer = (a) => (e) => { if (e.detail > 1) return; this.send({ id: p.id, answer: a }, err, form); };
       // The answer names the approval shown, so it answers this call and
       // no other, even if others of the same agent are waiting.
       const form = el("div", { class: "ask", "data-approval": p.agent, "data-approval-id": p.id },
         el("div", null, el("span", { class: "who mono" }, p.agent), " wants to run ", el("b", null, p.tool), ":"),
-        el("div", { class: "what mono" }, p.summary), p.rule ? el("div", { class: "muted" }, p.rule) : null,
+        el("div", { class: "what mono" }, p.summary),
+        // What the summary does not say (a write's text, a long command,
+        // arguments it cuts) is shown before the call can be allowed.
+        p.detail ? el("pre", { class: "detail mono" }, p.detail) : null,
+        p.rule ? el("div", { class: "muted" }, p.rule) : null,
         el("div", { class: "buttons" },
-          el("button", { class: "primary", "data-answer": "yes", onclick: () => this.send({ id: p.id, answer: "yes" }, err, form) }, "Allow"),
-          el("button", { class: "danger", "data-answer": "no", onclick: () => this.send({ id: p.id, answer: "no" }, err, form) }, "Deny")), err);
+          el("button", { class: "primary", "data-answer": "yes", onclick: answer("yes") }, "Allow"),
+          el("button", { class: "danger", "data-answer": "no", onclick: answer("no") }, "Deny")), err);
+      shown.add(p.id);
+      if (since < 1000 && !(this.shownApprovals && this.shownApprovals.has(p.id))) {
+        const buttons = form.querySelectorAll("button");
+        for (const b of buttons) b.disabled = true;
+        setTimeout(() => { for (const b of buttons) b.disabled = false; }, 1000 - since);
+      }
       forms.push(form);
     }
+    this.shownApprovals = shown;
     if (forms.length) forms.unshift(el("h2", null, "Waiting for you"));
     this.$asks.className = forms.length ? "panel" : "";
     this.$asks.replaceChildren(...forms);
@@ -399,6 +417,7 @@ class RunView {
   // send posts an answer: {agent, answer} to a question, {id, answer} to
   // an approval.
   async send(body, err, form) {
+    this.answeredAt = Date.now();
     err.textContent = "";
     for (const b of form.querySelectorAll("button")) b.disabled = true;
     try {
