@@ -72,7 +72,7 @@ program of this machine can run commands as you.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", DefaultListen, "address to listen on, host:port (port 0 picks a free one)")
-	fl.StringVar(&f.token, "token", "", "token every request must carry (env CADRE_TOKEN); without one, a random token is made")
+	fl.StringVar(&f.token, "token", "", "token every request must carry (prefer env CADRE_TOKEN: other users can read a command's arguments); without one, a random token is made")
 	fl.BoolVar(&f.noToken, "no-token", false, "serve without a token, on a loopback address only: any user or program of this machine can then run commands as you")
 	fl.StringArrayVar(&f.hosts, "host", nil, "a host name the server is reached by, besides localhost and IP addresses (repeatable)")
 	return cmd
@@ -88,6 +88,10 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 		return errors.New("cadre serve shows runs on its page: --json, --no-tree, --resume and --serve are for cadre run")
 	}
 	token := cmpOr(f.token, a.io.Getenv("CADRE_TOKEN"))
+	if f.token != "" {
+		// Every user of the machine can read a process's arguments.
+		fmt.Fprintln(a.io.Stderr, tokenFlagWarning)
+	}
 	made := false
 	switch {
 	case f.noToken && token != "":
@@ -153,6 +157,10 @@ func (a *app) serve(ctx context.Context, cfg *config, f *serveFlags) error {
 	set.close("the server stopped")
 	return err
 }
+
+// tokenFlagWarning is what cadre says when the token is given as --token.
+const tokenFlagWarning = "cadre: warning: a token given with --token can be read by every user of this machine in its process list " +
+	"(ps), and whoever has it can run commands as you: give it in CADRE_TOKEN instead, or let cadre serve make one"
 
 // noTokenWarning is what cadre says when it serves without a token.
 const noTokenWarning = "cadre: warning: serving without a token (--no-token): any user or program of this machine can start runs here, and so run commands as you"

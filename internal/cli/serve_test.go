@@ -360,6 +360,22 @@ func TestServeGivenToken(t *testing.T) {
 	}
 }
 
+// TestServeTokenFlagWarns checks that a token given with --token, which
+// every user of the machine can read in the process list, is warned
+// about, and still works.
+func TestServeTokenFlagWarns(t *testing.T) {
+	dir, model, env := serveProject(t, "\"*\":\n  - text: hi\n")
+	b := startCadre(t, dir, env, "serve", "--listen", "127.0.0.1:0", "--model", model, "--token", "flag-token-of-the-user")
+	url := b.stdout.find(t, func(string) bool { return true })
+	b.stderr.find(t, func(l string) bool {
+		return strings.Contains(l, "can be read by every user of this machine") && strings.Contains(l, "CADRE_TOKEN")
+	})
+	var e struct{ Error string }
+	if st := getJSON(t, url+"api/runs", "flag-token-of-the-user", &e); st != http.StatusOK {
+		t.Errorf("with the token: %d %q, want 200", st, e.Error)
+	}
+}
+
 // TestServeNoToken checks the opt-out: only on a loopback address, and
 // with a warning.
 func TestServeNoToken(t *testing.T) {
