@@ -971,31 +971,63 @@ func TestTextSpawnRefusedWithOnboardOnly(t *testing.T) {
 
 // The turn limit holds on the text protocol: a root that answers every
 // turn with a new <spawn_agents> block is asked for its final answer once
-// it has used its turns, and a block in that answer is not run. It was
-// never checked there: with maxTurns 2 such a root made twelve calls and
-// started twelve agents.
+// it has used its turns (after its last block's results, as after tool
+// calls), and a block in that answer is not run: the text before it is
+// the answer, and without any the root fails, as one calling tools then
+// does. It was never checked there: with maxTurns 2 such a root made
+// twelve calls and started twelve agents.
 func TestTextTurnLimit(t *testing.T) {
+	for _, c := range []struct {
+		name, before string
+	}{{"with text before the block", "Two parts are done. "}, {"with the block alone", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+				if req.Agent != cadre.RootID {
+					return text("part done"), nil
+				}
+				if req.Turn >= 12 {
+					return text("all done"), nil
+				}
+				return text(c.before + spawnBlock("parallel", fmt.Sprintf("task number %d", req.Turn))), nil
+			})
+			cfg := textConfig(m)
+			cfg.Limits = cadre.Limits{MaxTurns: 2}
+			res, err, ev := runTask(t, cfg, "go")
+			// Its two turns' blocks run; the third call asks for the answer.
+			if n := len(m.RequestsOf(cadre.RootID)); n != 3 || len(res.Agents) != 3 {
+				t.Errorf("the root made %d model calls and the run %d agents; want 3 calls and 3 agents", n, len(res.Agents))
+			}
+			if ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventTurnLimit }) < 0 {
+				t.Error("no turn_limit event")
+			}
+			if c.before != "" {
+				if err != nil || res.Answer != strings.TrimSpace(c.before) {
+					t.Errorf("answer %q, %v; want the text before the block", res.Answer, err)
+				}
+			} else if err == nil || !strings.Contains(res.Error, "wrote a <spawn_agents> block instead of answering") {
+				t.Errorf("status %s, error %q; want failed at the turn limit", res.Status, res.Error)
+			}
+		})
+	}
+}
+
+// With maxTurns 1 a text-protocol agent still runs the block of its one
+// turn, then is asked for its answer (a first check, before the block,
+// took its only turn's block away).
+func TestTextTurnLimitOne(t *testing.T) {
 	m := scripted.Func(func(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
 		if req.Agent != cadre.RootID {
 			return text("part done"), nil
 		}
-		if req.Turn >= 12 {
-			return text("all done"), nil
+		if req.Turn == 1 {
+			return text(spawnBlock("parallel", "the only task")), nil
 		}
-		return text(spawnBlock("parallel", fmt.Sprintf("task number %d", req.Turn))), nil
+		return text("all done"), nil
 	})
 	cfg := textConfig(m)
-	cfg.Limits = cadre.Limits{MaxTurns: 2}
-	res, err, ev := runTask(t, cfg, "go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Its first reply's block runs; the call after it is its second
-	// turn, whose block is not run; the third call asks for the answer.
-	if n := len(m.RequestsOf(cadre.RootID)); n != 3 || len(res.Agents) != 2 {
-		t.Errorf("the root made %d model calls and the run %d agents; want 3 calls and 2 agents", n, len(res.Agents))
-	}
-	if ev.index(func(e cadre.Event) bool { return e.Type == cadre.EventTurnLimit }) < 0 {
-		t.Error("no turn_limit event")
+	cfg.Limits = cadre.Limits{MaxTurns: 1}
+	res, err, _ := runTask(t, cfg, "go")
+	if err != nil || len(res.Agents) != 2 || res.Answer != "all done" {
+		t.Errorf("%d agents, answer %q, %v; want the block run and the answer", len(res.Agents), res.Answer, err)
 	}
 }

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
@@ -37,18 +38,17 @@ func (s *State) startBlock() ([]Action, bool) {
 	if b.Before != "" && !s.cfg.Say {
 		acts = append(acts, Emit{Event: cadre.Say{Text: b.Before, PreSpawn: true}})
 	}
-	// The turn limit holds on the text protocol too: an agent that has
-	// used its turns is asked for its final answer, as after tool calls,
-	// and a block in that answer is not run (a model answering every turn
-	// with a block ran until the agent limit or the budget stopped it).
+	// The turn limit holds on the text protocol too (see blockReport): a
+	// block in the final answer asked for is not run, as tool calls in it
+	// are not; its text before the block is the answer, and without any
+	// the agent fails as one that calls tools then does.
 	if s.final {
+		if b.Before == "" {
+			return s.fail(fmt.Sprintf("the agent reached its turn limit (%d model calls) and, asked for its final answer, wrote a <spawn_agents> block "+
+				"instead of answering; give it more turns (--max-turns) or a smaller task", s.cfg.maxTurns())), true
+		}
+		s.lastText = b.Before
 		return nil, false
-	}
-	if s.turns-s.turnBase >= s.cfg.maxTurns() {
-		s.final = true
-		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser,
-			Content: prompt.FinalAnswerRequest + " Your <spawn_agents> block was not run, and another would not be: write no block."})
-		return append(acts, Emit{Event: cadre.TurnLimit{MaxTurns: s.cfg.maxTurns()}}, s.modelCall()), true
 	}
 	if s.cfg.Depth >= s.cfg.MaxDepth || !s.cfg.Delegate || !RunsTasks(s.cfg.Delegation) {
 		if s.refused {
@@ -112,7 +112,17 @@ func (s *State) blockInternal(tasks []tagproto.SpawnTask) string {
 		case e.OnboardingRequired:
 			// As spawn_agent refuses it: a block waits for its agents as
 			// spawn_agent does, and has no way to onboard them.
-			return fmt.Sprintf("%q requires onboarding before it is given a task, which a <spawn_agents> block cannot do (available agents: %s)", t.Name, s.available())
+			var names []string
+			for _, e := range s.cfg.Catalog {
+				if !e.Internal && !e.OnboardingRequired {
+					names = append(names, e.Name)
+				}
+			}
+			list := strings.Join(names, ", ")
+			if list == "" {
+				list = "none"
+			}
+			return fmt.Sprintf("%q requires onboarding before it is given a task, which a <spawn_agents> block cannot do (agents a block can start: %s)", t.Name, list)
 		}
 	}
 	return ""
@@ -165,10 +175,19 @@ func (s *State) blockReport(c *child, text string, status cadre.Status) []Action
 	s.blk = nil
 	s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser, Content: prompt.Synthesis(s.task, results)})
 	s.flushQueue()
-	return []Action{
-		Emit{Event: cadre.SynthesisStarted{Tasks: len(results)}},
-		s.modelCall(),
+	acts := []Action{Emit{Event: cadre.SynthesisStarted{Tasks: len(results)}}}
+	// The turn limit holds on the text protocol as after tool calls: once
+	// the agent has used its turns, the call after its block's results
+	// asks for its final answer, in which a block is not run (a model
+	// answering every turn with a block ran until the agent limit or the
+	// budget stopped it).
+	if s.turns-s.turnBase >= s.cfg.maxTurns() && !s.final {
+		s.final = true
+		s.messages = append(s.messages, cadre.Message{Role: cadre.RoleUser,
+			Content: prompt.FinalAnswerRequest + " Write no <spawn_agents> block: it would not be run."})
+		acts = append(acts, Emit{Event: cadre.TurnLimit{MaxTurns: s.cfg.maxTurns()}})
 	}
+	return append(acts, s.modelCall())
 }
 
 func statusWord(st cadre.Status) string {
