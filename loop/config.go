@@ -212,8 +212,9 @@ func (c *Config) CreatableTools() []string {
 // TaskKey is the key under which the cycle detector counts a delegated
 // task: the task as a model could respell it and mean the same, with its
 // case folded, its spaces (any kind) collapsed to one, invisible format
-// characters (zero-width spaces and joiners) dropped and punctuation at its
-// ends trimmed. Before, "Do X", "Do  X", "Do X." and "Do\u00a0X" were four
+// characters (zero-width spaces and joiners) dropped and sentence
+// punctuation and quotes at its ends trimmed (not # or %: "in C#" is not
+// "in C"). Before, "Do X", "Do  X", "Do X." and "Do\u00a0X" were four
 // tasks, and the detector was easy to pass.
 func TaskKey(task string) string {
 	task = strings.Map(func(r rune) rune {
@@ -223,5 +224,8 @@ func TaskKey(task string) string {
 		return r
 	}, task)
 	key := strings.ToLower(strings.Join(strings.Fields(task), " "))
-	return strings.TrimFunc(key, func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+	return strings.TrimFunc(key, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(sentencePunct, r) })
 }
+
+// sentencePunct is what TaskKey trims at a task's ends.
+const sentencePunct = ".,;:!?…\"'«»“”‘’"

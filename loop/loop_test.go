@@ -683,7 +683,7 @@ func TestSteeringOnlyToOwnChildren(t *testing.T) {
 // punctuation at its ends) counts as the same task for the cycle detector.
 func TestTaskKey(t *testing.T) {
 	want := TaskKey("Do X")
-	for _, s := range []string{"do x", "Do  X", "Do X.", "Do\tX", " do x ", "Do\u00a0X", "Do X\u200b", "«Do X»", "DO\u2003X!"} {
+	for _, s := range []string{"do x", "Do  X", "Do X.", "Do\tX", " do x ", "Do\u00a0X", "Do X\u200b", "«Do X»", "DO\u2003X!", "\"Do X\""} {
 		if got := TaskKey(s); got != want {
 			t.Errorf("TaskKey(%q) = %q, want %q", s, got, want)
 		}
@@ -691,6 +691,11 @@ func TestTaskKey(t *testing.T) {
 	for _, s := range []string{"Do Y", "Do X twice", "Don't X"} {
 		if TaskKey(s) == want {
 			t.Errorf("TaskKey(%q) is the key of Do X", s)
+		}
+	}
+	for _, pair := range [][2]string{{"Write hello world in C#", "Write hello world in C"}, {"Explain 50%", "Explain 50"}} {
+		if TaskKey(pair[0]) == TaskKey(pair[1]) {
+			t.Errorf("%q and %q have one key", pair[0], pair[1])
 		}
 	}
 }

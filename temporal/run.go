@@ -217,6 +217,14 @@ func (r *runState) restore(c *runCarried) {
 	r.created, r.usage, r.warned, r.exhausted, r.cancelled = c.Created, c.Usage, c.Warned, c.Exhausted, c.Cancelled
 	if c.Tasks != nil {
 		r.tasks = c.Tasks
+		if r.taskKeys >= taskKeysFolded {
+			// Counted by an earlier workflow run, maybe under the keys
+			// before loop.TaskKey: counted again under its keys.
+			r.tasks = make(map[string]int, len(c.Tasks))
+			for k, n := range c.Tasks {
+				r.tasks[loop.TaskKey(k)] += n
+			}
+		}
 	}
 	for _, k := range c.Held {
 		r.held[k] = true
