@@ -106,7 +106,13 @@ For sequential execution (each task sees the previous result):
 
 Optional attributes of <agent>:
 `)
-	list := userFacing(defs)
+	// Agents that must be onboarded first cannot be started by a block.
+	var list []*cadre.Definition
+	for _, d := range userFacing(defs) {
+		if d.Onboarding != cadre.OnboardingRequired {
+			list = append(list, d)
+		}
+	}
 	if len(list) > 0 {
 		b.WriteString(`- name="…" runs one of these subagents, with its own instructions, instead of a general sub-agent:` + "\n")
 		for _, d := range list {
