@@ -123,8 +123,27 @@ func ApprovalDetail(req ApprovalRequest) string {
 		n := len(lines) - maxDetailLines
 		lines = append(lines[:maxDetailLines], fmt.Sprintf("… (%d more lines)", n))
 	}
+	for i, l := range lines {
+		if len(l) > maxDetailLine {
+			// Its start and its end: what a long line hides is most often
+			// at its end (a command after a run of spaces).
+			head, tail := maxDetailLine/2, len(l)-maxDetailLine/2
+			for head > 0 && !utf8.RuneStart(l[head]) {
+				head--
+			}
+			for tail < len(l) && !utf8.RuneStart(l[tail]) {
+				tail++
+			}
+			lines[i] = fmt.Sprintf("%s … (%d bytes left out) … %s", l[:head], tail-head, l[tail:])
+		}
+	}
 	return printable(strings.Join(lines, "\n"))
 }
+
+// maxDetailLine bounds one line of an ApprovalDetail, which shows the
+// start and the end of a longer one: one long value must not flood the
+// terminal above the question.
+const maxDetailLine = 2000
 
 // A Summarizer is a tool that can describe a call in words for the person
 // asked to approve it. It is optional: Summarize falls back to the tool's

@@ -375,8 +375,10 @@ class RunView {
     // answered) takes no click for a second, and a double click answers
     // once: the second click of a double click, or a quick second one,
     // would otherwise allow a call the person never saw.
-    const since = Date.now() - (this.answeredAt || 0);
-    const shown = new Set();
+    // guard holds, by approval, when its buttons take clicks again: set
+    // when it is first drawn within a second of an answer.
+    const now = Date.now();
+    const guard = new Map();
     for (const p of this.approvals) {
       const err = el("p", { class: "error" });
       const answer = (a) => (e) => { if (e.detail > 1) return; this.send({ id: p.id, answer: a }, err, form); };
@@ -392,15 +394,16 @@ class RunView {
         el("div", { class: "buttons" },
           el("button", { class: "primary", "data-answer": "yes", onclick: answer("yes") }, "Allow"),
           el("button", { class: "danger", "data-answer": "no", onclick: answer("no") }, "Deny")), err);
-      shown.add(p.id);
-      if (since < 1000 && !(this.shownApprovals && this.shownApprovals.has(p.id))) {
+      let until = this.guard && this.guard.has(p.id) ? this.guard.get(p.id) : (now - (this.answeredAt || 0) < 1000 ? now + 1000 : 0);
+      guard.set(p.id, until);
+      if (until > now) {
         const buttons = form.querySelectorAll("button");
         for (const b of buttons) b.disabled = true;
-        setTimeout(() => { for (const b of buttons) b.disabled = false; }, 1000 - since);
+        setTimeout(() => { for (const b of buttons) b.disabled = false; }, until - now);
       }
       forms.push(form);
     }
-    this.shownApprovals = shown;
+    this.guard = guard;
     if (forms.length) forms.unshift(el("h2", null, "Waiting for you"));
     this.$asks.className = forms.length ? "panel" : "";
     this.$asks.replaceChildren(...forms);
