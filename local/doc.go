@@ -34,8 +34,9 @@
 // exists and before the child steps anything after it; with a store that
 // writes to disk, its first model call is made while that write goes on
 // (a run that stops before the write is done starts the child again from
-// its parent's journal, which never recorded it). Replaying an agent's journal through Step rebuilds its state:
-// Engine.Resume does that for every agent of a run, then lets each carry on
+// its parent's journal, which never recorded it). Replaying an agent's
+// journal through Step rebuilds its state: Engine.Resume does that for
+// every agent of a run, then lets each carry on
 // (see its documentation for what is repeated and what is not). When the
 // store fails, the run is cancelled rather than going on with work that
 // could not be resumed; an input that cannot be journaled is refused (a

@@ -461,21 +461,50 @@ func (r *run) create(a *agent, start loop.Start) error {
 
 // createFirst is create for an agent whose first input is its Start.
 func (r *run) createFirst(a *agent) error {
-	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
 	if r.e.cfg.Store == nil {
+		r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
 		return nil
 	}
-	ins := []loop.Input{a.first}
-	if err := a.journalWith(r.record(a), ins); err != nil {
-		r.mu.Lock()
-		delete(r.agents, a.id)
-		r.mu.Unlock()
+	rec, entries, buf, err := r.encodeStart(a)
+	if err != nil {
+		return err
+	}
+	err = r.store.(ownedStore).AppendAgent(r.storeCtx, rec, entries)
+	giveJournalBuf(buf)
+	if err != nil {
+		r.unregister(a)
 		return fmt.Errorf("journal the start of %s: %w", a.id, err)
 	}
-	back := ins[0].(loop.Start)
-	a.cfg, a.timeout = back.Config, back.Config.Timeout
-	a.first = ins[0] // boxed once, not again
 	return nil
+}
+
+// encodeStart registers a new agent and encodes its record and Start, for
+// the store: the agent then starts from its Start as the journal will give
+// it back, and numbers its entries on from it. The entry's JSON is in buf,
+// to give back (giveJournalBuf) once the store has it. An agent whose Start
+// cannot be journaled is unregistered.
+func (r *run) encodeStart(a *agent) (*cadre.AgentRecord, []cadre.JournalEntry, *[]byte, error) {
+	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
+	ins := []loop.Input{a.first}
+	entries, buf, err := a.encode(ins)
+	if err != nil {
+		giveJournalBuf(buf)
+		r.unregister(a)
+		return nil, nil, nil, fmt.Errorf("journal the start of %s: %w", a.id, err)
+	}
+	a.seq = entries[len(entries)-1].Seq
+	a.first = ins[0] // boxed once, not again
+	start := ins[0].(loop.Start)
+	a.cfg, a.timeout = start.Config, start.Config.Timeout
+	return r.record(a), entries, buf, nil
+}
+
+// unregister takes out of the run's live agents one whose Start could not
+// be journaled.
+func (r *run) unregister(a *agent) {
+	r.mu.Lock()
+	delete(r.agents, a.id)
+	r.mu.Unlock()
 }
 
 // launch starts an agent's goroutine. pending are actions to carry out

@@ -71,10 +71,7 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 				continue
 			}
 			if err := r.createFirst(b.child); err != nil {
-				r.mu.Lock()
-				r.created--
-				r.mu.Unlock()
-				b.child, b.err = nil, "the subagent could not be started: "+err.Error()
+				r.unborn(b, err)
 				continue
 			}
 			r.born(b.child, b.spec)
@@ -202,29 +199,25 @@ func closed(c chan struct{}) bool {
 	}
 }
 
-// begin registers the child of b and encodes its record and Start, which
-// the child then starts from as the journal will give it back. When the
-// Start cannot be journaled the child is not started, and b says why.
+// begin registers the child of b and encodes its record and Start, to be
+// written behind it (see spawnStored). When the Start cannot be journaled
+// the child is not started, and b says why.
 func (r *run) begin(b *birth) bool {
-	a := b.child
-	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
-	ins := []loop.Input{a.first}
-	entries, buf, err := a.encode(ins)
-	if err != nil {
-		giveJournalBuf(buf)
-		r.mu.Lock()
-		delete(r.agents, a.id)
-		r.created--
-		r.mu.Unlock()
-		b.child, b.err = nil, "the subagent could not be started: journal the start of "+string(a.id)+": "+err.Error()
+	var err error
+	if b.rec, b.entries, b.buf, err = r.encodeStart(b.child); err != nil {
+		r.unborn(b, err)
 		return false
 	}
-	a.seq = entries[len(entries)-1].Seq
-	a.first = ins[0]
-	start := ins[0].(loop.Start)
-	a.cfg, a.timeout = start.Config, start.Config.Timeout
-	b.rec, b.entries, b.buf = r.record(a), entries, buf
 	return true
+}
+
+// unborn gives back the place in the agent count of the child of b, which
+// could not be started, and says why in b.
+func (r *run) unborn(b *birth, err error) {
+	r.mu.Lock()
+	r.created--
+	r.mu.Unlock()
+	b.child, b.err = nil, "the subagent could not be started: "+err.Error()
 }
 
 // writeBirth writes the record and Start begin encoded for b; when they
