@@ -277,7 +277,7 @@ var generatedDir = filepath.Join(".cadre", "agents", "generated")
 // agentCreator asks for approval of a definition an agent wrote
 // (agent_create) and saves it in the project's generatedDir as NAME.md,
 // where later runs load it from like any project agent. No folder of
-// generatedDir may be a symbolic link: a repository's .cadre/agents/generated
+// generatedDir may be a symbolic link (see noLinksTo): a repository's .cadre/agents/generated
 // linked to ~/.claude/agents had the agent saved among the user's own,
 // loaded by every project, while the approval named the project's folder.
 func (a *app) agentCreator(approver *tool.Approver, project string) func(context.Context, cadre.AgentID, *cadre.Definition) (string, error) {
@@ -306,13 +306,18 @@ func (a *app) agentCreator(approver *tool.Approver, project string) func(context
 		if err := a.noLinksTo(project, dir); err != nil {
 			return "", err
 		}
-		if err := os.MkdirAll(dir, privateDir); err != nil {
-			return "", fmt.Errorf("create %s: %w", a.relPath(dir), err)
-		}
-		if err := a.noLinksTo(project, dir); err != nil {
+		// The folders are made and the file opened through the project as
+		// a root: whatever changes on the way after the check, nothing is
+		// written outside the project.
+		root, err := os.OpenRoot(project)
+		if err != nil {
 			return "", err
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFile)
+		defer root.Close()
+		if err := root.MkdirAll(generatedDir, privateDir); err != nil {
+			return "", fmt.Errorf("create %s: %w", a.relPath(dir), err)
+		}
+		f, err := root.OpenFile(filepath.Join(generatedDir, def.Name+".md"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, privateFile)
 		if errors.Is(err, fs.ErrExist) {
 			return "", fmt.Errorf("%s already exists; choose another name", a.relPath(path))
 		}
