@@ -395,7 +395,6 @@ func checkInput(file string, data []byte, where string, input []string) error {
 	return nil
 }
 
-// parseConfig decodes one config file strictly and validates its values.
 // oneNewline ends every line of a file with \n alone: the YAML decoder
 // counts the \r of a Windows line ending as a line of its own in places
 // (after a comment), which would put errors on the wrong line.
@@ -438,6 +437,7 @@ func yamlErrorAt(ce *ConfigError, err error) bool {
 	return false
 }
 
+// parseConfig decodes one config file strictly and validates its values.
 func parseConfig(file string, data []byte, fc *fileConfig) error {
 	data = oneNewline(data)
 	if err := unmarshalYAML(data, fc, yaml.Strict()); err != nil {
