@@ -49,30 +49,15 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 		seen  = map[string]string{}
 	)
 	// Each folder is looked in once, by its real path, and a link is
-	// followed only to a folder inside the one the search started from,
-	// which, for a project's, must itself be inside the project (up to
-	// its repository's top): a repository's links to "." (each doubling
-	// the search) or to / made the search take hours, and brought in the
-	// plugins of other places. bound is that top, "" for the user's own
-	// folder (which may be a link to their dotfiles) and folders given by
-	// name.
+	// followed only to a folder inside top, the real folder the search
+	// started from: a repository's links to "." (each doubling the search)
+	// or to / made the search take hours, and brought in the plugins of
+	// other places.
 	visited := map[string]bool{}
-	var top, bound string
-	var visit func(dir string, depth int, explicit bool)
-	visit = func(dir string, depth int, explicit bool) {
-		real, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			if depth == 0 {
-				if b, err := filepath.EvalSymlinks(bound); bound != "" && (err != nil || !within(b, real)) {
-					diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning,
-						Message: fmt.Sprintf("is a link out of the project %s (to %s): it is not searched for plugins", bound, real)})
-					return
-				}
-				top = real
-			} else if !within(top, real) {
-				return
-			}
-			if visited[real] {
+	var visit func(dir, top string, depth int, explicit bool)
+	visit = func(dir, top string, depth int, explicit bool) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			if visited[real] || !within(top, real) {
 				return
 			}
 			visited[real] = true
@@ -109,27 +94,44 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 			}
 			sub := filepath.Join(dir, e.Name())
 			if fi, err := os.Stat(sub); err == nil && fi.IsDir() {
-				visit(sub, depth+1, false)
+				visit(sub, top, depth+1, false)
 			}
 		}
+	}
+	// search searches dir, which must lie inside bound once its links are
+	// resolved (the project's top for a project's folder, so that it may
+	// link anywhere in its repository); "" for the user's own folder, which
+	// may link to their dotfiles, and the folders given by name.
+	search := func(dir, bound string, explicit bool) {
+		top, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			visit(dir, dir, 0, explicit) // its reader says why
+			return
+		}
+		if bound != "" {
+			if b, err := filepath.EvalSymlinks(bound); err != nil || !within(b, top) {
+				diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning,
+					Message: fmt.Sprintf("is a link out of the project %s (to %s): it is not searched for plugins", bound, top)})
+				return
+			}
+		}
+		visit(dir, top, 0, explicit)
 	}
 	home := opts.Home
 	if home == "" && !opts.NoUser {
 		home, _ = os.UserHomeDir()
 	}
 	if !opts.NoUser && home != "" {
-		visit(filepath.Join(home, ".claude", "plugins"), 0, false)
+		search(filepath.Join(home, ".claude", "plugins"), "", false)
 	}
 	if !opts.NoProject {
 		levels := projectLevels(opts.Dir, opts.RepoRoot, home)
 		for _, level := range levels {
-			bound = levels[0] // the outermost
-			visit(filepath.Join(level, ".claude", "plugins"), 0, false)
+			search(filepath.Join(level, ".claude", "plugins"), levels[0], false) // levels[0] is the outermost
 		}
 	}
-	bound = ""
 	for _, d := range opts.PluginDirs {
-		visit(d, 0, true)
+		search(d, "", true)
 	}
 	return out, diags
 }
