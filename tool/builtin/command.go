@@ -107,9 +107,10 @@ func (t *RunCommand) sandboxNote() string {
 	if sb.Network {
 		net = ""
 	}
-	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .mcp.json, or git's hooks " +
-		"and configuration, and a repository it makes may not have hooks or settings that run programs), sees the rest of the file system read-only with some private folders empty, and has an empty /tmp " +
-		"of its own that is gone when it ends." + net
+	return " The command runs in a sandbox: it can change files only inside the workspace (not .cadre, .claude, .opencode, " +
+		".mcp.json, or git's hooks and configuration; a command that leaves one of those in a subfolder, or a repository " +
+		"whose hooks or settings run programs, fails), sees the rest of the file system read-only with some private " +
+		"folders empty, and has an empty /tmp of its own that is gone when it ends." + net
 }
 
 // Mutates implements cadre.Mutator.

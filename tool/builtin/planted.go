@@ -31,23 +31,23 @@ import (
 //
 // So the sandbox takes stock of the nested repositories git or an editor
 // would reach (those the workspace's index holds, through the indexes of
-// those in turn, and those in any folder, bare-shaped ones included) before the first command, and after each command tells of
-// every one that is new or changed and is not plainly inert: its
-// configuration holds only settings known to run nothing (a remote's
-// URL, a branch, the user's name…), it has no hook, and its .git is a
-// folder (or a file naming a submodule folder of the workspace's
-// repository). A denylist of settings that run programs would miss those
-// it does not know; anything cadre cannot read the way git does counts as
-// not inert. What was told is told again after each later command, until
-// it is gone.
+// those in turn, and those in any folder, bare-shaped ones included)
+// before the first command, and after each command tells of every one
+// that is new or changed and is not plainly inert: its configuration
+// holds only settings known to run nothing (a remote's URL, a branch, the
+// user's name…), it has no hook, and its .git is a folder (or a file
+// naming a submodule folder of the workspace's repository). A denylist
+// of settings that run programs would miss those it does not know;
+// anything cadre cannot read the way git does counts as not inert. What
+// was told is told again after each later command, until it is gone.
 
 // Bounds of the stock-taking: how many folders down from the workspace
 // root repositories are looked for besides those indexes hold (a commit a
 // command made can hold a gitlink to one at any depth, which git checkout
-// brings into the index); the most
-// entries of one folder and of all folders looked at, and the most
-// gitlinks, repositories and nested levels followed. Past a bound the
-// stock says so, which counts as a change when it was not so before.
+// brings into the index); the most entries of one folder and of all
+// folders looked at, and the most gitlinks, repositories and nested
+// levels followed. Past a bound the stock says so, which counts as a
+// change when it was not so before.
 var (
 	nestedDepth      = 64
 	maxFolderEntries = 50_000
