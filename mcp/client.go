@@ -469,7 +469,7 @@ func (s *server) connect(ctx context.Context) {
 		}
 		t, err := newTool(s, st)
 		if err != nil {
-			s.err = &ServerError{Server: s.name, Op: "list tools", Err: err, Hint: "this server cannot be used as it is"}
+			s.err = &ServerError{Server: s.name, Op: "list tools", Err: err, Hint: unusable}
 			return
 		}
 		tools = append(tools, t)
@@ -479,13 +479,17 @@ func (s *server) connect(ctx context.Context) {
 		if tools[i].spec.Name == tools[i-1].spec.Name {
 			s.err = &ServerError{Server: s.name, Op: "list tools",
 				Err:  fmt.Errorf("the tools %q and %q both become %s", tools[i-1].remote, tools[i].remote, tools[i].spec.Name),
-				Hint: "cadre cannot tell them apart; this server cannot be used as it is"}
+				Hint: "cadre cannot tell them apart; " + unusable}
 			return
 		}
 	}
 	s.tools = tools
 	s.client.logger.Debug("mcp server connected", "server", s.name, "tools", len(tools))
 }
+
+// unusable is the hint of a server whose tools cadre cannot offer a model
+// as they are (the server is left out, its error told).
+const unusable = "have the server's maker change its tools, or take the server out of the MCP configuration"
 
 // failure describes an error of op (connect, list tools) with what is known
 // of the server: whether its process exited, its stderr, its HTTP status.
