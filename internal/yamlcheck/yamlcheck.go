@@ -34,7 +34,7 @@ func Check(f *ast.File) error {
 	c := counter{anchors: map[string]int{}}
 	for _, d := range f.Docs {
 		if d != nil {
-			c.add(c.count(d.Body))
+			c.total = capped(c.total + c.count(d.Body))
 		}
 	}
 	if c.total > MaxValues {
@@ -50,8 +50,6 @@ type counter struct {
 	total     int
 	line, col int // of the first alias
 }
-
-func (c *counter) add(n int) { c.total = capped(c.total + n) }
 
 func capped(n int) int { return min(n, MaxValues+1) }
 
