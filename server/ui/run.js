@@ -374,9 +374,9 @@ class RunView {
     // An approval drawn just after an answer (in the place of the one
     // answered) takes no click for a second, and a double click answers
     // once: the second click of a double click, or a quick second one,
-    // would otherwise allow a call the person never saw.
-    // guard holds, by approval, when its buttons take clicks again: set
-    // when it is first drawn within a second of an answer.
+    // would otherwise allow a call the person never saw. guard holds, by
+    // approval, when its buttons take clicks again: set when it is first
+    // drawn within a second of an answer.
     const now = Date.now();
     const guard = new Map();
     for (const p of this.approvals) {
@@ -394,7 +394,7 @@ class RunView {
         el("div", { class: "buttons" },
           el("button", { class: "primary", "data-answer": "yes", onclick: answer("yes") }, "Allow"),
           el("button", { class: "danger", "data-answer": "no", onclick: answer("no") }, "Deny")), err);
-      let until = this.guard && this.guard.has(p.id) ? this.guard.get(p.id) : (now - (this.answeredAt || 0) < 1000 ? now + 1000 : 0);
+      const until = this.guard?.get(p.id) ?? (now - (this.answeredAt || 0) < 1000 ? now + 1000 : 0);
       guard.set(p.id, until);
       if (until > now) {
         const buttons = form.querySelectorAll("button");
