@@ -2,7 +2,6 @@ package loop
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/prompt"
@@ -112,17 +111,8 @@ func (s *State) blockInternal(tasks []tagproto.SpawnTask) string {
 		case e.OnboardingRequired:
 			// As spawn_agent refuses it: a block waits for its agents as
 			// spawn_agent does, and has no way to onboard them.
-			var names []string
-			for _, e := range s.cfg.Catalog {
-				if !e.Internal && !e.OnboardingRequired {
-					names = append(names, e.Name)
-				}
-			}
-			list := strings.Join(names, ", ")
-			if list == "" {
-				list = "none"
-			}
-			return fmt.Sprintf("%q requires onboarding before it is given a task, which a <spawn_agents> block cannot do (agents a block can start: %s)", t.Name, list)
+			return fmt.Sprintf("%q requires onboarding before it is given a task, which a <spawn_agents> block cannot do (agents a block can start: %s)",
+				t.Name, nameList(s.cfg.spawnable(false)))
 		}
 	}
 	return ""

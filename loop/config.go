@@ -149,10 +149,13 @@ func (c *Config) anyAskCaller() bool {
 	return false
 }
 
-func (c *Config) spawnable() []string {
+// spawnable returns the names of the agents a model may start; without
+// onboarding, those that require onboarding are left out (a block cannot
+// onboard its agents).
+func (c *Config) spawnable(onboarding bool) []string {
 	var names []string
 	for _, e := range c.Catalog {
-		if !e.Internal {
+		if !e.Internal && (onboarding || !e.OnboardingRequired) {
 			names = append(names, e.Name)
 		}
 	}

@@ -198,8 +198,11 @@ func (s *State) checkDefinition(name string, sync bool) string {
 	return ""
 }
 
-func (s *State) available() string {
-	names := s.cfg.spawnable()
+// available lists the agents a model may start, for an error text.
+func (s *State) available() string { return nameList(s.cfg.spawnable(true)) }
+
+// nameList lists names sorted, or says there are none.
+func nameList(names []string) string {
 	if len(names) == 0 {
 		return "(none)"
 	}
