@@ -277,9 +277,10 @@ var generatedDir = filepath.Join(".cadre", "agents", "generated")
 // agentCreator asks for approval of a definition an agent wrote
 // (agent_create) and saves it in the project's generatedDir as NAME.md,
 // where later runs load it from like any project agent. No folder of
-// generatedDir may be a symbolic link (see noLinksTo): a repository's .cadre/agents/generated
-// linked to ~/.claude/agents had the agent saved among the user's own,
-// loaded by every project, while the approval named the project's folder.
+// generatedDir may be a symbolic link (see noLinksTo): a repository's
+// .cadre/agents/generated linked to ~/.claude/agents had the agent saved
+// among the user's own, loaded by every project, while the approval named
+// the project's folder.
 func (a *app) agentCreator(approver *tool.Approver, project string) func(context.Context, cadre.AgentID, *cadre.Definition) (string, error) {
 	dir := filepath.Join(project, generatedDir)
 	return func(ctx context.Context, agent cadre.AgentID, def *cadre.Definition) (string, error) {
