@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -357,32 +356,65 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 
 // encode makes the agent's next journal entries of ins, numbered on from
 // its last, and replaces each input with what a replay will read back (see
-// journal). The entries' JSON is in buf, a buffer of journalBufs to give
-// back (giveJournalBuf) once the store has them: a Store keeps copies (see
+// journal). Inputs taken in one step go in one entry (loop.KindInputs), up
+// to maxEntryInputs of them and about maxEntryBytes: a store writes an
+// entry as one row, and a parent told of many children at once would
+// otherwise cost a row each. A lone input keeps an entry of its own kind.
+// The entries' JSON is in buf, a buffer of journalBufs to give back
+// (giveJournalBuf) once the store has them: a Store keeps copies (see
 // cadre.Store).
 func (a *agent) encode(ins []loop.Input) ([]cadre.JournalEntry, *[]byte, error) {
-	entries := make([]cadre.JournalEntry, len(ins))
+	entries := make([]cadre.JournalEntry, 0, (len(ins)+maxEntryInputs-1)/maxEntryInputs)
 	now := time.Now().UTC()
 	seq := a.seq
 	buf := journalBufs.Get().(*[]byte)
 	b := (*buf)[:0]
 	defer func() { *buf = b }()
-	for i, in := range ins {
-		var (
-			data json.RawMessage
-			back loop.Input
-			err  error
-		)
-		data, b, back, err = roundTrip(b, in, &a.run.strs)
-		if err != nil {
-			return nil, buf, fmt.Errorf("agent %s: %w", a.id, err)
+	for i := 0; i < len(ins); {
+		if i+1 == len(ins) { // a lone input
+			data, nb, back, err := roundTrip(b, ins[i], &a.run.strs)
+			if err != nil {
+				return nil, buf, fmt.Errorf("agent %s: %w", a.id, err)
+			}
+			b, ins[i] = nb, back
+			seq++
+			entries = append(entries, cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: back.Kind(), Data: data, Time: now})
+			break
 		}
+		start, n := len(b), 0
+		b = append(b, `{"inputs":[`...)
+		for ; i+n < len(ins) && n < maxEntryInputs && len(b)-start < maxEntryBytes; n++ {
+			in := ins[i+n]
+			if n > 0 {
+				b = append(b, ',')
+			}
+			b = append(append(append(b, `{"kind":"`...), in.Kind()...), `","data":`...) // a kind is a plain word
+			at := len(b)
+			data, nb, back, err := roundTrip(b, in, &a.run.strs)
+			if err != nil {
+				return nil, buf, fmt.Errorf("agent %s: %w", a.id, err)
+			}
+			if b = nb; len(b) == at { // encoded apart (see roundTrip)
+				b = append(b, data...)
+			}
+			b = append(b, '}')
+			ins[i+n] = back
+		}
+		b = append(b, "]}"...)
 		seq++
-		entries[i] = cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: in.Kind(), Data: data, Time: now}
-		ins[i] = back
+		entries = append(entries, cadre.JournalEntry{Run: a.run.id, Agent: a.id, Seq: seq, Kind: loop.KindInputs, Data: b[start:len(b):len(b)], Time: now})
+		i += n
 	}
 	return entries, buf, nil
 }
+
+// maxEntryInputs and maxEntryBytes bound an entry of several inputs (see
+// encode): a spawn of 10,000 children is told in 40 entries, not one
+// entry of half a megabyte that a store would keep in memory whole.
+const (
+	maxEntryInputs = 256
+	maxEntryBytes  = 64 << 10
+)
 
 // awaitBirth waits until the agent's record and Start are written and its
 // parent told of it, when it was launched before (see spawnStored). Only

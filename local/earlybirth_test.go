@@ -138,20 +138,19 @@ func TestChildrenCallModelsWhileTheirStartsAreWritten(t *testing.T) {
 	// The root's journal: each child's spawned comes before its report.
 	spawned := map[string]bool{}
 	reports := 0
+	var root []cadre.JournalEntry
 	for _, e := range h.appended {
-		if e.Agent != cadre.RootID {
-			continue
+		if e.Agent == cadre.RootID {
+			root = append(root, e)
 		}
-		switch e.Kind {
-		case "spawned":
-			var sp loop.Spawned
-			mustDecode(t, e.Data, &sp)
-			spawned[string(sp.Child)] = true
-		case "child_report":
-			var cr loop.ChildReport
-			mustDecode(t, e.Data, &cr)
-			if !spawned[string(cr.Child)] {
-				t.Errorf("the report of %s was journaled before its spawning", cr.Child)
+	}
+	for _, e := range journalInputs(t, root) {
+		switch in := e.In.(type) {
+		case loop.Spawned:
+			spawned[string(in.Child)] = true
+		case loop.ChildReport:
+			if !spawned[string(in.Child)] {
+				t.Errorf("the report of %s was journaled before its spawning", in.Child)
 			}
 			reports++
 		}
@@ -176,8 +175,10 @@ func TestAStartThatCannotBeWrittenStopsTheRun(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.appended {
-		if strings.Contains(string(e.Agent), "worker") || e.Kind == "child_report" || e.Kind == "spawned" {
-			t.Errorf("journaled although the workers' Starts failed: %s %d %s", e.Agent, e.Seq, e.Kind)
+		for _, in := range journalInputs(t, []cadre.JournalEntry{e}) {
+			if strings.Contains(string(e.Agent), "worker") || in.Kind == "child_report" || in.Kind == "spawned" {
+				t.Errorf("journaled although the workers' Starts failed: %s %d %s", e.Agent, e.Seq, in.Kind)
+			}
 		}
 	}
 }

@@ -268,3 +268,73 @@ func roundTripOwned(in loop.Input, c *stringCache) (json.RawMessage, loop.Input,
 	data, _, back, err := roundTrip(nil, in, c)
 	return data, back, err
 }
+
+// TestEncodeEntriesOfSeveralInputs: inputs journaled together go in entries
+// of kind loop.KindInputs, at most maxEntryInputs of them and about
+// maxEntryBytes each, numbered on from the agent's last entry; each entry
+// reads back (loop.DecodeEntry) as the inputs the agent steps, which are
+// what a replay reads; a lone input keeps an entry of its own kind.
+func TestEncodeEntriesOfSeveralInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := []loop.Input{loop.Start{}, loop.ModelResult{}, loop.ToolResults{}, loop.Spawned{},
+		loop.ChildReport{}, loop.ChildEnded{}, loop.InboxMessage{}, loop.Cancel{}}
+	r := &run{id: "r"}
+	a := &agent{run: r, id: "root/worker.1", seq: 4}
+	big := strings.Repeat("x", maxEntryBytes/3)
+	for _, n := range []int{1, 2, 3, maxEntryInputs, maxEntryInputs + 1, 2*maxEntryInputs + 5, 12} {
+		var ins []loop.Input
+		for i := range n {
+			var in loop.Input = loop.Spawned{Ref: fmt.Sprint("c", i), Child: "root/worker.2"}
+			switch {
+			case n == 12:
+				in = loop.ChildReport{Child: "root/worker.2", Text: big} // a third of the bytes each
+			case n <= 3: // random inputs, of any size
+				v := reflect.New(reflect.TypeOf(kinds[rng.IntN(len(kinds))])).Elem()
+				fill(rng, v, 0)
+				if _, err := json.Marshal(v.Interface()); err == nil {
+					in = v.Interface().(loop.Input)
+				}
+			}
+			ins = append(ins, in)
+		}
+		first := a.seq
+		entries, buf, err := a.encode(ins)
+		if err != nil {
+			t.Fatalf("%d inputs: %v", n, err)
+		}
+		var back []loop.Input
+		for i, e := range entries {
+			if e.Seq != first+int64(i)+1 || e.Run != "r" || e.Agent != a.id {
+				t.Errorf("%d inputs, entry %d: run %q agent %s seq %d, want r, %s, %d", n, i, e.Run, e.Agent, e.Seq, a.id, first+int64(i)+1)
+			}
+			got, err := loop.DecodeEntry(e.Kind, e.Data)
+			if err != nil {
+				t.Fatalf("%d inputs, entry %d (%s): %v\n%s", n, i, e.Kind, err, e.Data)
+			}
+			if e.Kind == loop.KindInputs && (len(got) > maxEntryInputs || len(e.Data) > maxEntryBytes+len(big)+100) {
+				t.Errorf("%d inputs, entry %d: %d inputs in %d bytes", n, i, len(got), len(e.Data))
+			}
+			back = append(back, got...)
+		}
+		if n == 1 && (len(entries) != 1 || entries[0].Kind != ins[0].Kind()) {
+			t.Errorf("a lone input was journaled as %d entries, the first of kind %s", len(entries), entries[0].Kind)
+		}
+		want := (n + maxEntryInputs - 1) / maxEntryInputs
+		if n == 12 {
+			want = 4 // three reports fill an entry past maxEntryBytes
+		}
+		if n > 1 && n <= 3 {
+			want = len(entries) // random inputs may fill one
+		}
+		if len(entries) != want {
+			t.Errorf("%d inputs: %d entries, want %d", n, len(entries), want)
+		}
+		if !reflect.DeepEqual(back, ins) {
+			t.Errorf("%d inputs: the entries read back as other inputs than those the agent steps", n)
+		}
+		if a.seq = entries[len(entries)-1].Seq; a.seq != first+int64(len(entries)) {
+			t.Errorf("%d inputs: last seq %d", n, a.seq)
+		}
+		giveJournalBuf(buf)
+	}
+}

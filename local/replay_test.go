@@ -83,16 +83,14 @@ func checkReplay(t *testing.T, s cadre.Store, run string, live *steps) {
 			t.Fatal(err)
 		}
 		got := live.all[a.ID]
-		if len(got) > len(entries) {
-			t.Errorf("%s stepped %d inputs, but its journal holds %d", a.ID, len(got), len(entries))
+		journal := journalInputs(t, entries)
+		if len(got) > len(journal) {
+			t.Errorf("%s stepped %d inputs, but its journal holds %d", a.ID, len(got), len(journal))
 			continue
 		}
 		st := loop.New()
-		for i, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				t.Fatalf("%s, journal entry %d: %v", a.ID, e.Seq, err)
-			}
+		for i, e := range journal {
+			in := e.In
 			acts := st.Step(in)
 			if i >= len(got) {
 				// Inputs that reached the agent after it finished are

@@ -172,12 +172,8 @@ func journaledTurns(t *testing.T, s cadre.Store, run string) map[string]bool {
 			t.Fatal(err)
 		}
 		turn := 0
-		for _, e := range entries {
-			if e.Kind != (loop.ModelResult{}).Kind() {
-				continue
-			}
-			in, _ := loop.Decode(e.Kind, e.Data)
-			if mr := in.(loop.ModelResult); mr.Response != nil {
+		for _, e := range journalInputs(t, entries) {
+			if mr, ok := e.In.(loop.ModelResult); ok && mr.Response != nil {
 				turn++
 				done[fmt.Sprintf("%s#%d", a.ID, turn)] = true
 			}
@@ -315,12 +311,8 @@ func checkReportEvents(t *testing.T, s cadre.Store, run string) {
 	for _, a := range agents {
 		entries, _ := s.Journal(ctx, run, a.ID)
 		st := loop.New()
-		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, act := range st.Step(in) {
+		for _, e := range journalInputs(t, entries) {
+			for _, act := range st.Step(e.In) {
 				if em, ok := act.(loop.Emit); ok {
 					if rep, ok := em.Event.(cadre.AgentReported); ok {
 						want[key{a.ID, rep.Child}]++

@@ -164,17 +164,19 @@ func replayJournal(ctx context.Context, s cadre.Store, run string, ar *cadre.Age
 		if err := en.Verify(); err != nil {
 			return nil, nil, err
 		}
-		in, err := loop.Decode(en.Kind, en.Data)
+		ins, err := loop.DecodeEntry(en.Kind, en.Data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
 		}
-		if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
-			created = append(created, ac.Definition)
-		}
-		for _, act := range x.st.Step(in) {
-			if em, ok := act.(loop.Emit); ok {
-				if rep, ok := em.Event.(cadre.AgentReported); ok {
-					x.reports = append(x.reports, pastReport{rep: rep, at: en.Time})
+		for _, in := range ins {
+			if ac, ok := in.(loop.AgentCreated); ok && ac.Err == "" && ac.Definition != nil {
+				created = append(created, ac.Definition)
+			}
+			for _, act := range x.st.Step(in) {
+				if em, ok := act.(loop.Emit); ok {
+					if rep, ok := em.Event.(cadre.AgentReported); ok {
+						x.reports = append(x.reports, pastReport{rep: rep, at: en.Time})
+					}
 				}
 			}
 		}

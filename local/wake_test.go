@@ -44,7 +44,7 @@ func continueRun(t *testing.T, e *Engine, id, msg string) (*cadre.Result, error,
 	return res, err, ev
 }
 
-// kinds lists the kinds of an agent's journal entries.
+// kinds lists the kinds of the inputs of an agent's journal.
 func kinds(t *testing.T, s cadre.Store, run string, agent cadre.AgentID) []string {
 	t.Helper()
 	entries, err := s.Journal(context.Background(), run, agent)
@@ -52,7 +52,7 @@ func kinds(t *testing.T, s cadre.Store, run string, agent cadre.AgentID) []strin
 		t.Fatal(err)
 	}
 	var out []string
-	for _, en := range entries {
+	for _, en := range journalInputs(t, entries) {
 		out = append(out, en.Kind)
 	}
 	return out

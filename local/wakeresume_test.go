@@ -125,12 +125,8 @@ func replayAll(t *testing.T, s cadre.Store, run string) map[cadre.AgentID]*loop.
 	for _, a := range agents {
 		entries, _ := s.Journal(ctx, run, a.ID)
 		var ins []loop.Input
-		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, in)
+		for _, e := range journalInputs(t, entries) {
+			ins = append(ins, e.In)
 		}
 		states[a.ID] = loop.Replay(ins)
 	}

@@ -60,6 +60,54 @@ func Decode(kind string, data []byte) (Input, error) {
 	return in, nil
 }
 
+// KindInputs is the kind of a journal entry that holds several inputs,
+// stepped in turn: an agent that takes several inputs in one step (a
+// parent told of many children at once) journals them as one entry, which
+// a store writes as one row. Its data is an object whose "inputs" list
+// holds each input's kind and data:
+//
+//	{"inputs":[{"kind":"child_report","data":{…}},{"kind":"child_ended","data":{…}}]}
+//
+// An entry of one input is written under that input's own kind, as before
+// there were entries of several.
+const KindInputs = "inputs"
+
+// DecodeEntry turns a journal entry back into its inputs: one, or the
+// inputs of an entry of kind KindInputs, in order.
+func DecodeEntry(kind string, data []byte) ([]Input, error) {
+	if kind != KindInputs {
+		in, err := Decode(kind, data)
+		if err != nil {
+			return nil, err
+		}
+		return []Input{in}, nil
+	}
+	var batch struct {
+		Inputs []struct {
+			Kind string          `json:"kind"`
+			Data json.RawMessage `json:"data"`
+		} `json:"inputs"`
+	}
+	if err := json.Unmarshal(data, &batch); err != nil {
+		return nil, fmt.Errorf("loop: decode %s entry: %w", kind, err)
+	}
+	if len(batch.Inputs) == 0 {
+		return nil, fmt.Errorf("loop: decode %s entry: it holds no inputs", kind)
+	}
+	out := make([]Input, len(batch.Inputs))
+	for i, x := range batch.Inputs {
+		if x.Kind == KindInputs {
+			return nil, fmt.Errorf("loop: decode %s entry: input %d of %d is itself an entry of several inputs", kind, i+1, len(batch.Inputs))
+		}
+		in, err := Decode(x.Kind, x.Data)
+		if err != nil {
+			return nil, fmt.Errorf("input %d of %d: %w", i+1, len(batch.Inputs), err)
+		}
+		out[i] = in
+	}
+	return out, nil
+}
+
 // readOld reads the durations of a journal entry written when they were
 // whole numbers of seconds: a Start's config timeout_seconds and a
 // Timeout's seconds.

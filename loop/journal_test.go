@@ -2,11 +2,14 @@ package loop
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
 )
 
 // Durations are journaled exactly, and journals written when they were
@@ -65,6 +68,41 @@ func TestJournalDurations(t *testing.T) {
 	} {
 		if _, err := Decode(bad.kind, []byte(bad.data)); err == nil || !strings.Contains(err.Error(), "is not a number of seconds") {
 			t.Errorf("%s %s: %v", bad.kind, bad.data, err)
+		}
+	}
+}
+
+// TestDecodeEntry: an entry of several inputs reads back as its inputs in
+// order; one of a single kind as that input; and an entry of several that
+// is empty, nests another, names an unknown kind or is not JSON is refused,
+// saying which input.
+func TestDecodeEntry(t *testing.T) {
+	ins, err := DecodeEntry(KindInputs, []byte(`{"inputs":[{"kind":"spawned","data":{"ref":"c1","child":"root/w.1"}},{"kind":"child_report","data":{"child":"root/w.1","text":"ok"}},{"kind":"child_ended","data":{"child":"root/w.1","status":"done"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Input{
+		Spawned{Ref: "c1", Child: "root/w.1"},
+		ChildReport{Child: "root/w.1", Text: "ok"},
+		ChildEnded{Child: "root/w.1", Status: cadre.StatusDone},
+	}
+	if !reflect.DeepEqual(ins, want) {
+		t.Errorf("got %#v, want %#v", ins, want)
+	}
+	one, err := DecodeEntry("child_report", []byte(`{"child":"root/w.1","text":"ok"}`))
+	if err != nil || !reflect.DeepEqual(one, want[1:2]) {
+		t.Errorf("an entry of one input: %#v, %v", one, err)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{`{"inputs":[]}`, "holds no inputs"},
+		{`{}`, "holds no inputs"},
+		{`{"inputs":[{"kind":"spawned","data":{"ref":"c1"}},{"kind":"inputs","data":{"inputs":[]}}]}`, "input 2 of 2 is itself an entry of several inputs"},
+		{`{"inputs":[{"kind":"spawned","data":{"ref":"c1"}},{"kind":"later","data":{}}]}`, `input 2 of 2: loop: unknown journal entry kind "later"`},
+		{`{"inputs":[{"kind":"spawned","data":{"ref":5}}]}`, "input 1 of 1: loop: decode spawned entry"},
+		{`[1,2]`, "decode inputs entry"},
+	} {
+		if _, err := DecodeEntry(KindInputs, []byte(tc.data)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.data, err, tc.want)
 		}
 	}
 }

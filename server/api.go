@@ -205,12 +205,12 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		}
 		ins := make([]loop.Input, 0, len(entries))
 		for _, e := range entries {
-			in, err := loop.Decode(e.Kind, e.Data)
+			in, err := loop.DecodeEntry(e.Kind, e.Data)
 			if err != nil {
 				s.fail(w, fmt.Errorf("journal entry %d of %s: %w", e.Seq, agent, err), "rebuild the conversation of "+string(agent))
 				return
 			}
-			ins = append(ins, in)
+			ins = append(ins, in...)
 		}
 		if len(ins) > 0 {
 			st := loop.Replay(ins)

@@ -271,19 +271,21 @@ func inspectStore(db string, clip int, name func(loop.Start) string) (killState,
 			agent, turn := "", 0
 			for _, e := range entries {
 				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), clip))
-				in, err := loop.Decode(e.Kind, e.Data)
+				ins, err := loop.DecodeEntry(e.Kind, e.Data)
 				if err != nil {
 					return st, fmt.Errorf("run %s, %s, entry %d: %w", r.ID, a.ID, e.Seq, err)
 				}
-				switch in := in.(type) {
-				case loop.Start:
-					if agent = name(in); agent == "" {
-						return st, fmt.Errorf("run %s: the journal of %s starts an agent the script does not know", r.ID, a.ID)
-					}
-				case loop.ModelResult:
-					if in.Response != nil {
-						turn++
-						st.journaled[fmt.Sprintf("%s#%d", agent, turn)] = true
+				for _, in := range ins {
+					switch in := in.(type) {
+					case loop.Start:
+						if agent = name(in); agent == "" {
+							return st, fmt.Errorf("run %s: the journal of %s starts an agent the script does not know", r.ID, a.ID)
+						}
+					case loop.ModelResult:
+						if in.Response != nil {
+							turn++
+							st.journaled[fmt.Sprintf("%s#%d", agent, turn)] = true
+						}
 					}
 				}
 			}
@@ -327,11 +329,13 @@ func replayAgent(entries []cadre.JournalEntry, tool string) (agentReplay, error)
 	rep := agentReplay{succeeded: map[string]int{}}
 	var ins []loop.Input
 	for _, e := range entries {
-		in, err := loop.Decode(e.Kind, e.Data)
+		in, err := loop.DecodeEntry(e.Kind, e.Data)
 		if err != nil {
 			return rep, fmt.Errorf("entry %d: %w", e.Seq, err)
 		}
-		ins = append(ins, in)
+		ins = append(ins, in...)
+	}
+	for _, in := range ins {
 		switch in := in.(type) {
 		case loop.ModelResult:
 			if in.Response != nil {

@@ -57,11 +57,11 @@ func replayJournal(entries []cadre.JournalEntry) (*loop.State, error) {
 		if err := e.Verify(); err != nil {
 			return nil, err
 		}
-		in, err := loop.Decode(e.Kind, e.Data)
+		in, err := loop.DecodeEntry(e.Kind, e.Data)
 		if err != nil {
 			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)
 		}
-		ins = append(ins, in)
+		ins = append(ins, in...)
 	}
 	return loop.Replay(ins), nil
 }

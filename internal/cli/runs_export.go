@@ -28,7 +28,7 @@ type runExport struct {
 // exportFormat and exportVersion identify cadre runs export's JSON.
 const (
 	exportFormat  = "cadre.run"
-	exportVersion = 1
+	exportVersion = 2 // 2: an entry of several inputs is exported an input at a time, with Part
 )
 
 // agentExport is an agent's record with its journal.
@@ -41,8 +41,12 @@ type agentExport struct {
 // build cannot decode it, Input holds the entry as stored and Error says
 // why. A damaged entry (its content does not match the checksum stored
 // with it) is exported as it reads, marked Damaged, with Error saying so.
+// An entry that holds several inputs (loop.KindInputs) is exported as one
+// item per input, each with the entry's Seq and Time and its place in the
+// entry as Part (1, 2, …); Part is absent for an entry of one input.
 type journalExport struct {
 	Seq     int64           `json:"seq"`
+	Part    int             `json:"part,omitempty"`
 	Kind    string          `json:"kind"`
 	Time    time.Time       `json:"time"`
 	Input   json.RawMessage `json:"input"`
@@ -149,32 +153,41 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 		}
 		ax := agentExport{AgentRecord: *ag, Journal: make([]journalExport, 0, len(entries))}
 		for _, e := range entries {
-			ax.Journal = append(ax.Journal, exportEntry(e))
+			ax.Journal = append(ax.Journal, exportEntry(e)...)
 		}
 		x.Agents = append(x.Agents, ax)
 	}
 	return x, nil
 }
 
-func exportEntry(e cadre.JournalEntry) journalExport {
+// exportEntry is an entry's items: one per input it holds.
+func exportEntry(e cadre.JournalEntry) []journalExport {
 	je := journalExport{Seq: e.Seq, Kind: e.Kind, Time: e.Time}
 	if de, ok := errors.AsType[*cadre.DamagedError](e.Verify()); ok {
 		je.Damaged = true
 		je.Error = fmt.Sprintf("damaged: the entry does not match the checksum stored with it (stored %08x, its content gives %08x)", de.Stored, de.Computed)
 		je.Input = asStored(e.Data)
-		return je
+		return []journalExport{je}
 	}
-	in, err := loop.Decode(e.Kind, e.Data)
+	ins, err := loop.DecodeEntry(e.Kind, e.Data)
 	if err == nil {
-		var b []byte
-		if b, err = json.Marshal(in); err == nil {
-			je.Input = b
-			return je
+		out := make([]journalExport, len(ins))
+		for i, in := range ins {
+			out[i] = journalExport{Seq: e.Seq, Kind: in.Kind(), Time: e.Time}
+			if e.Kind == loop.KindInputs {
+				out[i].Part = i + 1
+			}
+			if out[i].Input, err = json.Marshal(in); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			return out
 		}
 	}
 	je.Error = err.Error()
 	je.Input = asStored(e.Data)
-	return je
+	return []journalExport{je}
 }
 
 // asStored is an entry's data as the store holds it: as JSON when it is

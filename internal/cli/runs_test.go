@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -482,8 +483,8 @@ func TestRunsExport(t *testing.T) {
 	runsMust(t, err)
 	wantEvents, err := s.Events(ctx, runDone, 0)
 	runsMust(t, err)
-	if got.Format != "cadre.run" || got.Version != 1 {
-		t.Errorf("format %q version %d, want cadre.run 1", got.Format, got.Version)
+	if got.Format != "cadre.run" || got.Version != 2 {
+		t.Errorf("format %q version %d, want cadre.run 2", got.Format, got.Version)
 	}
 	if d := cmp.Diff(wantRun, got.Run); d != "" {
 		t.Errorf("run (-want +got):\n%s", d)
@@ -500,18 +501,35 @@ func TestRunsExport(t *testing.T) {
 		}
 		entries, err := s.Journal(ctx, runDone, ag.ID)
 		runsMust(t, err)
-		if len(ag.Journal) != len(entries) {
-			t.Errorf("%s: %d journal entries exported, want %d", ag.ID, len(ag.Journal), len(entries))
+		// One item per input, an entry of several giving each its part.
+		type stored struct {
+			cadre.JournalEntry
+			part int
+			in   loop.Input
+		}
+		var inputs []stored
+		for _, e := range entries {
+			ins, err := loop.DecodeEntry(e.Kind, e.Data)
+			runsMust(t, err)
+			for k, in := range ins {
+				it := stored{JournalEntry: e, in: in}
+				if e.Kind == loop.KindInputs {
+					it.part = k + 1
+				}
+				inputs = append(inputs, it)
+			}
+		}
+		if len(ag.Journal) != len(inputs) {
+			t.Errorf("%s: %d journal inputs exported, want %d", ag.ID, len(ag.Journal), len(inputs))
 			continue
 		}
-		for j, e := range entries {
+		for j, e := range inputs {
 			x := ag.Journal[j]
-			if x.Seq != e.Seq || x.Kind != e.Kind || !x.Time.Equal(e.Time) || x.Error != "" {
-				t.Errorf("%s entry %d: exported %d %s %v %q, stored %d %s %v", ag.ID, j, x.Seq, x.Kind, x.Time, x.Error, e.Seq, e.Kind, e.Time)
+			if x.Seq != e.Seq || x.Part != e.part || x.Kind != e.in.Kind() || !x.Time.Equal(e.Time) || x.Error != "" {
+				t.Errorf("%s item %d: exported %d/%d %s %v %q, stored %d/%d %s %v", ag.ID, j, x.Seq, x.Part, x.Kind, x.Time, x.Error, e.Seq, e.part, e.in.Kind(), e.Time)
 			}
 			// The input decodes to what was journaled.
-			want, err := loop.Decode(e.Kind, e.Data)
-			runsMust(t, err)
+			want := e.in
 			back, err := loop.Decode(x.Kind, x.Input)
 			if err != nil {
 				t.Errorf("%s entry %d: the exported input does not decode: %v", ag.ID, j, err)
@@ -725,5 +743,51 @@ func TestRunsFormats(t *testing.T) {
 		if got := durationText(tc.d); got != tc.want {
 			t.Errorf("durationText(%v) = %q, want %q", tc.d, got, tc.want)
 		}
+	}
+}
+
+// TestExportEntryOfSeveralInputs: an entry holding several inputs is
+// exported an input at a time, each with the entry's seq and time and its
+// part; an entry of one input has no part.
+func TestExportEntryOfSeveralInputs(t *testing.T) {
+	ins := []loop.Input{
+		loop.ChildReport{Child: "root/worker.1", Text: "Unit done."},
+		loop.ChildEnded{Child: "root/worker.1", Status: cadre.StatusDone},
+	}
+	data := []byte(`{"inputs":[`)
+	for i, in := range ins {
+		b, err := json.Marshal(in)
+		runsMust(t, err)
+		if i > 0 {
+			data = append(data, ',')
+		}
+		data = append(append(append(append(data, `{"kind":"`...), in.Kind()...), `","data":`...), b...)
+		data = append(data, '}')
+	}
+	data = append(data, "]}"...)
+	e := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 7, Kind: loop.KindInputs, Data: data, Time: runsT0}
+	e.Sum = e.Checksum()
+	got := exportEntry(e)
+	if len(got) != 2 {
+		t.Fatalf("%d items exported, want 2: %+v", len(got), got)
+	}
+	for i, x := range got {
+		if x.Seq != 7 || x.Part != i+1 || x.Kind != ins[i].Kind() || !x.Time.Equal(runsT0) || x.Error != "" || x.Damaged {
+			t.Errorf("item %d: %+v", i, x)
+		}
+		back, err := loop.Decode(x.Kind, x.Input)
+		if err != nil || !reflect.DeepEqual(back, ins[i]) {
+			t.Errorf("item %d reads back as %#v (%v), want %#v", i, back, err, ins[i])
+		}
+	}
+	one := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 8, Kind: ins[0].Kind(), Data: got[0].Input, Time: runsT0}
+	if x := exportEntry(one); len(x) != 1 || x[0].Part != 0 || x[0].Kind != "child_report" {
+		t.Errorf("an entry of one input exported as %+v", x)
+	}
+	bad := e
+	bad.Data = []byte(`{"inputs":[{"kind":"nonsense","data":{}}]}`)
+	bad.Sum = bad.Checksum()
+	if x := exportEntry(bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
+		t.Errorf("an entry that cannot be read exported as %+v", x)
 	}
 }
