@@ -144,7 +144,7 @@ func TestChildrenCallModelsWhileTheirStartsAreWritten(t *testing.T) {
 			root = append(root, e)
 		}
 	}
-	for _, e := range journalInputs(t, root) {
+	for _, e := range journalInputs(t, h, root) {
 		switch in := e.In.(type) {
 		case loop.Spawned:
 			spawned[string(in.Child)] = true
@@ -175,7 +175,7 @@ func TestAStartThatCannotBeWrittenStopsTheRun(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.appended {
-		for _, in := range journalInputs(t, []cadre.JournalEntry{e}) {
+		for _, in := range journalInputs(t, h, []cadre.JournalEntry{e}) {
 			if strings.Contains(string(e.Agent), "worker") || in.Kind == "child_report" || in.Kind == "spawned" {
 				t.Errorf("journaled although the workers' Starts failed: %s %d %s", e.Agent, e.Seq, in.Kind)
 			}

@@ -69,7 +69,7 @@ func sameAfterJSON(in loop.Input) bool {
 	case loop.Timeout:
 		return true
 	case loop.Start:
-		return sameConfig(&v.Config) && validUTF8(v.Task) && sameMessages(v.Messages)
+		return sameConfig(&v.Config) && validUTF8(v.Task, string(v.ConfigFrom)) && sameMessages(v.Messages)
 	case loop.ModelResult:
 		return validUTF8(v.Err) && (v.Response == nil || sameResponse(v.Response))
 	case loop.ToolResults:

@@ -61,7 +61,7 @@ func TestRoundTripMatchesDecode(t *testing.T) {
 // A field added to one of them must be added to its checks (if it can
 // change on the way through JSON) and to this list.
 var sameAfterJSONFields = map[reflect.Type]string{
-	reflect.TypeFor[loop.Start]():         "Config Task Messages",
+	reflect.TypeFor[loop.Start]():         "Config Task Messages ConfigFrom",
 	reflect.TypeFor[loop.Config]():        "ID Parent Depth MaxDepth Definition Model System Tools Withheld Delegate Delegation Rules Catalog Report Protocol MaxTurns Timeout Say MaxTokens Temperature Mode AskCaller MaxQuestions OutputSchema EndOnReport",
 	reflect.TypeFor[loop.RuleSet]():       "Definition Rules",
 	reflect.TypeFor[cadre.ToolRule]():     "Tool Pattern Syntax Action Source Where Group",

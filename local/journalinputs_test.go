@@ -1,9 +1,11 @@
 package local
 
 import (
+	"context"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 )
 
@@ -15,12 +17,20 @@ type journaled struct {
 	In   loop.Input
 }
 
-// journalInputs decodes entries into their inputs, in order.
-func journalInputs(t testing.TB, entries []cadre.JournalEntry) []journaled {
+// journalInputs decodes entries of store s into their inputs, in order,
+// a Start with the configuration it takes from another agent's.
+func journalInputs(t testing.TB, s cadre.Store, entries []cadre.JournalEntry) []journaled {
 	t.Helper()
 	var out []journaled
+	var cr *journal.ConfigReader
 	for _, e := range entries {
+		if cr == nil {
+			cr = &journal.ConfigReader{Store: s, Run: e.Run}
+		}
 		ins, err := loop.DecodeEntry(e.Kind, e.Data)
+		if err == nil {
+			err = cr.Resolve(context.Background(), ins)
+		}
 		if err != nil {
 			t.Fatalf("%s, journal entry %d: %v", e.Agent, e.Seq, err)
 		}

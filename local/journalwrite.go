@@ -187,6 +187,7 @@ func appendStart(b []byte, s *loop.Start, sc *stringCache) ([]byte, bool) {
 		}
 		b = append(b, ']')
 	}
+	b = optStr(b, `,"config_from":`, string(s.ConfigFrom))
 	return append(b, '}'), true
 }
 

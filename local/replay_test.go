@@ -83,7 +83,7 @@ func checkReplay(t *testing.T, s cadre.Store, run string, live *steps) {
 			t.Fatal(err)
 		}
 		got := live.all[a.ID]
-		journal := journalInputs(t, entries)
+		journal := journalInputs(t, s, entries)
 		if len(got) > len(journal) {
 			t.Errorf("%s stepped %d inputs, but its journal holds %d", a.ID, len(got), len(journal))
 			continue

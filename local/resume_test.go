@@ -172,7 +172,7 @@ func journaledTurns(t *testing.T, s cadre.Store, run string) map[string]bool {
 			t.Fatal(err)
 		}
 		turn := 0
-		for _, e := range journalInputs(t, entries) {
+		for _, e := range journalInputs(t, s, entries) {
 			if mr, ok := e.In.(loop.ModelResult); ok && mr.Response != nil {
 				turn++
 				done[fmt.Sprintf("%s#%d", a.ID, turn)] = true
@@ -311,7 +311,7 @@ func checkReportEvents(t *testing.T, s cadre.Store, run string) {
 	for _, a := range agents {
 		entries, _ := s.Journal(ctx, run, a.ID)
 		st := loop.New()
-		for _, e := range journalInputs(t, entries) {
+		for _, e := range journalInputs(t, s, entries) {
 			for _, act := range st.Step(e.In) {
 				if em, ok := act.(loop.Emit); ok {
 					if rep, ok := em.Event.(cadre.AgentReported); ok {

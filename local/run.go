@@ -456,16 +456,17 @@ func (r *run) register(a *agent, task string, status cadre.Status) {
 // from its Start as the journal gives it back, as a resumed one does.
 func (r *run) create(a *agent, start loop.Start) error {
 	a.first = start
-	return r.createFirst(a)
+	return r.createFirst(a, nil)
 }
 
-// createFirst is create for an agent whose first input is its Start.
-func (r *run) createFirst(a *agent) error {
+// createFirst is create for an agent whose first input is its Start; k is
+// its kind, for a child (see encodeStart).
+func (r *run) createFirst(a *agent, k *kind) error {
 	if r.e.cfg.Store == nil {
 		r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
 		return nil
 	}
-	rec, entries, buf, err := r.encodeStart(a)
+	rec, entries, buf, whole, err := r.encodeStart(a, k)
 	if err != nil {
 		return err
 	}
@@ -475,6 +476,9 @@ func (r *run) createFirst(a *agent) error {
 		r.unregister(a)
 		return fmt.Errorf("journal the start of %s: %w", a.id, err)
 	}
+	if whole {
+		k.offer(a)
+	}
 	return nil
 }
 
@@ -483,20 +487,38 @@ func (r *run) createFirst(a *agent) error {
 // it back, and numbers its entries on from it. The entry's JSON is in buf,
 // to give back (giveJournalBuf) once the store has it. An agent whose Start
 // cannot be journaled is unregistered.
-func (r *run) encodeStart(a *agent) (*cadre.AgentRecord, []cadre.JournalEntry, *[]byte, error) {
+//
+// A child of kind k (nil for the root) whose kind has a template (see
+// kind) is journaled with a Start that takes its configuration from the
+// template's (loop.Start.ConfigFrom): a hundred bytes instead of a few
+// kilobytes of system prompt, tools and rules. whole reports that the
+// Start holds all of its configuration, and so may be a template once
+// written.
+func (r *run) encodeStart(a *agent, k *kind) (rec *cadre.AgentRecord, entries []cadre.JournalEntry, buf *[]byte, whole bool, err error) {
 	r.register(a, a.first.(loop.Start).Task, cadre.StatusQueued)
+	t := k.templateOf()
 	ins := []loop.Input{a.first}
-	entries, buf, err := a.encode(ins)
+	if t != nil {
+		s := a.first.(loop.Start)
+		ins[0] = loop.Start{Config: loop.Config{ID: s.Config.ID, Parent: s.Config.Parent, Definition: s.Config.Definition},
+			Task: s.Task, Messages: s.Messages, ConfigFrom: t.id}
+	}
+	entries, buf, err = a.encode(ins)
 	if err != nil {
 		giveJournalBuf(buf)
 		r.unregister(a)
-		return nil, nil, nil, fmt.Errorf("journal the start of %s: %w", a.id, err)
+		return nil, nil, nil, false, fmt.Errorf("journal the start of %s: %w", a.id, err)
 	}
 	a.seq = entries[len(entries)-1].Seq
 	a.first = ins[0] // boxed once, not again
 	start := ins[0].(loop.Start)
+	if t != nil {
+		// As a replay reads it: the template's configuration as read back.
+		start = start.WithConfigOf(t.cfg)
+		a.first = start
+	}
 	a.cfg, a.timeout = start.Config, start.Config.Timeout
-	return r.record(a), entries, buf, nil
+	return r.record(a), entries, buf, k != nil && t == nil, nil
 }
 
 // unregister takes out of the run's live agents one whose Start could not

@@ -24,6 +24,8 @@ type birth struct {
 	rec     *cadre.AgentRecord
 	entries []cadre.JournalEntry
 	buf     *[]byte
+	kind    *kind // the child's
+	whole   bool  // its Start holds all of its configuration (see run.encodeStart)
 }
 
 // spawnWriters is the most children of one Spawn action whose records and
@@ -70,7 +72,7 @@ func (a *agent) spawnAll(specs []loop.ChildSpec) {
 			if b.child == nil {
 				continue
 			}
-			if err := r.createFirst(b.child); err != nil {
+			if err := r.createFirst(b.child, b.kind); err != nil {
 				r.unborn(b, err)
 				continue
 			}
@@ -204,7 +206,7 @@ func closed(c chan struct{}) bool {
 // the child is not started, and b says why.
 func (r *run) begin(b *birth) bool {
 	var err error
-	if b.rec, b.entries, b.buf, err = r.encodeStart(b.child); err != nil {
+	if b.rec, b.entries, b.buf, b.whole, err = r.encodeStart(b.child, b.kind); err != nil {
 		r.unborn(b, err)
 		return false
 	}
@@ -228,6 +230,10 @@ func (r *run) writeBirth(b *birth) {
 	b.rec, b.entries, b.buf = nil, nil, nil
 	if err != nil {
 		r.storeFailed(fmt.Errorf("journal the start of %s: %w", b.spec.ID, err))
+		return
+	}
+	if b.whole {
+		b.kind.offer(b.child)
 	}
 }
 
@@ -308,7 +314,7 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 	r.created++
 	r.mu.Unlock()
 
-	child, start, msg := r.build(parent, spec, def, gen)
+	child, start, k, msg := r.build(parent, spec, def, gen)
 	if msg != "" {
 		r.mu.Lock()
 		r.created--
@@ -317,7 +323,7 @@ func (r *run) prepare(parent *agent, spec loop.ChildSpec) birth {
 		return b
 	}
 	child.first = start
-	b.child = child
+	b.child, b.kind = child, k
 	return b
 }
 
@@ -343,12 +349,13 @@ func (r *run) newChild(parent *agent, spec loop.ChildSpec, def *cadre.Definition
 	r.mu.Lock()
 	gen := r.defsGen
 	r.mu.Unlock()
-	return r.build(parent, spec, def, gen)
+	a, start, _, msg := r.build(parent, spec, def, gen)
+	return a, start, msg
 }
 
 // build builds a child agent and its Start input; gen is the generation of
 // the run's definitions the child was asked for under.
-func (r *run) build(parent *agent, spec loop.ChildSpec, def *cadre.Definition, gen int) (*agent, loop.Start, string) {
+func (r *run) build(parent *agent, spec loop.ChildSpec, def *cadre.Definition, gen int) (*agent, loop.Start, *kind, string) {
 	e := r.e
 	var (
 		name string
@@ -371,12 +378,12 @@ func (r *run) build(parent *agent, spec loop.ChildSpec, def *cadre.Definition, g
 			parent.emit(cadre.Warning{Message: warning, Child: spec.ID})
 		}
 		if m, err = e.cfg.Models.Open(name); err != nil {
-			return nil, loop.Start{}, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
+			return nil, loop.Start{}, nil, fmt.Sprintf("cannot open model %q for the subagent: %v", name, err)
 		}
 	}
 	k := parent.kindOf(kindKey{def: def, model: name, gen: gen, onboarding: spec.Onboarding})
 	if k.err != "" {
-		return nil, loop.Start{}, k.err
+		return nil, loop.Start{}, nil, k.err
 	}
 	cfg := k.cfg
 	cfg.ID, cfg.Parent, cfg.Definition = spec.ID, parent.id, spec.Definition
@@ -402,7 +409,7 @@ func (r *run) build(parent *agent, spec loop.ChildSpec, def *cadre.Definition, g
 	msgs[len(spec.Messages)] = cadre.Message{Role: cadre.RoleUser, Content: first}
 	a := r.newAgentWith(cfg, parent, def, m, k.tools, k.rules, k.callable, k.plain)
 	a.mode = spec.Mode
-	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, ""
+	return a, loop.Start{Config: cfg, Task: spec.Task, Messages: msgs}, k, ""
 }
 
 // A kindKey is what a child's kind depends on besides its parent.
@@ -428,6 +435,35 @@ type kind struct {
 	// their rules and not (see agent): shared, never changed.
 	callable, plain map[string]cadre.Tool
 	err             string // why no child of this kind can be started
+	// template is a child of this kind whose Start was written with all
+	// of its configuration and is durable, once there is one: the Starts
+	// of the children after it take their configuration from its
+	// (loop.Start.ConfigFrom). A general subagent's kind has none: its
+	// system prompt holds its task.
+	template atomic.Pointer[template]
+}
+
+// A template is a child whose configuration its siblings' Starts name
+// (see kind): its ID, and its configuration as its Start reads back.
+type template struct {
+	id  cadre.AgentID
+	cfg loop.Config
+}
+
+// templateOf returns the kind's template, or nil (as for a nil kind).
+func (k *kind) templateOf() *template {
+	if k == nil {
+		return nil
+	}
+	return k.template.Load()
+}
+
+// offer makes a, a child of the kind whose Start holds all of its
+// configuration and is durable, the kind's template if it has none.
+func (k *kind) offer(a *agent) {
+	if k.key.def != nil && k.template.Load() == nil {
+		k.template.CompareAndSwap(nil, &template{id: a.id, cfg: a.cfg})
+	}
 }
 
 // kindsKept is the most kinds an agent keeps for its children.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 )
 
@@ -113,6 +114,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		err     error
 	}
 	reads := make([]read, len(recs))
+	cr := &journal.ConfigReader{Store: s, Run: r.id}
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -120,7 +122,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	for range min(runtime.GOMAXPROCS(0), len(recs)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(recs)); i = next.Add(1) - 1 {
-				x, created, err := replayJournal(ctx, s, r.id, recs[i])
+				x, created, err := replayJournal(ctx, s, cr, recs[i])
 				reads[i] = read{x, created, err}
 			}
 		})
@@ -149,8 +151,10 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 
 // replayJournal reads an agent's journal, checks every entry and steps it
 // through a new loop state: the agent as the journal leaves it (nil for an
-// empty journal), with the definitions it created at run time.
-func replayJournal(ctx context.Context, s cadre.Store, run string, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
+// empty journal), with the definitions it created at run time. cr reads
+// the configurations Starts take from others, for the run.
+func replayJournal(ctx context.Context, s cadre.Store, cr *journal.ConfigReader, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
+	run := cr.Run
 	entries, err := s.Journal(ctx, run, ar.ID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
@@ -165,6 +169,9 @@ func replayJournal(ctx context.Context, s cadre.Store, run string, ar *cadre.Age
 			return nil, nil, err
 		}
 		ins, err := loop.DecodeEntry(en.Kind, en.Data)
+		if err == nil {
+			err = cr.Resolve(ctx, ins)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
 		}

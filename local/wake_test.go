@@ -52,7 +52,7 @@ func kinds(t *testing.T, s cadre.Store, run string, agent cadre.AgentID) []strin
 		t.Fatal(err)
 	}
 	var out []string
-	for _, en := range journalInputs(t, entries) {
+	for _, en := range journalInputs(t, s, entries) {
 		out = append(out, en.Kind)
 	}
 	return out

@@ -125,7 +125,7 @@ func replayAll(t *testing.T, s cadre.Store, run string) map[cadre.AgentID]*loop.
 	for _, a := range agents {
 		entries, _ := s.Journal(ctx, run, a.ID)
 		var ins []loop.Input
-		for _, e := range journalInputs(t, entries) {
+		for _, e := range journalInputs(t, s, entries) {
 			ins = append(ins, e.In)
 		}
 		states[a.ID] = loop.Replay(ins)

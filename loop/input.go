@@ -22,6 +22,26 @@ type Start struct {
 	// from the task and its context).
 	Task     string          `json:"task"`
 	Messages []cadre.Message `json:"messages"`
+	// ConfigFrom, in a Start read from a journal, names the agent of the
+	// same run whose Start holds this one's configuration: the engine
+	// writes a child's Start so when a sibling of the same kind (same
+	// parent, definition and model) was written before it with all of its
+	// configuration, which then is this one's but for ID, Parent and
+	// Definition. Whoever reads such a Start from a journal gives it that
+	// configuration (WithConfigOf) before stepping it; the state refuses
+	// one that was not.
+	ConfigFrom cadre.AgentID `json:"config_from,omitempty"`
+}
+
+// WithConfigOf returns the Start with the configuration its ConfigFrom
+// names, given as template: the template's, but for the Start's own ID,
+// Parent and Definition.
+func (s Start) WithConfigOf(template Config) Start {
+	id, parent, def := s.Config.ID, s.Config.Parent, s.Config.Definition
+	s.Config = template
+	s.Config.ID, s.Config.Parent, s.Config.Definition = id, parent, def
+	s.ConfigFrom = ""
+	return s
 }
 
 // ModelResult is the outcome of the CallModel action.

@@ -106,3 +106,26 @@ func TestDecodeEntry(t *testing.T) {
 		}
 	}
 }
+
+// A Start that names another agent's configuration is stepped only once a
+// ConfigReader has given it that configuration: one that was not fails the
+// agent, telling its parent, rather than run it with no prompt or tools.
+func TestStartNamingAConfigurationNotRead(t *testing.T) {
+	s := New()
+	acts := s.Step(Start{Config: Config{ID: "root/w.2", Parent: "root", Definition: "w"}, Task: "t", ConfigFrom: "root/w.1"})
+	var fin *Finish
+	reported := false
+	for _, a := range acts {
+		switch a := a.(type) {
+		case Finish:
+			fin = &a
+		case Deliver:
+			reported = a.Report && a.Failed
+		case CallModel:
+			t.Fatalf("the agent called its model without its configuration: %+v", a)
+		}
+	}
+	if fin == nil || !fin.Failed || !strings.Contains(fin.Result, "root/w.1") || !reported {
+		t.Errorf("actions %#v: want a failure naming root/w.1, reported to the parent", acts)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/tool"
 )
@@ -204,8 +205,12 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ins := make([]loop.Input, 0, len(entries))
+		cr := &journal.ConfigReader{Store: s.store, Run: id}
 		for _, e := range entries {
 			in, err := loop.DecodeEntry(e.Kind, e.Data)
+			if err == nil {
+				err = cr.Resolve(r.Context(), in)
+			}
 			if err != nil {
 				s.fail(w, fmt.Errorf("journal entry %d of %s: %w", e.Seq, agent, err), "rebuild the conversation of "+string(agent))
 				return

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/sqlite"
 )
@@ -474,7 +475,7 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 	if printed && strings.TrimSpace(stdout) != crashAnswer {
 		fail("stdout %q, want the answer %q", stdout, crashAnswer)
 	}
-	journal := crashInspect(t, c.db).journal
+	dump := crashInspect(t, c.db).journal
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, c.db)
 	if err != nil {
@@ -510,12 +511,13 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 	}
 	states := map[cadre.AgentID]*loop.State{}
 	writes := map[string]int{} // write_file call ID -> successful results
+	cr := &journal.ConfigReader{Store: s, Run: run.ID}
 	for _, a := range agents {
 		entries, err := s.Journal(ctx, run.ID, a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := replayAgent(entries, "write_file")
+		rep, err := replayAgent(ctx, cr, entries, "write_file")
 		if err != nil {
 			t.Fatalf("the journal of %s: %v", a.ID, err)
 		}
@@ -593,7 +595,7 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Errorf("%s\n%s", strings.Join(bad, "\n"), c.context(journal))
+		t.Errorf("%s\n%s", strings.Join(bad, "\n"), c.context(dump))
 	}
 	return interrupted
 }

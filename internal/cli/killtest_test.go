@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/sqlite"
 )
@@ -259,6 +260,7 @@ func inspectStore(db string, clip int, name func(loop.Start) string) (killState,
 			return st, err
 		}
 		var dump strings.Builder
+		cr := &journal.ConfigReader{Store: s, Run: r.ID}
 		for _, a := range agents {
 			entries, err := s.Journal(ctx, r.ID, a.ID)
 			if err != nil {
@@ -272,6 +274,9 @@ func inspectStore(db string, clip int, name func(loop.Start) string) (killState,
 			for _, e := range entries {
 				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), clip))
 				ins, err := loop.DecodeEntry(e.Kind, e.Data)
+				if err == nil {
+					err = cr.Resolve(ctx, ins)
+				}
 				if err != nil {
 					return st, fmt.Errorf("run %s, %s, entry %d: %w", r.ID, a.ID, e.Seq, err)
 				}
@@ -324,12 +329,16 @@ type agentReplay struct {
 	interrupted int
 }
 
-// replayAgent replays an agent's journal, following its calls of tool.
-func replayAgent(entries []cadre.JournalEntry, tool string) (agentReplay, error) {
+// replayAgent replays an agent's journal, following its calls of tool; cr
+// reads the configurations Starts take from others.
+func replayAgent(ctx context.Context, cr *journal.ConfigReader, entries []cadre.JournalEntry, tool string) (agentReplay, error) {
 	rep := agentReplay{succeeded: map[string]int{}}
 	var ins []loop.Input
 	for _, e := range entries {
 		in, err := loop.DecodeEntry(e.Kind, e.Data)
+		if err == nil {
+			err = cr.Resolve(ctx, in)
+		}
 		if err != nil {
 			return rep, fmt.Errorf("entry %d: %w", e.Seq, err)
 		}

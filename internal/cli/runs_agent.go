@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 )
 
@@ -50,14 +51,18 @@ func findAgent(agents []*cadre.AgentRecord, run, arg string) (*cadre.AgentRecord
 }
 
 // replayJournal decodes an agent's journal and replays it into the state
-// the agent had after its last input.
-func replayJournal(entries []cadre.JournalEntry) (*loop.State, error) {
+// the agent had after its last input; cr reads the configurations Starts
+// take from others.
+func replayJournal(ctx context.Context, cr *journal.ConfigReader, entries []cadre.JournalEntry) (*loop.State, error) {
 	ins := make([]loop.Input, 0, len(entries))
 	for _, e := range entries {
 		if err := e.Verify(); err != nil {
 			return nil, err
 		}
 		in, err := loop.DecodeEntry(e.Kind, e.Data)
+		if err == nil {
+			err = cr.Resolve(ctx, in)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)
 		}
@@ -89,7 +94,7 @@ func (a *app) showAgentTranscript(ctx context.Context, s cadre.Store, r *cadre.R
 	if err != nil {
 		return err
 	}
-	st, err := replayJournal(entries)
+	st, err := replayJournal(ctx, &journal.ConfigReader{Store: s, Run: r.ID}, entries)
 	if err != nil {
 		return fmt.Errorf("rebuild the conversation of %s: %w", ag.ID, err)
 	}

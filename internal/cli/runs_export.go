@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 )
 
@@ -146,6 +147,7 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 		return nil, err
 	}
 	x := &runExport{Format: exportFormat, Version: exportVersion, Run: r, Agents: make([]agentExport, 0, len(agents)), Events: evs}
+	cr := &journal.ConfigReader{Store: s, Run: r.ID}
 	for _, ag := range agents {
 		entries, err := s.Journal(ctx, r.ID, ag.ID)
 		if err != nil {
@@ -153,15 +155,17 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 		}
 		ax := agentExport{AgentRecord: *ag, Journal: make([]journalExport, 0, len(entries))}
 		for _, e := range entries {
-			ax.Journal = append(ax.Journal, exportEntry(e)...)
+			ax.Journal = append(ax.Journal, exportEntry(ctx, cr, e)...)
 		}
 		x.Agents = append(x.Agents, ax)
 	}
 	return x, nil
 }
 
-// exportEntry is an entry's items: one per input it holds.
-func exportEntry(e cadre.JournalEntry) []journalExport {
+// exportEntry is an entry's items: one per input it holds, a Start with
+// the configuration it takes from another agent's (cr reads it), so that
+// each reads on its own.
+func exportEntry(ctx context.Context, cr *journal.ConfigReader, e cadre.JournalEntry) []journalExport {
 	je := journalExport{Seq: e.Seq, Kind: e.Kind, Time: e.Time}
 	if de, ok := errors.AsType[*cadre.DamagedError](e.Verify()); ok {
 		je.Damaged = true
@@ -170,6 +174,9 @@ func exportEntry(e cadre.JournalEntry) []journalExport {
 		return []journalExport{je}
 	}
 	ins, err := loop.DecodeEntry(e.Kind, e.Data)
+	if err == nil {
+		err = cr.Resolve(ctx, ins)
+	}
 	if err == nil {
 		out := make([]journalExport, len(ins))
 		for i, in := range ins {

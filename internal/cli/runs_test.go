@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/sqlite"
 )
@@ -508,9 +509,11 @@ func TestRunsExport(t *testing.T) {
 			in   loop.Input
 		}
 		var inputs []stored
+		cr := &journal.ConfigReader{Store: s, Run: runDone}
 		for _, e := range entries {
 			ins, err := loop.DecodeEntry(e.Kind, e.Data)
 			runsMust(t, err)
+			runsMust(t, cr.Resolve(ctx, ins))
 			for k, in := range ins {
 				it := stored{JournalEntry: e, in: in}
 				if e.Kind == loop.KindInputs {
@@ -767,7 +770,7 @@ func TestExportEntryOfSeveralInputs(t *testing.T) {
 	data = append(data, "]}"...)
 	e := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 7, Kind: loop.KindInputs, Data: data, Time: runsT0}
 	e.Sum = e.Checksum()
-	got := exportEntry(e)
+	got := exportEntry(t.Context(), &journal.ConfigReader{}, e)
 	if len(got) != 2 {
 		t.Fatalf("%d items exported, want 2: %+v", len(got), got)
 	}
@@ -781,13 +784,13 @@ func TestExportEntryOfSeveralInputs(t *testing.T) {
 		}
 	}
 	one := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 8, Kind: ins[0].Kind(), Data: got[0].Input, Time: runsT0}
-	if x := exportEntry(one); len(x) != 1 || x[0].Part != 0 || x[0].Kind != "child_report" {
+	if x := exportEntry(t.Context(), &journal.ConfigReader{}, one); len(x) != 1 || x[0].Part != 0 || x[0].Kind != "child_report" {
 		t.Errorf("an entry of one input exported as %+v", x)
 	}
 	bad := e
 	bad.Data = []byte(`{"inputs":[{"kind":"nonsense","data":{}}]}`)
 	bad.Sum = bad.Checksum()
-	if x := exportEntry(bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
+	if x := exportEntry(t.Context(), &journal.ConfigReader{}, bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
 		t.Errorf("an entry that cannot be read exported as %+v", x)
 	}
 }

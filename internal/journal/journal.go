@@ -1,0 +1,78 @@
+// Package journal reads what the loop needs from a run's journal beyond
+// one entry: the configuration a child's Start takes from a sibling's
+// (loop.Start.ConfigFrom). It reads the store, which the deterministic
+// loop may not.
+package journal
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// A ConfigReader gives the Starts read from a run's journal the
+// configurations they take from another agent's Start (loop.Start.ConfigFrom),
+// reading each such agent's journal once. Safe for concurrent use.
+type ConfigReader struct {
+	Store cadre.Store
+	Run   string
+
+	mu  sync.Mutex
+	got map[cadre.AgentID]loop.Config
+}
+
+// Resolve replaces each Start of ins that names another agent's
+// configuration with the Start with that configuration (loop.Start.WithConfigOf).
+func (c *ConfigReader) Resolve(ctx context.Context, ins []loop.Input) error {
+	for i, in := range ins {
+		s, ok := in.(loop.Start)
+		if !ok || s.ConfigFrom == "" {
+			continue
+		}
+		cfg, err := c.config(ctx, s.ConfigFrom)
+		if err != nil {
+			return fmt.Errorf("the start of %s takes its configuration from that of %s, which cannot be read: %w", s.Config.ID, s.ConfigFrom, err)
+		}
+		ins[i] = s.WithConfigOf(cfg)
+	}
+	return nil
+}
+
+// config returns the configuration of the Start that begins the journal
+// of agent id, which must hold it whole.
+func (c *ConfigReader) config(ctx context.Context, id cadre.AgentID) (loop.Config, error) {
+	c.mu.Lock()
+	cfg, ok := c.got[id]
+	c.mu.Unlock()
+	if ok {
+		return cfg, nil
+	}
+	entries, err := c.Store.Journal(ctx, c.Run, id)
+	if err != nil {
+		return loop.Config{}, err
+	}
+	if len(entries) == 0 || entries[0].Kind != (loop.Start{}).Kind() {
+		return loop.Config{}, fmt.Errorf("the journal of %s does not begin with a start", id)
+	}
+	if err := entries[0].Verify(); err != nil {
+		return loop.Config{}, err
+	}
+	in, err := loop.Decode(entries[0].Kind, entries[0].Data)
+	if err != nil {
+		return loop.Config{}, err
+	}
+	s := in.(loop.Start)
+	if s.ConfigFrom != "" {
+		return loop.Config{}, fmt.Errorf("it takes its own from %s", s.ConfigFrom)
+	}
+	c.mu.Lock()
+	if c.got == nil {
+		c.got = map[cadre.AgentID]loop.Config{}
+	}
+	c.got[id] = s.Config
+	c.mu.Unlock()
+	return s.Config, nil
+}

@@ -1,0 +1,82 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/loop"
+)
+
+// memJournal is a Store whose Journal gives fixed entries and counts its
+// calls; the rest of cadre.Store is not used.
+type memJournal struct {
+	cadre.Store
+	entries map[cadre.AgentID][]cadre.JournalEntry
+	calls   int
+}
+
+func (m *memJournal) Journal(_ context.Context, _ string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
+	m.calls++
+	return m.entries[agent], nil
+}
+
+// TestConfigReader: a Start naming another's configuration is given it,
+// with its own ID, parent and definition, the other journal read once;
+// and a configuration that cannot be read is an error naming both agents.
+func TestConfigReader(t *testing.T) {
+	entry := func(agent cadre.AgentID, in loop.Input) cadre.JournalEntry {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := cadre.JournalEntry{Run: "r", Agent: agent, Seq: 1, Kind: in.Kind(), Data: b}
+		e.Sum = e.Checksum()
+		return e
+	}
+	whole := loop.Config{ID: "root/w.1", Parent: "root", Depth: 1, MaxDepth: 3, Definition: "w", System: "You are w.", MaxTurns: 7,
+		Tools: []cadre.ToolSpec{{Name: "read_file", Description: "Reads.", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	damaged := entry("root/w.5", loop.Start{Config: whole})
+	damaged.Data = []byte(strings.Replace(string(damaged.Data), "You are", "You were", 1))
+	m := &memJournal{entries: map[cadre.AgentID][]cadre.JournalEntry{
+		"root/w.1": {entry("root/w.1", loop.Start{Config: whole, Task: "one"})},
+		"root/w.3": {entry("root/w.3", loop.Start{Config: loop.Config{ID: "root/w.3"}, ConfigFrom: "root/w.1"})},
+		"root/w.4": {entry("root/w.4", loop.ModelResult{Err: "x"})},
+		"root/w.5": {damaged},
+	}}
+	cr := &ConfigReader{Store: m, Run: "r"}
+	ins := []loop.Input{
+		loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root", Definition: "w2"}, Task: "two", ConfigFrom: "root/w.1"},
+		loop.ChildEnded{Child: "x"},
+		loop.Start{Config: loop.Config{ID: "root/w.6", Parent: "root", Definition: "w"}, Task: "six", ConfigFrom: "root/w.1"},
+	}
+	if err := cr.Resolve(t.Context(), ins); err != nil {
+		t.Fatal(err)
+	}
+	want := whole
+	want.ID, want.Definition = "root/w.2", "w2"
+	if d := cmp.Diff(loop.Start{Config: want, Task: "two"}, ins[0]); d != "" {
+		t.Errorf("resolved (-want +got):\n%s", d)
+	}
+	if s := ins[2].(loop.Start); s.Config.ID != "root/w.6" || s.Config.System != "You are w." || s.ConfigFrom != "" {
+		t.Errorf("the second Start resolved to %+v", s)
+	}
+	if m.calls != 1 {
+		t.Errorf("the journal of root/w.1 was read %d times, want once", m.calls)
+	}
+	for from, why := range map[cadre.AgentID]string{
+		"root/w.3": "it takes its own from root/w.1",
+		"root/w.4": "does not begin with a start",
+		"root/w.5": "damaged",
+		"root/w.9": "does not begin with a start",
+	} {
+		err := cr.Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.7"}, ConfigFrom: from}})
+		if err == nil || !strings.Contains(err.Error(), "the start of root/w.7 takes its configuration from that of "+string(from)) || !strings.Contains(err.Error(), why) {
+			t.Errorf("from %s: error %v, want one saying %q", from, err, why)
+		}
+	}
+}
