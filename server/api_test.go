@@ -114,6 +114,18 @@ func TestSteerRun(t *testing.T) {
 	if tr.Agent.ID != leaves2[0] || len(tr.Messages) == 0 || !strings.Contains(tr.Messages[0].Content, "unit 1 of root/mid.2") {
 		t.Errorf("transcript of %s: %+v", leaves2[0], tr)
 	}
+	// The second leaf's start names the first's configuration, which its
+	// transcript has whole.
+	var tr2 transcript
+	if st := f.do("GET", "/api/runs/"+id+"/agents/"+string(leaves2[1]), nil, &tr2); st != http.StatusOK {
+		t.Fatalf("GET the second leaf: %d", st)
+	}
+	if tr2.System == "" || tr2.System != tr.System || len(tr2.Messages) == 0 || !strings.Contains(tr2.Messages[0].Content, "unit 2 of root/mid.2") {
+		t.Errorf("transcript of %s: system %.60q (the first leaf's: %.60q), %d messages", leaves2[1], tr2.System, tr.System, len(tr2.Messages))
+	}
+	if e, err := f.store.Journal(context.Background(), id, leaves2[1]); err != nil || len(e) == 0 || !strings.Contains(string(e[0].Data), `"config_from":"`+string(leaves2[0])+`"`) {
+		t.Errorf("the start of %s does not name the configuration of %s: %v", leaves2[1], leaves2[0], err)
+	}
 	// Writes to the ended run are conflicts.
 	if st := f.do("POST", "/api/runs/"+id+"/cancel", nil, nil); st != http.StatusConflict {
 		t.Errorf("cancel an ended run: %d, want 409", st)

@@ -63,7 +63,11 @@ func (a *app) newRunsExportCmd(f *runsFlags) *cobra.Command {
 		Long: `Write everything the store holds about a run as one JSON object: the run's
 record, each agent's record with its journal (every input it was fed, in
 order, decoded), and the run's events. The object starts with
-"format": "cadre.run" and "version": 1.
+"format": "cadre.run" and "version": 2. Inputs an agent took together share
+one journal entry: each is exported with the entry's "seq" and its place in
+it as "part" (1, 2, …). A child's start is exported with its whole
+configuration, also when the journal keeps it once for all the children of
+its kind.
 
 A journal entry whose content no longer matches the checksum stored with it
 (the store was changed outside cadre, or the disk damaged it) is exported as

@@ -20,6 +20,7 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
+	"github.com/cadre-ai/cadre/memstore"
 	"github.com/cadre-ai/cadre/sqlite"
 )
 
@@ -793,4 +794,40 @@ func TestExportEntryOfSeveralInputs(t *testing.T) {
 	if x := exportEntry(t.Context(), &journal.ConfigReader{}, bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
 		t.Errorf("an entry that cannot be read exported as %+v", x)
 	}
+}
+
+// TestExportStartThatNamesAConfiguration: a child's start that names the
+// configuration of a sibling's is exported with that configuration whole.
+func TestExportStartThatNamesAConfiguration(t *testing.T) {
+	s := memstore.New()
+	ctx := t.Context()
+	runsMust(t, s.CreateRun(ctx, &cadre.RunRecord{ID: "r", Task: "t", Status: cadre.StatusDone, Started: runsT0}))
+	w1, w2 := cadre.RootID.Child("worker", 1), cadre.RootID.Child("worker", 2)
+	for _, id := range []cadre.AgentID{w1, w2} {
+		runsMust(t, s.PutAgent(ctx, &cadre.AgentRecord{Run: "r", ID: id, Parent: cadre.RootID, Depth: 1, Status: cadre.StatusDone, Started: runsT0}))
+	}
+	whole := fixtureStart(w1, "You are a worker.", "unit 1")
+	whole.Config.MaxTurns = 9
+	short := loop.Start{Config: loop.Config{ID: w2, Parent: cadre.RootID, Definition: "worker"}, Task: "unit 2", ConfigFrom: w1}
+	runsMust(t, s.Append(ctx, fixtureJournal(t, "r", w1, runsT0, whole)))
+	runsMust(t, s.Append(ctx, fixtureJournal(t, "r", w2, runsT0, short)))
+	rec, err := s.GetRun(ctx, "r")
+	runsMust(t, err)
+	x, err := exportRun(ctx, s, rec)
+	runsMust(t, err)
+	for _, ag := range x.Agents {
+		if ag.ID != w2 {
+			continue
+		}
+		if len(ag.Journal) != 1 || ag.Journal[0].Error != "" {
+			t.Fatalf("the journal of %s exported as %+v", w2, ag.Journal)
+		}
+		var got loop.Start
+		runsMust(t, json.Unmarshal(ag.Journal[0].Input, &got))
+		if got.ConfigFrom != "" || got.Config.System != "You are a worker." || got.Config.MaxTurns != 9 || got.Config.ID != w2 || got.Task != "unit 2" {
+			t.Errorf("the start of %s exported as %s", w2, ag.Journal[0].Input)
+		}
+		return
+	}
+	t.Fatalf("%s was not exported", w2)
 }
