@@ -831,3 +831,25 @@ func TestExportStartThatNamesAConfiguration(t *testing.T) {
 	}
 	t.Fatalf("%s was not exported", w2)
 }
+
+// TestRunsShowAgentWhoseStartNamesAConfiguration: cadre runs show --agent
+// prints the system prompt of a child whose start names a sibling's
+// configuration.
+func TestRunsShowAgentWhoseStartNamesAConfiguration(t *testing.T) {
+	dir, home, s := runsProject(t)
+	ctx := t.Context()
+	const run = "20250320-101010-c0ffee"
+	runsMust(t, s.CreateRun(ctx, &cadre.RunRecord{ID: run, Task: "t", Status: cadre.StatusDone, Started: runsT0}))
+	w1, w2 := cadre.RootID.Child("worker", 1), cadre.RootID.Child("worker", 2)
+	for _, id := range []cadre.AgentID{w1, w2} {
+		runsMust(t, s.PutAgent(ctx, &cadre.AgentRecord{Run: run, ID: id, Parent: cadre.RootID, Depth: 1, Definition: "worker", Status: cadre.StatusDone, Started: runsT0}))
+	}
+	runsMust(t, s.Append(ctx, fixtureJournal(t, run, w1, runsT0, fixtureStart(w1, "You are a worker.", "unit 1"))))
+	short := loop.Start{Config: loop.Config{ID: w2, Parent: cadre.RootID, Definition: "worker"}, Task: "unit 2",
+		Messages: []cadre.Message{{Role: cadre.RoleUser, Content: "unit 2"}}, ConfigFrom: w1}
+	runsMust(t, s.Append(ctx, fixtureJournal(t, run, w2, runsT0, short)))
+	res := runCadre(t, dir, home, "runs", "show", run, "--agent", "worker.2")
+	if res.code != 0 || !strings.Contains(res.stdout, "── system ──\nYou are a worker.\n\n── user ──\nunit 2") {
+		t.Errorf("runs show --agent worker.2: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+	}
+}
