@@ -32,8 +32,9 @@
 //
 // A Server refuses requests whose Host header is not an address it
 // answers to (Options.Hosts, localhost and IP addresses), so a web page
-// cannot reach it through DNS rebinding; it refuses writes (POST) whose
-// Origin is another site's; and, with Options.Token set, every API request
+// cannot reach it through DNS rebinding; it refuses API requests, reads
+// included, that a browser sends from another site's page (their Origin
+// or Sec-Fetch-Site); and, with Options.Token set, every API request
 // must carry the token as an "Authorization: Bearer" header. The page
 // takes the token from its address's fragment (/#token=TOKEN, which is
 // neither sent nor logged), keeps it in sessionStorage, which is per

@@ -95,10 +95,40 @@ func TestOrigin(t *testing.T) {
 			}
 		})
 	}
-	// Reads are not writes: a GET with a foreign Origin is answered (the
-	// browser keeps the answer from the page without CORS headers).
-	if st := f.do("GET", "/api/runs", nil, nil, "Origin", "http://evil.example"); st != 200 {
-		t.Errorf("GET with a foreign Origin: %d, want 200", st)
+	// Another site's page may not read the API either (it could not see
+	// the answer, but could hold event streams open): its GETs are refused;
+	// the server's own page's, a program's and a typed address's are not.
+	run := f.start(RunRequest{Task: "Write the report."})
+	for _, c := range []struct {
+		name string
+		hdr  []string
+		want int
+	}{
+		{"no origin", nil, 200},
+		{"same origin", []string{"Sec-Fetch-Site", "same-origin"}, 200},
+		{"typed address", []string{"Sec-Fetch-Site", "none"}, 200},
+		{"other origin", []string{"Origin", "http://evil.example"}, 403},
+		{"cross-site", []string{"Sec-Fetch-Site", "cross-site"}, 403},
+		{"same-site", []string{"Sec-Fetch-Site", "same-site"}, 403},
+	} {
+		t.Run("GET/"+c.name, func(t *testing.T) {
+			for _, path := range []string{"/api/runs", "/api/runs/" + run} {
+				if st := f.do("GET", path, nil, nil, c.hdr...); st != c.want {
+					t.Errorf("GET %s: %d, want %d", path, st, c.want)
+				}
+			}
+		})
+	}
+	// The event stream of a run is refused before it opens.
+	req, _ := http.NewRequest("GET", f.srv.URL+"/api/runs/"+run+"/events", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := f.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 403 {
+		t.Errorf("a cross-site event stream: %d, want 403", res.StatusCode)
 	}
 }
 

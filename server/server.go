@@ -206,8 +206,8 @@ var routes = []route{
 	{"GET /ui/", false, func(s *Server) http.Handler { return s.assets() }},
 }
 
-// ServeHTTP checks the request's Host and, for writes, its Origin, then
-// routes it. A request with a body must send it within
+// ServeHTTP checks the request's Host and, for writes and the API, its
+// Origin, then routes it. A request with a body must send it within
 // Options.BodyTimeout, whether its handler reads it or the server
 // discards it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -224,6 +224,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r) {
 		writeError(w, http.StatusForbidden, "cross-origin request refused: runs can only be started, cancelled or answered from this server's own page or from a program that sends no Origin")
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/api/") && !sameOrigin(r) {
+		// Another site's page cannot read the answer (there are no CORS
+		// headers), but without this it could still make the server hold
+		// event streams open for it, up to the server's limit, keeping the
+		// real page from following runs.
+		writeError(w, http.StatusForbidden, "cross-origin request refused: the API answers this server's own page and programs, not other sites' pages")
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
