@@ -498,8 +498,23 @@ func (a *app) writeTrust(rec trustRecord) error {
 	return nil
 }
 
-// setTrust records (hash non-empty) or forgets (empty) the project at dir.
+// trustLockWait is how long a change of the trust record waits for
+// another process's.
+const trustLockWait = 10 * time.Second
+
+// setTrust records (hash non-empty) or forgets (empty) the project at dir,
+// holding the record's lock from the read to the write.
 func (a *app) setTrust(dir, hash string) error {
+	if f := a.trustFile(); f != "" {
+		if err := os.MkdirAll(filepath.Dir(f), privateDir); err != nil {
+			return fmt.Errorf("record trust: %w", err)
+		}
+		unlock, err := lockTrust(f)
+		if err != nil {
+			return fmt.Errorf("record trust: %w", err)
+		}
+		defer unlock()
+	}
 	rec, err := a.readTrust()
 	if err != nil {
 		return err
