@@ -50,6 +50,9 @@ func (c *ConfigReader) config(ctx context.Context, id cadre.AgentID) (loop.Confi
 	if ok {
 		return cfg, nil
 	}
+	if c.Store == nil {
+		return loop.Config{}, fmt.Errorf("there is no store to read the journal of %s from", id)
+	}
 	entries, err := c.Store.Journal(ctx, c.Run, id)
 	if err != nil {
 		return loop.Config{}, err

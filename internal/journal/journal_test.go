@@ -80,3 +80,11 @@ func TestConfigReader(t *testing.T) {
 		}
 	}
 }
+
+// A reader without a store says so rather than fail harder.
+func TestConfigReaderWithoutStore(t *testing.T) {
+	err := (&ConfigReader{}).Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.2"}, ConfigFrom: "root/w.1"}})
+	if err == nil || !strings.Contains(err.Error(), "no store") {
+		t.Errorf("error %v, want one saying there is no store", err)
+	}
+}
