@@ -12,6 +12,7 @@ package local_test
 //	allocs/agent   heap allocations per agent of the run
 //	calls/run      model calls of one run, the root's included
 //	tokens/run     tokens of those calls (each answers with 10 in, 10 out)
+//	disk-B/child   with SQLite, the database's size once closed / N
 //
 // `make bench BENCH=Delegation` runs it. BenchmarkScale and
 // BenchmarkIdleAgents go up to 100,000 children when CADRE_BENCH_SCALE is
@@ -47,22 +48,34 @@ var delegationCases = []struct {
 }
 
 // benchStores are the stores the delegation benchmarks run with; open
-// returns nil for none and a function that closes the store.
+// returns nil for none and a function that closes the store and returns
+// the bytes it keeps on disk (0 for a store in memory).
 var benchStores = []struct {
 	name string
-	open func(b *testing.B) (cadre.Store, func())
+	open func(b *testing.B) (cadre.Store, func() int64)
 }{
-	{"none", func(*testing.B) (cadre.Store, func()) { return nil, func() {} }},
-	{"memstore", func(*testing.B) (cadre.Store, func()) {
+	{"none", func(*testing.B) (cadre.Store, func() int64) { return nil, func() int64 { return 0 } }},
+	{"memstore", func(*testing.B) (cadre.Store, func() int64) {
 		s := memstore.New()
-		return s, func() { s.Close() }
+		return s, func() int64 { s.Close(); return 0 }
 	}},
-	{"sqlite", func(b *testing.B) (cadre.Store, func()) {
-		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cadre.db"))
+	{"sqlite", func(b *testing.B) (cadre.Store, func() int64) {
+		path := filepath.Join(b.TempDir(), "cadre.db")
+		s, err := sqlite.Open(context.Background(), path)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return s, func() { s.Close() }
+		return s, func() int64 {
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+			// Closing moves the -wal file into the database.
+			fi, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return fi.Size()
+		}
 	}},
 }
 
@@ -139,7 +152,7 @@ func (c *countingModel) reply(ctx context.Context, req *cadre.Request) (*cadre.R
 
 // delegate runs the delegation workload b.N times on a fresh store each
 // time and reports its figures.
-func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool string, n int, latency time.Duration) {
+func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func() int64), tool string, n int, latency time.Duration) {
 	first := fanOutReply(n, tool)
 	w := &workload{latency: latency, rootFirst: first, childrenOnly: true}
 	cm := &countingModel{w: w}
@@ -149,6 +162,7 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 		cpu         time.Duration
 		wall        time.Duration
 		allocs      uint64
+		stored      int64
 		before, aft runtime.MemStats
 	)
 	for b.Loop() {
@@ -172,7 +186,7 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 		cpu += cpu1 - cpu0
 		wall += t1.Sub(t0)
 		allocs += aft.Mallocs - before.Mallocs
-		closeStore()
+		stored += closeStore()
 		b.StartTimer()
 	}
 	runs := float64(b.N)
@@ -183,4 +197,7 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func()), tool st
 	b.ReportMetric(float64(allocs)/runs/float64(n+1), "allocs/agent")
 	b.ReportMetric(float64(cm.calls.Load())/runs, "calls/run")
 	b.ReportMetric(float64(cm.tokens.Load())/runs, "tokens/run")
+	if stored > 0 {
+		b.ReportMetric(float64(stored)/runs/float64(n), "disk-B/child")
+	}
 }

@@ -34,7 +34,7 @@ func BenchmarkResume(b *testing.B) {
 	}
 }
 
-func resumeBench(b *testing.B, open func(*testing.B) (cadre.Store, func()), n int) {
+func resumeBench(b *testing.B, open func(*testing.B) (cadre.Store, func() int64), n int) {
 	ctx := context.Background()
 	first := fanOutReply(n, loop.ToolSpawnAgent)
 	var cpu, wall, resume time.Duration
