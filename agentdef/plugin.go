@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre/internal/safefile"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // ScopePlugin is the scope of the agents of Claude Code plugins.
@@ -57,7 +58,7 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 	var visit func(dir, top string, depth int, explicit bool)
 	visit = func(dir, top string, depth int, explicit bool) {
 		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			if visited[real] || !within(top, real) {
+			if visited[real] || !tool.Within(top, real) {
 				return
 			}
 			visited[real] = true
@@ -109,7 +110,7 @@ func FindPlugins(opts LoadOptions) ([]Plugin, []Diagnostic) {
 			return
 		}
 		if bound != "" {
-			if b, err := filepath.EvalSymlinks(bound); err != nil || !within(b, top) {
+			if b, err := filepath.EvalSymlinks(bound); err != nil || !tool.Within(b, top) {
 				diags = append(diags, Diagnostic{File: dir, Severity: SeverityWarning,
 					Message: fmt.Sprintf("is a link out of the project %s (to %s): it is not searched for plugins", bound, top)})
 				return
@@ -175,9 +176,4 @@ func readPlugin(dir, manifest string) (Plugin, error) {
 		}
 	}
 	return p, nil
-}
-
-// within reports whether path is dir or lies inside it.
-func within(dir, path string) bool {
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
 }

@@ -214,7 +214,7 @@ func (w Workspace) local(r *os.Root, real, p string) (string, error) {
 // lies in it. The root may have been given through a link, as /tmp is on
 // some systems: paths spelled that way are inside too.
 func (w Workspace) under(real, abs string) (string, bool) {
-	if within(real, abs) {
+	if Within(real, abs) {
 		rel, err := filepath.Rel(real, abs)
 		return rel, err == nil
 	}
@@ -222,7 +222,7 @@ func (w Workspace) under(real, abs string) (string, bool) {
 		return "", false
 	}
 	given, err := filepath.Abs(w.Root)
-	if err != nil || given == real || !within(given, abs) {
+	if err != nil || given == real || !Within(given, abs) {
 		return "", false
 	}
 	rel, err := filepath.Rel(given, abs)
@@ -297,7 +297,7 @@ func (w Workspace) follow(r *os.Root, real, p, rel string) (string, error) {
 			continue
 		}
 		dest := filepath.Join(real, filepath.FromSlash(path.Join(done...)), target)
-		if !within(real, dest) {
+		if !Within(real, dest) {
 			return "", &EscapeError{Path: p, Root: real, Reason: "a symbolic link on the way leads to " + joinRest(dest, parts)}
 		}
 		parts = append(splitPath(filepath.ToSlash(target)), parts...)
@@ -524,8 +524,8 @@ func (w Workspace) Rel(abs string) string {
 	return filepath.ToSlash(rel)
 }
 
-// within reports whether p is dir or below it; both are clean and absolute.
-func within(dir, p string) bool {
+// Within reports whether p is dir or below it; both are clean and absolute.
+func Within(dir, p string) bool {
 	if p == dir {
 		return true
 	}

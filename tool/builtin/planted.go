@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"unicode"
+
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // A command in the sandbox may make a git repository of its own inside the
@@ -149,7 +151,7 @@ func (sc *nestedScan) tell(dir, what string) {
 }
 
 func (sc *nestedScan) add(dir string, level int) {
-	if sc.seen[dir] || dir == sc.root || !within(sc.root, dir) {
+	if sc.seen[dir] || dir == sc.root || !tool.Within(sc.root, dir) {
 		return
 	}
 	if len(sc.seen) >= maxRepos {
@@ -377,7 +379,7 @@ func (sc *nestedScan) gitDir(dir string) (string, bool) {
 		if err != nil || !isGitDir(real) {
 			return "", false // git finds no repository there either
 		}
-		if !within(sc.realRoot, real) {
+		if !tool.Within(sc.realRoot, real) {
 			sc.tell(dir, ".git names a git folder outside the workspace ("+clipText(real, 200)+")")
 			return "", false
 		}
@@ -436,7 +438,7 @@ func (sc *nestedScan) examineGit(dir, g string, level int, links bool) {
 				sc.tell(dir, "a commondir cadre does not read as git does")
 			case rerr != nil || !isGitDir(common):
 				// git finds no common folder there either.
-			case !within(sc.realRoot, common):
+			case !tool.Within(sc.realRoot, common):
 				sc.tell(dir, "a commondir naming a git folder outside the workspace ("+clipText(common, 200)+")")
 			default:
 				sc.examineGit(dir, common, level, false)

@@ -89,7 +89,7 @@ func protectedIn(ws tool.Workspace, rel string) (what string, ok bool) {
 	ctl, _ := (&Sandbox{}).controls(root)
 	target := strings.ToLower(filepath.Join(root, filepath.FromSlash(rel)))
 	for _, p := range ctl.readOnly {
-		if within(strings.ToLower(p), target) {
+		if tool.Within(strings.ToLower(p), target) {
 			return "git's configuration or hooks (in the git folder a .git file names, or the folder core.hooksPath names), which can make git run programs outside any confinement when it next runs", true
 		}
 	}

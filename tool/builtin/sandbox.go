@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cadre-ai/cadre/internal/safefile"
+	"github.com/cadre-ai/cadre/tool"
 )
 
 // DefaultBwrap is the bubblewrap program a Sandbox runs when its Bwrap is
@@ -425,10 +426,10 @@ func (s *Sandbox) plan(root string, hidden []string, ctl controls) ([]string, er
 			continue
 		}
 		for _, w := range writable {
-			if real == w || !within(w, real) {
+			if real == w || !tool.Within(w, real) {
 				continue
 			}
-			for d := filepath.Dir(real); d != w && within(w, d); d = filepath.Dir(d) {
+			for d := filepath.Dir(real); d != w && tool.Within(w, d); d = filepath.Dir(d) {
 				if _, ok := p.rules[d]; !ok {
 					_ = add(d, mountWritable, "")
 				}
@@ -510,7 +511,7 @@ func writableLink(path string, writable []string, links int) (link, target strin
 		if err != nil {
 			return "", ""
 		}
-		if slices.ContainsFunc(writable, func(w string) bool { return within(w, cur) }) {
+		if slices.ContainsFunc(writable, func(w string) bool { return tool.Within(w, cur) }) {
 			return next, to
 		}
 		if links++; links > maxLinks {
@@ -522,11 +523,6 @@ func writableLink(path string, writable []string, links int) (link, target strin
 		return writableLink(filepath.Join(append([]string{to}, parts[i+1:]...)...), writable, links)
 	}
 	return "", ""
-}
-
-// within reports whether path is dir or lies inside it.
-func within(dir, path string) bool {
-	return path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) || dir == string(filepath.Separator)
 }
 
 // controls are the paths of a workspace through which what a command
@@ -640,7 +636,7 @@ func (c *controls) addGitDir(root, g string, writable []string, depth int) error
 	if err != nil {
 		return nil
 	}
-	canWrite := slices.ContainsFunc(writable, func(w string) bool { return within(w, real) })
+	canWrite := slices.ContainsFunc(writable, func(w string) bool { return tool.Within(w, real) })
 	hooks := filepath.Join(g, "hooks")
 	for _, ph := range []placeholder{
 		{path: hooks, dir: true},
@@ -687,7 +683,7 @@ func (c *controls) addGitDir(root, g string, writable []string, depth int) error
 				"read-only: a command could add a hook that git runs outside the sandbox; move the hooks into a folder of their own (or turn the sandbox off)", hp)
 		}
 		c.readOnly = append(c.readOnly, hp)
-		if slices.ContainsFunc(writable, func(w string) bool { return within(w, hp) }) {
+		if slices.ContainsFunc(writable, func(w string) bool { return tool.Within(w, hp) }) {
 			c.missing = append(c.missing, placeholder{path: hp, dir: true})
 		}
 	}
@@ -788,7 +784,9 @@ func checkLinksInside(root, dir string, writable []string) error {
 // the folders writable (resolved), as named or resolved, or is reached
 // through a symbolic link there.
 func exposed(path string, writable []string) bool {
-	in := func(p string) bool { return slices.ContainsFunc(writable, func(w string) bool { return within(w, p) }) }
+	in := func(p string) bool {
+		return slices.ContainsFunc(writable, func(w string) bool { return tool.Within(w, p) })
+	}
 	if in(path) {
 		return true
 	}
