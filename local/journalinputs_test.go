@@ -22,15 +22,12 @@ type journaled struct {
 func journalInputs(t testing.TB, s cadre.Store, entries []cadre.JournalEntry) []journaled {
 	t.Helper()
 	var out []journaled
-	var cr *journal.ConfigReader
+	var rd *journal.Reader
 	for _, e := range entries {
-		if cr == nil {
-			cr = &journal.ConfigReader{Store: s, Run: e.Run}
+		if rd == nil {
+			rd = &journal.Reader{Store: s, Run: e.Run}
 		}
-		ins, err := loop.DecodeEntry(e.Kind, e.Data)
-		if err == nil {
-			err = cr.Resolve(context.Background(), ins)
-		}
+		ins, err := rd.Inputs(context.Background(), e)
 		if err != nil {
 			t.Fatalf("%s, journal entry %d: %v", e.Agent, e.Seq, err)
 		}

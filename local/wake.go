@@ -114,7 +114,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 		err     error
 	}
 	reads := make([]read, len(recs))
-	cr := &journal.ConfigReader{Store: s, Run: r.id}
+	rd := &journal.Reader{Store: s, Run: r.id}
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -122,7 +122,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	for range min(runtime.GOMAXPROCS(0), len(recs)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(recs)); i = next.Add(1) - 1 {
-				x, created, err := replayJournal(ctx, s, cr, recs[i])
+				x, created, err := replayJournal(ctx, rd, recs[i])
 				reads[i] = read{x, created, err}
 			}
 		})
@@ -151,11 +151,10 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 
 // replayJournal reads an agent's journal, checks every entry and steps it
 // through a new loop state: the agent as the journal leaves it (nil for an
-// empty journal), with the definitions it created at run time. cr reads
-// the configurations Starts take from others, for the run.
-func replayJournal(ctx context.Context, s cadre.Store, cr *journal.ConfigReader, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
-	run := cr.Run
-	entries, err := s.Journal(ctx, run, ar.ID)
+// empty journal), with the definitions it created at run time; rd reads
+// the run's journal.
+func replayJournal(ctx context.Context, rd *journal.Reader, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
+	entries, err := rd.Store.Journal(ctx, rd.Run, ar.ID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
 	}
@@ -168,10 +167,7 @@ func replayJournal(ctx context.Context, s cadre.Store, cr *journal.ConfigReader,
 		if err := en.Verify(); err != nil {
 			return nil, nil, err
 		}
-		ins, err := loop.DecodeEntry(en.Kind, en.Data)
-		if err == nil {
-			err = cr.Resolve(ctx, ins)
-		}
+		ins, err := rd.Inputs(ctx, en)
 		if err != nil {
 			return nil, nil, fmt.Errorf("agent %s, journal entry %d: %w", ar.ID, en.Seq, err)
 		}

@@ -205,12 +205,9 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ins := make([]loop.Input, 0, len(entries))
-		cr := &journal.ConfigReader{Store: s.store, Run: id}
+		rd := &journal.Reader{Store: s.store, Run: id}
 		for _, e := range entries {
-			in, err := loop.DecodeEntry(e.Kind, e.Data)
-			if err == nil {
-				err = cr.Resolve(r.Context(), in)
-			}
+			in, err := rd.Inputs(r.Context(), e)
 			if err != nil {
 				s.fail(w, fmt.Errorf("journal entry %d of %s: %w", e.Seq, agent, err), "rebuild the conversation of "+string(agent))
 				return

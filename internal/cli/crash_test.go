@@ -511,13 +511,13 @@ func (c *crashRun) verify(stdout string, printed bool) (interrupted int) {
 	}
 	states := map[cadre.AgentID]*loop.State{}
 	writes := map[string]int{} // write_file call ID -> successful results
-	cr := &journal.ConfigReader{Store: s, Run: run.ID}
+	rd := &journal.Reader{Store: s, Run: run.ID}
 	for _, a := range agents {
 		entries, err := s.Journal(ctx, run.ID, a.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := replayAgent(ctx, cr, entries, "write_file")
+		rep, err := replayAgent(ctx, rd, entries, "write_file")
 		if err != nil {
 			t.Fatalf("the journal of %s: %v", a.ID, err)
 		}

@@ -260,7 +260,7 @@ func inspectStore(db string, clip int, name func(loop.Start) string) (killState,
 			return st, err
 		}
 		var dump strings.Builder
-		cr := &journal.ConfigReader{Store: s, Run: r.ID}
+		rd := &journal.Reader{Store: s, Run: r.ID}
 		for _, a := range agents {
 			entries, err := s.Journal(ctx, r.ID, a.ID)
 			if err != nil {
@@ -273,10 +273,7 @@ func inspectStore(db string, clip int, name func(loop.Start) string) (killState,
 			agent, turn := "", 0
 			for _, e := range entries {
 				fmt.Fprintf(&dump, "      %d %s %s\n", e.Seq, e.Kind, clipText(string(e.Data), clip))
-				ins, err := loop.DecodeEntry(e.Kind, e.Data)
-				if err == nil {
-					err = cr.Resolve(ctx, ins)
-				}
+				ins, err := rd.Inputs(ctx, e)
 				if err != nil {
 					return st, fmt.Errorf("run %s, %s, entry %d: %w", r.ID, a.ID, e.Seq, err)
 				}
@@ -329,16 +326,13 @@ type agentReplay struct {
 	interrupted int
 }
 
-// replayAgent replays an agent's journal, following its calls of tool; cr
+// replayAgent replays an agent's journal, following its calls of tool; rd
 // reads the configurations Starts take from others.
-func replayAgent(ctx context.Context, cr *journal.ConfigReader, entries []cadre.JournalEntry, tool string) (agentReplay, error) {
+func replayAgent(ctx context.Context, rd *journal.Reader, entries []cadre.JournalEntry, tool string) (agentReplay, error) {
 	rep := agentReplay{succeeded: map[string]int{}}
 	var ins []loop.Input
 	for _, e := range entries {
-		in, err := loop.DecodeEntry(e.Kind, e.Data)
-		if err == nil {
-			err = cr.Resolve(ctx, in)
-		}
+		in, err := rd.Inputs(ctx, e)
 		if err != nil {
 			return rep, fmt.Errorf("entry %d: %w", e.Seq, err)
 		}

@@ -51,18 +51,14 @@ func findAgent(agents []*cadre.AgentRecord, run, arg string) (*cadre.AgentRecord
 }
 
 // replayJournal decodes an agent's journal and replays it into the state
-// the agent had after its last input; cr reads the configurations Starts
-// take from others.
-func replayJournal(ctx context.Context, cr *journal.ConfigReader, entries []cadre.JournalEntry) (*loop.State, error) {
+// the agent had after its last input; rd reads the run's journal.
+func replayJournal(ctx context.Context, rd *journal.Reader, entries []cadre.JournalEntry) (*loop.State, error) {
 	ins := make([]loop.Input, 0, len(entries))
 	for _, e := range entries {
 		if err := e.Verify(); err != nil {
 			return nil, err
 		}
-		in, err := loop.DecodeEntry(e.Kind, e.Data)
-		if err == nil {
-			err = cr.Resolve(ctx, in)
-		}
+		in, err := rd.Inputs(ctx, e)
 		if err != nil {
 			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)
 		}
@@ -94,7 +90,7 @@ func (a *app) showAgentTranscript(ctx context.Context, s cadre.Store, r *cadre.R
 	if err != nil {
 		return err
 	}
-	st, err := replayJournal(ctx, &journal.ConfigReader{Store: s, Run: r.ID}, entries)
+	st, err := replayJournal(ctx, &journal.Reader{Store: s, Run: r.ID}, entries)
 	if err != nil {
 		return fmt.Errorf("rebuild the conversation of %s: %w", ag.ID, err)
 	}

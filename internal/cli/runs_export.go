@@ -151,7 +151,7 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 		return nil, err
 	}
 	x := &runExport{Format: exportFormat, Version: exportVersion, Run: r, Agents: make([]agentExport, 0, len(agents)), Events: evs}
-	cr := &journal.ConfigReader{Store: s, Run: r.ID}
+	rd := &journal.Reader{Store: s, Run: r.ID}
 	for _, ag := range agents {
 		entries, err := s.Journal(ctx, r.ID, ag.ID)
 		if err != nil {
@@ -159,7 +159,7 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 		}
 		ax := agentExport{AgentRecord: *ag, Journal: make([]journalExport, 0, len(entries))}
 		for _, e := range entries {
-			ax.Journal = append(ax.Journal, exportEntry(ctx, cr, e)...)
+			ax.Journal = append(ax.Journal, exportEntry(ctx, rd, e)...)
 		}
 		x.Agents = append(x.Agents, ax)
 	}
@@ -167,9 +167,9 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 }
 
 // exportEntry is an entry's items: one per input it holds, a Start with
-// the configuration it takes from another agent's (cr reads it), so that
+// the configuration it takes from another agent's (rd reads it), so that
 // each reads on its own.
-func exportEntry(ctx context.Context, cr *journal.ConfigReader, e cadre.JournalEntry) []journalExport {
+func exportEntry(ctx context.Context, rd *journal.Reader, e cadre.JournalEntry) []journalExport {
 	je := journalExport{Seq: e.Seq, Kind: e.Kind, Time: e.Time}
 	if de, ok := errors.AsType[*cadre.DamagedError](e.Verify()); ok {
 		je.Damaged = true
@@ -177,10 +177,7 @@ func exportEntry(ctx context.Context, cr *journal.ConfigReader, e cadre.JournalE
 		je.Input = asStored(e.Data)
 		return []journalExport{je}
 	}
-	ins, err := loop.DecodeEntry(e.Kind, e.Data)
-	if err == nil {
-		err = cr.Resolve(ctx, ins)
-	}
+	ins, err := rd.Inputs(ctx, e)
 	if err == nil {
 		out := make([]journalExport, len(ins))
 		for i, in := range ins {

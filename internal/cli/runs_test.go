@@ -510,11 +510,10 @@ func TestRunsExport(t *testing.T) {
 			in   loop.Input
 		}
 		var inputs []stored
-		cr := &journal.ConfigReader{Store: s, Run: runDone}
+		rd := &journal.Reader{Store: s, Run: runDone}
 		for _, e := range entries {
-			ins, err := loop.DecodeEntry(e.Kind, e.Data)
+			ins, err := rd.Inputs(ctx, e)
 			runsMust(t, err)
-			runsMust(t, cr.Resolve(ctx, ins))
 			for k, in := range ins {
 				it := stored{JournalEntry: e, in: in}
 				if e.Kind == loop.KindInputs {
@@ -771,7 +770,7 @@ func TestExportEntryOfSeveralInputs(t *testing.T) {
 	data = append(data, "]}"...)
 	e := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 7, Kind: loop.KindInputs, Data: data, Time: runsT0}
 	e.Sum = e.Checksum()
-	got := exportEntry(t.Context(), &journal.ConfigReader{}, e)
+	got := exportEntry(t.Context(), &journal.Reader{}, e)
 	if len(got) != 2 {
 		t.Fatalf("%d items exported, want 2: %+v", len(got), got)
 	}
@@ -785,13 +784,13 @@ func TestExportEntryOfSeveralInputs(t *testing.T) {
 		}
 	}
 	one := cadre.JournalEntry{Run: "r", Agent: cadre.RootID, Seq: 8, Kind: ins[0].Kind(), Data: got[0].Input, Time: runsT0}
-	if x := exportEntry(t.Context(), &journal.ConfigReader{}, one); len(x) != 1 || x[0].Part != 0 || x[0].Kind != "child_report" {
+	if x := exportEntry(t.Context(), &journal.Reader{}, one); len(x) != 1 || x[0].Part != 0 || x[0].Kind != "child_report" {
 		t.Errorf("an entry of one input exported as %+v", x)
 	}
 	bad := e
 	bad.Data = []byte(`{"inputs":[{"kind":"nonsense","data":{}}]}`)
 	bad.Sum = bad.Checksum()
-	if x := exportEntry(t.Context(), &journal.ConfigReader{}, bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
+	if x := exportEntry(t.Context(), &journal.Reader{}, bad); len(x) != 1 || x[0].Kind != loop.KindInputs || !strings.Contains(x[0].Error, `unknown journal entry kind "nonsense"`) || string(x[0].Input) != string(bad.Data) {
 		t.Errorf("an entry that cannot be read exported as %+v", x)
 	}
 }

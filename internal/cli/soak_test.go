@@ -757,13 +757,13 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 	tree := soakTree()
 	states := map[cadre.AgentID]*loop.State{}
 	succeeded := map[string]int{} // run_command call ID -> successful results
-	cr := &journal.ConfigReader{Store: s, Run: run.ID}
+	rd := &journal.Reader{Store: s, Run: run.ID}
 	for _, a := range agents {
 		entries, err := s.Journal(ctx, run.ID, a.ID)
 		if err != nil {
 			c.fail("journal of %s: %v", a.ID, err)
 		}
-		rep, err := replayAgent(ctx, cr, entries, "run_command")
+		rep, err := replayAgent(ctx, rd, entries, "run_command")
 		if err != nil {
 			c.fail("journal of %s, %v", a.ID, err)
 		}

@@ -1,7 +1,8 @@
-// Package journal reads what the loop needs from a run's journal beyond
-// one entry: the configuration a child's Start takes from a sibling's
-// (loop.Start.ConfigFrom). It reads the store, which the deterministic
-// loop may not.
+// Package journal reads a run's journal entries back into the inputs the
+// loop steps: an entry may hold several inputs (loop.DecodeEntry), and a
+// child's Start may take its configuration from a sibling's
+// (loop.Start.ConfigFrom), which takes reading another agent's journal in
+// the store, as the deterministic loop may not.
 package journal
 
 import (
@@ -13,10 +14,11 @@ import (
 	"github.com/cadre-ai/cadre/loop"
 )
 
-// A ConfigReader gives the Starts read from a run's journal the
-// configurations they take from another agent's Start (loop.Start.ConfigFrom),
-// reading each such agent's journal once. Safe for concurrent use.
-type ConfigReader struct {
+// A Reader reads the entries of a run's journal into inputs, giving each
+// Start the configuration it takes from another agent's Start
+// (loop.Start.ConfigFrom), whose journal it reads once. Safe for
+// concurrent use.
+type Reader struct {
 	Store cadre.Store
 	Run   string
 
@@ -24,9 +26,19 @@ type ConfigReader struct {
 	got map[cadre.AgentID]loop.Config
 }
 
+// Inputs reads entry e back into its inputs, each Start with its whole
+// configuration.
+func (c *Reader) Inputs(ctx context.Context, e cadre.JournalEntry) ([]loop.Input, error) {
+	ins, err := loop.DecodeEntry(e.Kind, e.Data)
+	if err == nil {
+		err = c.Resolve(ctx, ins)
+	}
+	return ins, err
+}
+
 // Resolve replaces each Start of ins that names another agent's
 // configuration with the Start with that configuration (loop.Start.WithConfigOf).
-func (c *ConfigReader) Resolve(ctx context.Context, ins []loop.Input) error {
+func (c *Reader) Resolve(ctx context.Context, ins []loop.Input) error {
 	for i, in := range ins {
 		s, ok := in.(loop.Start)
 		if !ok || s.ConfigFrom == "" {
@@ -43,7 +55,7 @@ func (c *ConfigReader) Resolve(ctx context.Context, ins []loop.Input) error {
 
 // config returns the configuration of the Start that begins the journal
 // of agent id, which must hold it whole.
-func (c *ConfigReader) config(ctx context.Context, id cadre.AgentID) (loop.Config, error) {
+func (c *Reader) config(ctx context.Context, id cadre.AgentID) (loop.Config, error) {
 	c.mu.Lock()
 	cfg, ok := c.got[id]
 	c.mu.Unlock()

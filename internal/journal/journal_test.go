@@ -25,10 +25,10 @@ func (m *memJournal) Journal(_ context.Context, _ string, agent cadre.AgentID) (
 	return m.entries[agent], nil
 }
 
-// TestConfigReader: a Start naming another's configuration is given it,
+// TestReader: a Start naming another's configuration is given it,
 // with its own ID, parent and definition, the other journal read once;
 // and a configuration that cannot be read is an error naming both agents.
-func TestConfigReader(t *testing.T) {
+func TestReader(t *testing.T) {
 	entry := func(agent cadre.AgentID, in loop.Input) cadre.JournalEntry {
 		b, err := json.Marshal(in)
 		if err != nil {
@@ -48,13 +48,13 @@ func TestConfigReader(t *testing.T) {
 		"root/w.4": {entry("root/w.4", loop.ModelResult{Err: "x"})},
 		"root/w.5": {damaged},
 	}}
-	cr := &ConfigReader{Store: m, Run: "r"}
+	rd := &Reader{Store: m, Run: "r"}
 	ins := []loop.Input{
 		loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root", Definition: "w2"}, Task: "two", ConfigFrom: "root/w.1"},
 		loop.ChildEnded{Child: "x"},
 		loop.Start{Config: loop.Config{ID: "root/w.6", Parent: "root", Definition: "w"}, Task: "six", ConfigFrom: "root/w.1"},
 	}
-	if err := cr.Resolve(t.Context(), ins); err != nil {
+	if err := rd.Resolve(t.Context(), ins); err != nil {
 		t.Fatal(err)
 	}
 	want := whole
@@ -74,7 +74,7 @@ func TestConfigReader(t *testing.T) {
 		"root/w.5": "damaged",
 		"root/w.9": "does not begin with a start",
 	} {
-		err := cr.Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.7"}, ConfigFrom: from}})
+		err := rd.Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.7"}, ConfigFrom: from}})
 		if err == nil || !strings.Contains(err.Error(), "the start of root/w.7 takes its configuration from that of "+string(from)) || !strings.Contains(err.Error(), why) {
 			t.Errorf("from %s: error %v, want one saying %q", from, err, why)
 		}
@@ -82,8 +82,8 @@ func TestConfigReader(t *testing.T) {
 }
 
 // A reader without a store says so rather than fail harder.
-func TestConfigReaderWithoutStore(t *testing.T) {
-	err := (&ConfigReader{}).Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.2"}, ConfigFrom: "root/w.1"}})
+func TestReaderWithoutStore(t *testing.T) {
+	err := (&Reader{}).Resolve(t.Context(), []loop.Input{loop.Start{Config: loop.Config{ID: "root/w.2"}, ConfigFrom: "root/w.1"}})
 	if err == nil || !strings.Contains(err.Error(), "no store") {
 		t.Errorf("error %v, want one saying there is no store", err)
 	}
