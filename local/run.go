@@ -490,7 +490,7 @@ func (r *run) createFirst(a *agent, k *kind) error {
 //
 // A child of kind k (nil for the root) whose kind has a template (see
 // kind) is journaled with a Start that takes its configuration from the
-// template's (loop.Start.ConfigFrom): a hundred bytes instead of a few
+// template's (loop.Start.ConfigFrom): a few hundred bytes instead of
 // kilobytes of system prompt, tools and rules. whole reports that the
 // Start holds all of its configuration, and so may be a template once
 // written.

@@ -108,7 +108,7 @@ func TestDecodeEntry(t *testing.T) {
 }
 
 // A Start that names another agent's configuration is stepped only once a
-// ConfigReader has given it that configuration: one that was not fails the
+// journal reader has given it that configuration: one that was not fails the
 // agent, telling its parent, rather than run it with no prompt or tools.
 func TestStartNamingAConfigurationNotRead(t *testing.T) {
 	s := New()

@@ -299,14 +299,13 @@ func (s *State) start(in Start) []Action {
 	if s.phase != phaseNew {
 		return nil
 	}
+	s.cfg = in.Config
 	if in.ConfigFrom != "" {
 		// A reader of the journal that did not look up the configuration:
 		// without it the agent would run with none. It fails, telling its
 		// parent.
-		s.cfg = in.Config
 		return s.fail(fmt.Sprintf("the agent's configuration was not read: its start names that of %s, which was not looked up", in.ConfigFrom))
 	}
-	s.cfg = in.Config
 	// The catalogue is only ever appended to (see agentCreated): clipped,
 	// it is copied then, never written over.
 	s.cfg.Catalog = slices.Clip(in.Config.Catalog)
