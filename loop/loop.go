@@ -304,7 +304,8 @@ func (s *State) start(in Start) []Action {
 		// A reader of the journal that did not look up the configuration:
 		// without it the agent would run with none. It fails, telling its
 		// parent.
-		return s.fail(fmt.Sprintf("the agent's configuration was not read: its start names that of %s, which was not looked up", in.ConfigFrom))
+		return s.fail(fmt.Sprintf("the agent's configuration was not read: its start names that of %s, which the program reading this run's journal did not look up; "+
+			"read the run with cadre (cadre resume, cadre runs show), which does", in.ConfigFrom))
 	}
 	// The catalogue is only ever appended to (see agentCreated): clipped,
 	// it is copied then, never written over.
