@@ -70,7 +70,7 @@ func (c *Reader) config(ctx context.Context, id cadre.AgentID) (loop.Config, err
 		return loop.Config{}, err
 	}
 	if len(entries) == 0 || entries[0].Kind != (loop.Start{}).Kind() {
-		return loop.Config{}, fmt.Errorf("the journal of %s does not begin with a start", id)
+		return loop.Config{}, fmt.Errorf("the journal of %s does not begin with a start (the store was changed outside cadre: restore it from a copy)", id)
 	}
 	if err := entries[0].Verify(); err != nil {
 		return loop.Config{}, err
@@ -81,7 +81,7 @@ func (c *Reader) config(ctx context.Context, id cadre.AgentID) (loop.Config, err
 	}
 	s := in.(loop.Start)
 	if s.ConfigFrom != "" {
-		return loop.Config{}, fmt.Errorf("it takes its own from %s", s.ConfigFrom)
+		return loop.Config{}, fmt.Errorf("it takes its own from %s, which cadre never writes (the store was changed outside cadre: restore it from a copy)", s.ConfigFrom)
 	}
 	c.mu.Lock()
 	if c.got == nil {
