@@ -74,7 +74,7 @@ func parseYAML(src []byte) (fields []field, yerr *yamlError) {
 		return nil, e
 	}
 	var values map[string]any
-	if err := yaml.UnmarshalWithOptions(src, &values); err != nil {
+	if err := yaml.NodeToValue(body, &values); err != nil { // the document already parsed
 		return nil, toYAMLError(err)
 	}
 	for _, mv := range m.Values {
