@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,20 +27,59 @@ func (s *Store) UpdateRun(ctx context.Context, r *cadre.RunRecord) error {
 
 // PutAgent creates or replaces an agent's record. The run must exist.
 func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
-	return s.again(func() error { return s.putAgentOnce(ctx, a) })
+	if err := checkAgent(a); err != nil {
+		return err
+	}
+	return s.submit(ctx, &write{op: "put agent " + string(a.ID) + " of run " + strconv.Quote(a.Run), agents: []*cadre.AgentRecord{a},
+		alone: func(ctx context.Context) error { return s.again(func() error { return s.putAgentOnce(ctx, a) }) }})
 }
 
 // Append adds journal entries in one transaction: all of them or none.
 // It sets each entry's Sum to its checksum and stores it with the entry.
 func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error {
-	return s.again(func() error { return s.appendOnce(ctx, entries) })
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := sumEntries(entries); err != nil {
+		return err
+	}
+	return s.submit(ctx, &write{op: "append journal", entries: entries,
+		alone: func(ctx context.Context) error { return s.again(func() error { return s.appendOnce(ctx, entries) }) }})
+}
+
+// AppendAgent creates or replaces an agent's record and appends journal
+// entries to it in one transaction: all of them or none. The engine writes
+// a new agent's record and its first entry so, for one commit instead of
+// two in a row.
+func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
+	if err := checkAgent(a); err != nil {
+		return err
+	}
+	if err := sumEntries(entries); err != nil {
+		return err
+	}
+	return s.submit(ctx, &write{op: "put agent " + string(a.ID) + " of run " + strconv.Quote(a.Run) + " and append to its journal",
+		agents: []*cadre.AgentRecord{a}, entries: entries,
+		alone: func(ctx context.Context) error {
+			return s.again(func() error { return s.appendAgentOnce(ctx, a, entries) })
+		}})
 }
 
 // AppendEvents stores events in one transaction, all or none of them, and
 // sets their Seq: per run, one more than the run's last event. Seq values
 // already set are ignored; after a failure they are left as they were.
 func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
-	return s.again(func() error { return s.appendEventsOnce(ctx, events) })
+	if len(events) == 0 {
+		return nil
+	}
+	payload, err := eventPayloads(events)
+	if err != nil {
+		return err
+	}
+	return s.submit(ctx, &write{op: "append events", events: events, payload: payload, seqs: make([]int64, len(events)),
+		alone: func(ctx context.Context) error {
+			return s.again(func() error { return s.appendEventsOnce(ctx, events) })
+		}})
 }
 
 // again makes a write, and makes it once more over new connections when

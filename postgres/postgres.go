@@ -12,9 +12,11 @@
 // refuses, with a *SchemaError, a schema written by a newer build.
 //
 // Concurrency: a Store is safe for concurrent use, and any number of
-// processes may use the same tables. Each write is a transaction of its
-// own on a pooled connection; the server group-commits them, concurrent
-// commits sharing a flush of its write-ahead log. Event Seqs are allocated
+// processes may use the same tables. Journal entries, agent records and
+// events are group-committed: one goroutine applies all those queued while
+// it was busy in one transaction, a statement per table (see committer).
+// Run records and leases are written at once, each in a transaction of
+// its own on a pooled connection. Event Seqs are allocated
 // under a lock on the run's row, held until the commit, so they are
 // gap-free and increasing per run whoever appends, and a reader never sees
 // an event before those with lower Seqs.
@@ -64,6 +66,7 @@ const (
 type Store struct {
 	pool  *pgxpool.Pool
 	where string // host:port/database, for messages
+	c     *committer
 }
 
 // Open connects to the database dsn names and brings the schema up to
@@ -96,6 +99,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("postgres: open %s: %w", where, err)
 	}
+	s.c = newCommitter()
+	go s.run()
 	return s, nil
 }
 
@@ -129,8 +134,11 @@ func describe(c *pgx.ConnConfig) string {
 	return s
 }
 
-// Close closes the pool's connections, waiting for those in use.
+// Close finishes the writes already queued, then closes the pool's
+// connections, waiting for those in use. Writes after Close fail with
+// ErrClosed.
 func (s *Store) Close() error {
+	s.c.close()
 	s.pool.Close()
 	return nil
 }
@@ -245,19 +253,32 @@ func scanRun(row pgx.Row) (*cadre.RunRecord, error) {
 	return &r, nil
 }
 
-// PutAgent creates or replaces an agent's record. The run must exist.
-func (s *Store) putAgentOnce(ctx context.Context, a *cadre.AgentRecord) error {
+// checkAgent refuses a record that names no run or agent.
+func checkAgent(a *cadre.AgentRecord) error {
 	if a == nil || a.Run == "" || a.ID == "" {
 		return errors.New("postgres: put agent: the record needs a Run and an ID")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+	return nil
+}
+
+const upsertAgent = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
 			tokens_in, tokens_out, started, ended, result, error)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (run, id) DO UPDATE SET parent = excluded.parent, depth = excluded.depth,
-			definition = excluded.definition, model = excluded.model, task = excluded.task,
-			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
-			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
-			result = excluded.result, error = excluded.error`,
+		ON CONFLICT (run, id) DO UPDATE SET ` + agentUpdate
+
+// putAgentOnce creates or replaces an agent's record in a transaction of
+// its own. The run must exist.
+func (s *Store) putAgentOnce(ctx context.Context, a *cadre.AgentRecord) error {
+	return putAgent(ctx, s.pool, a)
+}
+
+// An execer runs a statement: the pool, or a transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+func putAgent(ctx context.Context, db execer, a *cadre.AgentRecord) error {
+	_, err := db.Exec(ctx, upsertAgent,
 		a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
 		a.Usage.InputTokens, a.Usage.OutputTokens, a.Started, nullTime(a.Ended), a.Result, a.Error)
 	if pgCode(err) == codeForeignKeyViolation {
@@ -267,6 +288,19 @@ func (s *Store) putAgentOnce(ctx context.Context, a *cadre.AgentRecord) error {
 		return fmt.Errorf("postgres: put agent %s of run %q: %w", a.ID, a.Run, err)
 	}
 	return nil
+}
+
+// appendAgentOnce is AppendAgent in a transaction of its own.
+func (s *Store) appendAgentOnce(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := putAgent(ctx, tx, a); err != nil {
+			return err
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		return s.insertJournal(ctx, tx, fences(entries), entries)
+	})
 }
 
 // ListAgents returns a run's agents ordered by Started, then by ID.
@@ -329,11 +363,8 @@ func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) er
 	if len(entries) == 0 {
 		return nil
 	}
-	for i := range entries {
-		if err := checkEntry(&entries[i], i, len(entries)); err != nil {
-			return err
-		}
-		entries[i].Sum = entries[i].Checksum()
+	if err := sumEntries(entries); err != nil {
+		return err
 	}
 	fence := fences(entries)
 	if len(entries) >= copyFrom {
@@ -351,7 +382,18 @@ func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) er
 			return nil
 		}
 	}
-	return s.insertJournal(ctx, fence, entries)
+	return s.insertJournal(ctx, s.pool, fence, entries)
+}
+
+// sumEntries checks entries and sets each one's Sum to its checksum.
+func sumEntries(entries []cadre.JournalEntry) error {
+	for i := range entries {
+		if err := checkEntry(&entries[i], i, len(entries)); err != nil {
+			return err
+		}
+		entries[i].Sum = entries[i].Checksum()
+	}
+	return nil
 }
 
 // fenceRun is the run whose fence failed with err: the one its message
@@ -388,9 +430,14 @@ func (s *Store) copyJournal(ctx context.Context, fence [][2]string, entries []ca
 // migrations/002_leases.sql).
 const fenceQuery = `SELECT cadre_fence($1, $2)`
 
+// A batcher sends a batch of statements: the pool, or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
 // insertJournal sends the fences and one INSERT per entry in a pipeline:
 // one round trip.
-func (s *Store) insertJournal(ctx context.Context, fence [][2]string, entries []cadre.JournalEntry) error {
+func (s *Store) insertJournal(ctx context.Context, db batcher, fence [][2]string, entries []cadre.JournalEntry) error {
 	b := &pgx.Batch{}
 	for _, f := range fence {
 		b.Queue(fenceQuery, f[0], f[1])
@@ -401,7 +448,7 @@ func (s *Store) insertJournal(ctx context.Context, fence [][2]string, entries []
 	}
 	// A batch runs in one implicit transaction: the first failure rolls
 	// back the statements before it and skips those after.
-	br := s.pool.SendBatch(ctx, b)
+	br := db.SendBatch(ctx, b)
 	for _, f := range fence {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -483,20 +530,13 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 	if len(events) == 0 {
 		return nil
 	}
-	payloads := make([][]byte, len(events))
+	payloads, err := eventPayloads(events)
+	if err != nil {
+		return err
+	}
 	count := map[string]int64{}
 	for i := range events {
-		ev := events[i]
-		if ev.Run == "" {
-			return fmt.Errorf("postgres: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
-		}
-		ev.Seq = 0
-		b, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("postgres: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
-		}
-		payloads[i] = b
-		count[ev.Run]++
+		count[events[i].Run]++
 	}
 	// Lock the runs' rows in ID order, so that two batches naming the same
 	// runs cannot deadlock.
@@ -562,6 +602,24 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 		events[i].Seq = seqs[i]
 	}
 	return nil
+}
+
+// eventPayloads checks events and encodes each as JSON without its Seq.
+func eventPayloads(events []cadre.Event) ([][]byte, error) {
+	payloads := make([][]byte, len(events))
+	for i := range events {
+		ev := events[i]
+		if ev.Run == "" {
+			return nil, fmt.Errorf("postgres: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
+		}
+		ev.Seq = 0
+		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
+		if err != nil {
+			return nil, fmt.Errorf("postgres: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
+		}
+		payloads[i] = b
+	}
+	return payloads, nil
 }
 
 // withSeq puts "seq" first in an event's JSON object, which was encoded

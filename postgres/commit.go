@@ -1,0 +1,441 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// ErrClosed is returned by the write methods of a Store that has been
+// closed.
+var ErrClosed = errors.New("postgres: the store is closed")
+
+// A write is one caller's journal entries, agent records or events, queued
+// for the committer.
+type write struct {
+	op      string                      // what the write does, for messages
+	agents  []*cadre.AgentRecord        // records to create or replace
+	entries []cadre.JournalEntry        // checked, with their sums
+	events  []cadre.Event               // to number and store
+	payload [][]byte                    // the events' JSON, without seq
+	seqs    []int64                     // the events' Seqs, set once committed
+	alone   func(context.Context) error // the write in a transaction of its own
+	done    chan error                  // receives the outcome once; buffered
+}
+
+// committer group-commits the writes that a run makes most: journal
+// entries, agent records and events. Every such write of a Store goes
+// through one goroutine, which takes all the writes queued while it was
+// busy and applies them in one transaction: a few round trips to the
+// server and one flush of its write-ahead log for the whole group, instead
+// of a transaction, its round trips and its flush per write. The rows of a
+// group go in one statement per table (INSERT … SELECT FROM unnest of one
+// array per column), whatever their number.
+//
+// A write that fails must fail alone: when a statement of a group fails
+// (an entry that exists already, a run that does not, a lost lease), the
+// transaction is rolled back and the group's writes are applied again, one
+// transaction each, which says which write failed and why, and keeps the
+// others. Run records and leases are written at once, not queued: they are
+// few, and a run's record must be there before its journal is.
+//
+// What a commit covers: PostgreSQL makes a transaction durable when its
+// commit is flushed to its write-ahead log (synchronous_commit, on by
+// default); no write of a group is told it succeeded before the group's
+// commit returned, and a crash keeps all of a group or none of it.
+type committer struct {
+	mu      sync.Mutex
+	pending []*write
+	closed  bool
+
+	wake   chan struct{} // capacity 1: the committer has work
+	quit   chan struct{} // closed by Close
+	exited chan struct{} // closed when the committer has returned
+
+	groups  atomic.Int64 // transactions of more than one write committed
+	retried atomic.Int64 // groups applied again write by write, after one of them failed
+}
+
+// maxGroup is the most writes the committer applies in one transaction.
+const maxGroup = 1024
+
+func newCommitter() *committer {
+	return &committer{wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// Groups returns the number of transactions that held more than one write.
+func (s *Store) Groups() int64 { return s.c.groups.Load() }
+
+// submit queues w and waits until it has been committed or has failed.
+// When ctx ends first, the write is withdrawn if it has not started and the
+// context's error returned; once started it is waited for, so that nil
+// always means committed and an error always means nothing was written
+// (or, for a connection lost during the commit, says that it may have been).
+func (s *Store) submit(ctx context.Context, w *write) error {
+	c := s.c
+	w.done = make(chan error, 1)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("postgres: %s: %w", w.op, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s after Close", ErrClosed, w.op)
+	}
+	c.pending = append(c.pending, w)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		if c.withdraw(w) {
+			return fmt.Errorf("postgres: %s: %w", w.op, ctx.Err())
+		}
+		return <-w.done
+	}
+}
+
+// withdraw removes w from the queue and reports whether it was still there.
+func (c *committer) withdraw(w *write) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := slices.Index(c.pending, w); i >= 0 {
+		c.pending = slices.Delete(c.pending, i, i+1)
+		return true
+	}
+	return false
+}
+
+// run is the committer's goroutine. Close stops it after the writes queued
+// before Close are done.
+func (s *Store) run() {
+	c := s.c
+	defer close(c.exited)
+	for {
+		select {
+		case <-c.wake:
+		case <-c.quit:
+			s.drain()
+			return
+		}
+		s.drain()
+	}
+}
+
+// drain commits groups until the queue is empty.
+func (s *Store) drain() {
+	c := s.c
+	for {
+		c.mu.Lock()
+		n := min(len(c.pending), maxGroup)
+		group := slices.Clone(c.pending[:n])
+		c.pending = slices.Delete(c.pending, 0, n)
+		c.mu.Unlock()
+		if len(group) == 0 {
+			return
+		}
+		s.commit(group)
+	}
+}
+
+// close stops the committer after the queued writes are done.
+func (c *committer) close() {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if !already {
+		close(c.quit)
+	}
+	<-c.exited
+}
+
+// commit applies a group and tells each writer how it went. Its statements
+// run under a context that is never cancelled: a writer that gives up
+// waiting must not roll back the others' work.
+func (s *Store) commit(group []*write) {
+	ctx := context.Background()
+	if len(group) > 1 {
+		err := s.commitAll(ctx, group)
+		if err == nil {
+			s.c.groups.Add(1)
+			for _, w := range group {
+				for i := range w.events {
+					w.events[i].Seq = w.seqs[i]
+				}
+				w.done <- nil
+			}
+			return
+		}
+		if _, ok := errors.AsType[*uncertainError](err); ok {
+			for _, w := range group {
+				w.done <- s.fault(fmt.Errorf("postgres: %s: %w", w.op, err))
+			}
+			return
+		}
+		s.c.retried.Add(1)
+	}
+	for _, w := range group {
+		w.done <- w.alone(ctx)
+	}
+}
+
+// An uncertainError is a group's commit that failed after it was sent:
+// the server may have applied it, so it is not applied again.
+type uncertainError struct{ err error }
+
+func (e *uncertainError) Error() string {
+	return fmt.Sprintf("the connection failed while PostgreSQL committed this write with others, which it may have kept: %v", e.err)
+}
+
+func (e *uncertainError) Unwrap() error { return e.err }
+
+// commitAll applies a group in one transaction. Any error but an
+// *uncertainError means that nothing was written.
+func (s *Store) commitAll(ctx context.Context, group []*write) error {
+	var (
+		fence  [][2]string
+		counts = map[string]int64{}
+		runs   []string // with events, sorted
+		agents = agentColumns{}
+		at     = map[[2]string]int{} // index in agents by (run, id)
+		jr     journalColumns
+		ev     eventColumns
+	)
+	for _, w := range group {
+		for _, a := range w.agents {
+			// A later record of an agent replaces an earlier one, as the
+			// writes one after the other would; one statement may not
+			// change a row twice.
+			key := [2]string{a.Run, string(a.ID)}
+			if i, ok := at[key]; ok {
+				agents.set(i, a)
+				continue
+			}
+			at[key] = agents.add(a)
+		}
+		for i := range w.entries {
+			e := &w.entries[i]
+			if e.Lease != "" {
+				fence = append(fence, [2]string{e.Run, e.Lease})
+			}
+			jr.add(e)
+		}
+		for i := range w.events {
+			if counts[w.events[i].Run] == 0 {
+				runs = append(runs, w.events[i].Run)
+			}
+			counts[w.events[i].Run]++
+		}
+	}
+	// Locks are taken in one order (leases, then runs, each by run) so that
+	// two groups, of this process or another, cannot wait for each other.
+	slices.SortFunc(fence, func(a, b [2]string) int {
+		if c := compareStrings(a[0], b[0]); c != 0 {
+			return c
+		}
+		return compareStrings(a[1], b[1])
+	})
+	fence = slices.Compact(fence)
+	slices.Sort(runs)
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(ctx) }() // after Commit, does nothing
+
+	if len(fence) > 0 || len(runs) > 0 {
+		b := &pgx.Batch{}
+		for _, f := range fence {
+			b.Queue(fenceQuery, f[0], f[1])
+		}
+		for _, r := range runs {
+			b.Queue(bumpEventSeq, r, counts[r])
+		}
+		br := tx.SendBatch(ctx, b)
+		for range fence {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		next := make(map[string]int64, len(runs))
+		for _, r := range runs {
+			var last int64
+			if err := br.QueryRow().Scan(&last); err != nil {
+				_ = br.Close()
+				return err
+			}
+			next[r] = last - counts[r] + 1
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		for _, w := range group {
+			for i := range w.events {
+				e := &w.events[i]
+				w.seqs[i] = next[e.Run]
+				next[e.Run]++
+				ev.add(e, w.seqs[i], w.payload[i])
+			}
+		}
+	}
+
+	b := &pgx.Batch{}
+	if len(agents.run) > 0 {
+		b.Queue(insertAgents, agents.args()...)
+	}
+	if len(jr.run) > 0 {
+		b.Queue(insertJournals, jr.run, jr.agent, jr.seq, jr.kind, jr.data, jr.time, jr.sum)
+	}
+	if len(ev.run) > 0 {
+		b.Queue(insertEvents, ev.run, ev.seq, ev.typ, ev.time, ev.agent, ev.payload)
+	}
+	if b.Len() > 0 {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if pgconn.SafeToRetry(err) {
+			return err
+		}
+		return &uncertainError{err}
+	}
+	return nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// bumpEventSeq reserves $2 event numbers of run $1 and returns the last.
+const bumpEventSeq = `UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq`
+
+// The INSERTs of a group: one row per element of the arrays, which have
+// one element per row.
+const (
+	insertAgents = `INSERT INTO agents (run, id, parent, depth, definition, model, task, status, turns,
+			tokens_in, tokens_out, started, ended, result, error)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::int4[], $10::int8[], $11::int8[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
+		ON CONFLICT (run, id) DO UPDATE SET ` + agentUpdate
+	insertJournals = `INSERT INTO journal (run, agent, seq, kind, data, time, sum)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[], $7::int8[])`
+	insertEvents = `INSERT INTO events (run, seq, type, time, agent, payload)
+		SELECT r, s, t, tm, a, p::json FROM unnest($1::text[], $2::int8[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
+			AS u (r, s, t, tm, a, p)`
+)
+
+// agentUpdate is what an agent's upsert sets when its record exists.
+const agentUpdate = `parent = excluded.parent, depth = excluded.depth,
+			definition = excluded.definition, model = excluded.model, task = excluded.task,
+			status = excluded.status, turns = excluded.turns, tokens_in = excluded.tokens_in,
+			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
+			result = excluded.result, error = excluded.error`
+
+// agentColumns are the agent records of a group, a slice per column.
+type agentColumns struct {
+	run, id, parent               []string
+	depth                         []int32
+	definition, model, task, stat []string
+	turns                         []int32
+	in, out                       []int64
+	started                       []time.Time
+	ended                         []pgtype.Timestamptz
+	result, err                   []string
+}
+
+func (c *agentColumns) add(a *cadre.AgentRecord) int {
+	c.run = append(c.run, a.Run)
+	c.id = append(c.id, string(a.ID))
+	c.parent = append(c.parent, "")
+	c.depth = append(c.depth, 0)
+	c.definition = append(c.definition, "")
+	c.model = append(c.model, "")
+	c.task = append(c.task, "")
+	c.stat = append(c.stat, "")
+	c.turns = append(c.turns, 0)
+	c.in = append(c.in, 0)
+	c.out = append(c.out, 0)
+	c.started = append(c.started, time.Time{})
+	c.ended = append(c.ended, pgtype.Timestamptz{})
+	c.result = append(c.result, "")
+	c.err = append(c.err, "")
+	i := len(c.run) - 1
+	c.set(i, a)
+	return i
+}
+
+func (c *agentColumns) set(i int, a *cadre.AgentRecord) {
+	c.parent[i], c.depth[i], c.definition[i], c.model[i] = string(a.Parent), int32(a.Depth), a.Definition, a.Model
+	c.task[i], c.stat[i], c.turns[i] = a.Task, string(a.Status), int32(a.Turns)
+	c.in[i], c.out[i], c.started[i] = a.Usage.InputTokens, a.Usage.OutputTokens, a.Started
+	c.ended[i] = pgtype.Timestamptz{Time: a.Ended, Valid: !a.Ended.IsZero()}
+	c.result[i], c.err[i] = a.Result, a.Error
+}
+
+func (c *agentColumns) args() []any {
+	return []any{c.run, c.id, c.parent, c.depth, c.definition, c.model, c.task, c.stat, c.turns,
+		c.in, c.out, c.started, c.ended, c.result, c.err}
+}
+
+// journalColumns are the journal entries of a group, a slice per column.
+type journalColumns struct {
+	run, agent []string
+	seq        []int64
+	kind       []string
+	data       [][]byte
+	time       []time.Time
+	sum        []int64
+}
+
+func (c *journalColumns) add(e *cadre.JournalEntry) {
+	c.run = append(c.run, e.Run)
+	c.agent = append(c.agent, string(e.Agent))
+	c.seq = append(c.seq, e.Seq)
+	c.kind = append(c.kind, e.Kind)
+	c.data = append(c.data, []byte(e.Data))
+	c.time = append(c.time, e.Time)
+	c.sum = append(c.sum, int64(e.Sum))
+}
+
+// eventColumns are the events of a group, a slice per column.
+type eventColumns struct {
+	run     []string
+	seq     []int64
+	typ     []string
+	time    []time.Time
+	agent   []string
+	payload []string
+}
+
+func (c *eventColumns) add(e *cadre.Event, seq int64, payload []byte) {
+	c.run = append(c.run, e.Run)
+	c.seq = append(c.seq, seq)
+	c.typ = append(c.typ, string(e.Type))
+	c.time = append(c.time, e.Time)
+	c.agent = append(c.agent, string(e.Agent))
+	c.payload = append(c.payload, string(withSeq(payload, seq)))
+}
