@@ -15,6 +15,8 @@ test:
 # make bench BENCH=Delegation prints the CPU per delegated child (see
 # local/delegation_bench_test.go); BENCH=Resume what resuming a run of
 # 1,000 and 10,000 stopped children costs; bench-scale adds 100,000 children.
+# With CADRE_TEST_POSTGRES set (source .ci/postgres.sh), they run with
+# PostgreSQL too.
 BENCH ?= .
 BENCHTIME ?= 1x
 

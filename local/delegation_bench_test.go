@@ -14,6 +14,10 @@ package local_test
 //	tokens/run     tokens of those calls (each answers with 10 in, 10 out)
 //	disk-B/child   with SQLite, the database's size once closed / N
 //
+// With CADRE_TEST_POSTGRES set (`source .ci/postgres.sh` starts a server
+// and sets it), the stores include PostgreSQL, each run in a schema of its
+// own; the server's CPU is not counted, only this process's.
+//
 // `make bench BENCH=Delegation` runs it. BenchmarkScale and
 // BenchmarkIdleAgents go up to 100,000 children when CADRE_BENCH_SCALE is
 // set, as `make bench-scale` does.
@@ -22,18 +26,23 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/cputime"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
+	"github.com/cadre-ai/cadre/postgres"
 	"github.com/cadre-ai/cadre/sqlite"
 )
 
@@ -77,6 +86,50 @@ var benchStores = []struct {
 			return fi.Size()
 		}
 	}},
+	{"postgres", openPostgres},
+}
+
+// openPostgres opens a PostgreSQL store in a new schema of the database
+// CADRE_TEST_POSTGRES names, dropped when the store is closed, and skips
+// the benchmark when it is not set.
+func openPostgres(b *testing.B) (cadre.Store, func() int64) {
+	dsn := os.Getenv("CADRE_TEST_POSTGRES")
+	if dsn == "" {
+		b.Skip("CADRE_TEST_POSTGRES is not set: `source .ci/postgres.sh` to run this benchmark with PostgreSQL")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	schema := fmt.Sprintf("cadre_bench_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		b.Fatal(err)
+	}
+	if strings.Contains(dsn, "://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		dsn = u.String()
+	} else {
+		dsn += " search_path=" + schema
+	}
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, func() int64 {
+		s.Close()
+		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			b.Error(err)
+		}
+		admin.Close(ctx)
+		return 0
+	}
 }
 
 func BenchmarkDelegation(b *testing.B) {
