@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
 // The rows of the busiest writes (journal entries, agent records, events)
@@ -283,7 +283,7 @@ func (l *eventLines) add(run string, seq int64, obj []byte) {
 		l.text[i] = append(l.text[i], '\n')
 		l.last[i] = seq
 	}
-	l.text[i] = appendWithSeq(l.text[i], obj, seq)
+	l.text[i] = eventlines.Append(l.text[i], obj, seq)
 }
 
 // insertEventRows writes the rows of l.
@@ -421,13 +421,3 @@ func (s *Store) numberEvents(ctx context.Context, tx *sql.Tx, b *batch) error {
 
 // bumpEventSeq reserves n event numbers of a run and returns the last.
 const bumpEventSeq = `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`
-
-// appendWithSeq appends an event's JSON object, which was encoded without
-// "seq", with "seq" first.
-func appendWithSeq(b, obj []byte, seq int64) []byte {
-	b = strconv.AppendInt(append(b, `{"seq":`...), seq, 10)
-	if len(obj) > 2 {
-		b = append(b, ',')
-	}
-	return append(b, obj[1:]...)
-}

@@ -36,7 +36,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -58,6 +57,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
 var _ cadre.Store = (*Store)(nil)
@@ -782,46 +782,14 @@ func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Ev
 		if err := rows.Scan(&first, &payload); err != nil {
 			return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 		}
-		// One event per line: JSON as cadre writes it holds no newline.
-		// Each line starts with its seq (see appendWithSeq), which is
-		// read from there: a payload's own fields (a RawPayload's) cannot
-		// change it, and a line at or before after is not decoded.
-		i := int64(0)
-		for line := range bytes.SplitSeq(payload, []byte{'\n'}) {
-			seq, ok := leadingSeq(line)
-			if !ok {
-				seq = first + i
-			}
-			i++
-			if seq <= after {
-				continue
-			}
-			var ev cadre.Event
-			if err := json.Unmarshal(line, &ev); err != nil {
-				return nil, fmt.Errorf("sqlite: run %q: the event stored as %d: %w", run, seq, err)
-			}
-			ev.Seq = seq
-			out = append(out, ev)
+		if out, err = eventlines.Decode(out, payload, first, after); err != nil {
+			return nil, fmt.Errorf("sqlite: run %q: %w", run, err)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 	}
 	return out, nil
-}
-
-// leadingSeq reads the seq an event's stored JSON starts with.
-func leadingSeq(line []byte) (int64, bool) {
-	rest, ok := bytes.CutPrefix(line, []byte(`{"seq":`))
-	if !ok {
-		return 0, false
-	}
-	end := bytes.IndexAny(rest, ",}")
-	if end <= 0 {
-		return 0, false
-	}
-	seq, err := strconv.ParseInt(string(rest[:end]), 10, 64)
-	return seq, err == nil
 }
 
 // blob stores nil as NULL, anything else as bytes.
