@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
 // ErrClosed is returned by the write methods of a Store that has been
@@ -214,7 +215,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 		agents = agentColumns{}
 		at     = map[[2]string]int{} // index in agents by (run, id)
 		jr     journalColumns
-		ev     eventColumns
+		ev     eventRows
 	)
 	for _, w := range group {
 		for _, a := range w.agents {
@@ -291,7 +292,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 				e := &w.events[i]
 				w.seqs[i] = next[e.Run]
 				next[e.Run]++
-				ev.add(e, w.seqs[i], w.payload[i])
+				ev.add(e.Run, w.seqs[i], w.payload[i])
 			}
 		}
 	}
@@ -304,7 +305,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 		b.Queue(insertJournals, jr.run, jr.agent, jr.seq, jr.kind, jr.data, jr.time, jr.sum)
 	}
 	if len(ev.run) > 0 {
-		b.Queue(insertEvents, ev.run, ev.seq, ev.typ, ev.time, ev.agent, ev.payload)
+		b.Queue(insertEventBatches, ev.run, ev.first, ev.last, ev.lines())
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -343,9 +344,8 @@ const (
 		ON CONFLICT (run, id) DO UPDATE SET ` + agentUpdate
 	insertJournals = `INSERT INTO journal (run, agent, seq, kind, data, time, sum)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[], $7::int8[])`
-	insertEvents = `INSERT INTO events (run, seq, type, time, agent, payload)
-		SELECT r, s, t, tm, a, p::json FROM unnest($1::text[], $2::int8[], $3::text[], $4::timestamptz[], $5::text[], $6::text[])
-			AS u (r, s, t, tm, a, p)`
+	insertEventBatches = `INSERT INTO event_batches (run, first_seq, last_seq, payload)
+		SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[])`
 )
 
 // agentUpdate is what an agent's upsert sets when its record exists.
@@ -421,21 +421,41 @@ func (c *journalColumns) add(e *cadre.JournalEntry) {
 	c.sum = append(c.sum, int64(e.Sum))
 }
 
-// eventColumns are the events of a group, a slice per column.
-type eventColumns struct {
-	run     []string
-	seq     []int64
-	typ     []string
-	time    []time.Time
-	agent   []string
-	payload []string
+// eventRows are the rows of event_batches that events make: for each run,
+// its events one per line (see package internal/eventlines), numbered on
+// from the first. A run's events must come in the order of their Seq,
+// with none missing.
+type eventRows struct {
+	run         []string
+	first, last []int64
+	text        [][]byte
+	at          map[string]int // index in run
 }
 
-func (c *eventColumns) add(e *cadre.Event, seq int64, payload []byte) {
-	c.run = append(c.run, e.Run)
-	c.seq = append(c.seq, seq)
-	c.typ = append(c.typ, string(e.Type))
-	c.time = append(c.time, e.Time)
-	c.agent = append(c.agent, string(e.Agent))
-	c.payload = append(c.payload, string(withSeq(payload, seq)))
+func (r *eventRows) add(run string, seq int64, obj []byte) {
+	if r.at == nil {
+		r.at = map[string]int{}
+	}
+	i, ok := r.at[run]
+	if !ok {
+		i = len(r.run)
+		r.at[run] = i
+		r.run = append(r.run, run)
+		r.first = append(r.first, seq)
+		r.last = append(r.last, seq)
+		r.text = append(r.text, nil)
+	} else {
+		r.text[i] = append(r.text[i], '\n')
+		r.last[i] = seq
+	}
+	r.text[i] = eventlines.Append(r.text[i], obj, seq)
+}
+
+// lines returns each row's lines, as the text the table keeps.
+func (r *eventRows) lines() []string {
+	out := make([]string, len(r.text))
+	for i, b := range r.text {
+		out[i] = string(b)
+	}
+	return out
 }

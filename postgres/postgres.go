@@ -51,6 +51,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
 var _ cadre.Store = (*Store)(nil)
@@ -523,9 +524,7 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 	return out, nil
 }
 
-// AppendEvents stores events in one transaction, all or none of them, and
-// sets their Seq: per run, one more than the run's last event. Seq values
-// already set are ignored; after a failure they are left as they were.
+// appendEventsOnce is AppendEvents in a transaction of its own.
 func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err error) {
 	if len(events) == 0 {
 		return nil
@@ -557,7 +556,7 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 	}()
 	alloc := &pgx.Batch{}
 	for _, r := range runs {
-		alloc.Queue(`UPDATE runs SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq`, r, count[r])
+		alloc.Queue(bumpEventSeq, r, count[r])
 	}
 	next := make(map[string]int64, len(runs)) // the next Seq of each run
 	br := tx.SendBatch(ctx, alloc)
@@ -576,23 +575,15 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 		return fmt.Errorf("postgres: append events: %w", err)
 	}
 
-	ins := &pgx.Batch{}
 	seqs := make([]int64, len(events))
+	var rows eventRows
 	for i := range events {
 		ev := &events[i]
 		seqs[i] = next[ev.Run]
 		next[ev.Run]++
-		ins.Queue(`INSERT INTO events (run, seq, type, time, agent, payload) VALUES ($1, $2, $3, $4, $5, $6)`,
-			ev.Run, seqs[i], string(ev.Type), ev.Time, string(ev.Agent), withSeq(payloads[i], seqs[i]))
+		rows.add(ev.Run, seqs[i], payloads[i])
 	}
-	br = tx.SendBatch(ctx, ins)
-	for i := range events {
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("postgres: append event %d of %d (%s) to run %q: %w", i+1, len(events), events[i].Type, events[i].Run, err)
-		}
-	}
-	if err := br.Close(); err != nil {
+	if _, err := tx.Exec(ctx, insertEventBatches, rows.run, rows.first, rows.last, rows.lines()); err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -622,41 +613,35 @@ func eventPayloads(events []cadre.Event) ([][]byte, error) {
 	return payloads, nil
 }
 
-// withSeq puts "seq" first in an event's JSON object, which was encoded
-// without one.
-func withSeq(obj []byte, seq int64) []byte {
-	b := make([]byte, 0, len(obj)+24)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, seq, 10)
-	if len(obj) > 2 {
-		b = append(b, ',')
-	}
-	return append(b, obj[1:]...)
-}
+// readEvents is the query of Events: the rows holding a run's events
+// after $2, the first of them the one whose range holds $2 + 1.
+const readEvents = `SELECT first_seq, payload FROM event_batches
+	WHERE run = $1 AND first_seq >= COALESCE(
+		(SELECT MAX(first_seq) FROM event_batches WHERE run = $1 AND first_seq <= $2 + 1), 0)
+	ORDER BY first_seq`
 
 // Events returns a run's events with Seq greater than after, in order.
 func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Event, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("postgres: read events: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, payload FROM events WHERE run = $1 AND seq > $2 ORDER BY seq`, run, after)
+	rows, err := s.pool.Query(ctx, readEvents, run, max(after, 0))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
 	}
 	defer rows.Close()
 	out := []cadre.Event{}
 	for rows.Next() {
-		var seq int64
-		var payload []byte
-		if err := rows.Scan(&seq, &payload); err != nil {
+		var (
+			first   int64
+			payload []byte
+		)
+		if err := rows.Scan(&first, &payload); err != nil {
 			return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
 		}
-		var ev cadre.Event
-		if err := json.Unmarshal(payload, &ev); err != nil {
-			return nil, fmt.Errorf("postgres: event %d of run %q: %w", seq, run, err)
+		if out, err = eventlines.Decode(out, payload, first, after); err != nil {
+			return nil, fmt.Errorf("postgres: run %q: %w", run, err)
 		}
-		ev.Seq = seq
-		out = append(out, ev)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)

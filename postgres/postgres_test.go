@@ -157,7 +157,7 @@ func TestMigrationsFromEmpty(t *testing.T) {
 	if n != postgres.SchemaVersion() || top != postgres.SchemaVersion() {
 		t.Errorf("schema_version has %d rows up to %d, want 1..%d", n, top, postgres.SchemaVersion())
 	}
-	for _, table := range []string{"runs", "agents", "journal", "events"} {
+	for _, table := range []string{"runs", "agents", "journal", "event_batches"} {
 		var ok bool
 		if err := c.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2)`, schema, table).Scan(&ok); err != nil {
 			t.Fatal(err)

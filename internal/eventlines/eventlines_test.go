@@ -1,0 +1,62 @@
+package eventlines
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cadre-ai/cadre"
+)
+
+func TestAppendDecode(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var row []byte
+	for i, text := range []string{"one", "two\nwith a newline", "three"} {
+		ev := cadre.Event{Type: cadre.EventSay, Run: "r1", Time: now, Data: cadre.Say{Text: text}}
+		obj, err := ev.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			row = append(row, '\n')
+		}
+		row = Append(row, obj, int64(10+i))
+	}
+	if n := strings.Count(string(row), "\n"); n != 2 {
+		t.Fatalf("the row has %d newlines, want 2, one between lines: %s", n, row)
+	}
+	for after, want := range map[int64][]int64{0: {10, 11, 12}, 10: {11, 12}, 12: nil} {
+		got, err := Decode(nil, row, 10, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, ev := range got {
+			seqs = append(seqs, ev.Seq)
+		}
+		if len(seqs) != len(want) || (len(want) > 0 && seqs[0] != want[0]) {
+			t.Errorf("after %d: Seqs %v, want %v", after, seqs, want)
+		}
+	}
+	got, _ := Decode(nil, row, 10, 0)
+	if say, ok := got[1].Data.(cadre.Say); !ok || say.Text != "two\nwith a newline" {
+		t.Errorf("the second event read back as %+v", got[1])
+	}
+}
+
+// A line whose start holds no seq (a row of one event written before
+// lines had one) takes its place in the row.
+func TestDecodeNumbersByPlace(t *testing.T) {
+	row := []byte(`{"type":"say","run":"r1","time":"2026-03-01T12:00:00Z"}` + "\n" + `{"type":"say","run":"r1","time":"2026-03-01T12:00:00Z"}`)
+	got, err := Decode(nil, row, 5, 0)
+	if err != nil || len(got) != 2 || got[0].Seq != 5 || got[1].Seq != 6 {
+		t.Fatalf("events %+v (err %v), want Seqs 5 and 6", got, err)
+	}
+}
+
+func TestDecodeNamesBadLine(t *testing.T) {
+	_, err := Decode(nil, []byte(`{"seq":7,"type":`), 7, 0)
+	if err == nil || !strings.Contains(err.Error(), "stored as 7") {
+		t.Fatalf("a line that is not JSON: %v, want an error naming event 7", err)
+	}
+}

@@ -1,0 +1,113 @@
+package postgres_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cadre-ai/cadre"
+)
+
+// eventsBefore5 is the events table as migrations/001_init.sql made it.
+func eventsBefore5(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("migrations", "001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "CREATE TABLE events (")
+	j := strings.Index(s[max(i, 0):], ");")
+	if i < 0 || j < 0 {
+		t.Fatal("migrations/001_init.sql has no events table")
+	}
+	return s[i : i+j+1]
+}
+
+// Events stored one per row before schema 5 are read back after it, and
+// the numbering goes on from them.
+func TestEventsBeforeBatches(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	open(t, dsn).Close()
+	ctx := t.Context()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TABLE event_batches`,
+		eventsBefore5(t),
+		`DELETE FROM schema_version WHERE version >= 5`,
+		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents, event_seq)
+			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00Z', 0, 0, '', '', 1, 2)`,
+		`INSERT INTO events (run, seq, type, time, agent, payload) VALUES
+			('old', 1, 'run_started', '2025-01-01T00:00:00Z', 'root', '{"seq":1,"type":"run_started","time":"2025-01-01T00:00:00Z","run":"old","agent":"root"}'),
+			('old', 2, 'agent_started', '2025-01-01T00:00:01Z', 'root', '{"seq":2,"type":"agent_started","time":"2025-01-01T00:00:01Z","run":"old","agent":"root"}')`,
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	c.Close(ctx)
+	s := open(t, dsn)
+	defer s.Close()
+	more := []cadre.Event{{Type: cadre.EventAgentCompleted, Time: time.Now(), Run: "old", Agent: "root"}}
+	if err := s.AppendEvents(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Events(ctx, "old", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	var types []cadre.EventType
+	for _, ev := range got {
+		seqs = append(seqs, ev.Seq)
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(seqs, []int64{1, 2, 3}) || !slices.Equal(types, []cadre.EventType{cadre.EventRunStarted, cadre.EventAgentStarted, cadre.EventAgentCompleted}) {
+		t.Errorf("events after the migration: seqs %v types %v, want 1 2 3: run_started agent_started agent_completed", seqs, types)
+	}
+	if got, err := s.Events(ctx, "old", 1); err != nil || len(got) != 2 || got[0].Seq != 2 {
+		t.Errorf("events after 1: %+v %v", got, err)
+	}
+}
+
+// An event whose payload has a field named seq of its own (a RawPayload,
+// an event of a newer cadre) reads back with the Seq the store gave it.
+func TestEventWithSeqField(t *testing.T) {
+	dsn, _ := schemaDSN(t)
+	s := open(t, dsn)
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r", Task: "t", Status: cadre.StatusRunning, Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	evs := []cadre.Event{
+		{Type: "from_a_newer_cadre", Time: time.Now(), Run: "r", Data: cadre.RawPayload{Type: "from_a_newer_cadre",
+			Fields: map[string]json.RawMessage{"seq": json.RawMessage("0"), "k": json.RawMessage("[1,\n 2]")}}},
+		{Type: cadre.EventAgentStarted, Time: time.Now(), Run: "r", Agent: "root"},
+	}
+	if err := s.AppendEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []int64{0, 1} {
+		got, err := s.Events(ctx, "r", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		for _, ev := range got {
+			seqs = append(seqs, ev.Seq)
+		}
+		if want := []int64{1, 2}[after:]; !slices.Equal(seqs, want) {
+			t.Errorf("Events after %d: seqs %v, want %v", after, seqs, want)
+		}
+	}
+}
