@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -246,10 +247,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 	// Locks are taken in one order (leases, then runs, each by run) so that
 	// two groups, of this process or another, cannot wait for each other.
 	slices.SortFunc(fence, func(a, b [2]string) int {
-		if c := compareStrings(a[0], b[0]); c != 0 {
-			return c
-		}
-		return compareStrings(a[1], b[1])
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 	})
 	fence = slices.Compact(fence)
 	slices.Sort(runs)
@@ -319,16 +317,6 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 		return &uncertainError{err}
 	}
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // bumpEventSeq reserves $2 event numbers of run $1 and returns the last.
