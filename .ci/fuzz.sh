@@ -27,6 +27,7 @@ targets=(
   "./rule/ FuzzCommand"
   "./redact/ FuzzString"
   "./ FuzzEventJSON"
+  "./internal/eventlines/ FuzzDecode"
   "./internal/jsonw/ FuzzAppendString"
   "./internal/jsonw/ FuzzAppendFloat"
   "./internal/cli/ FuzzConfig"

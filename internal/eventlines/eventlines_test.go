@@ -60,3 +60,22 @@ func TestDecodeNamesBadLine(t *testing.T) {
 		t.Fatalf("a line that is not JSON: %v, want an error naming event 7", err)
 	}
 }
+
+// FuzzDecode: whatever a row holds, Decode returns events or an error,
+// never panics, and never returns an event at or before after.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"seq":3,"type":"say","run":"r1","time":"2026-03-01T12:00:00Z","text":"hi"}`), int64(3), int64(0))
+	f.Add([]byte("{\"seq\":1}\n{\"seq\":2,\"type\":\"x\"}\n{}"), int64(1), int64(1))
+	f.Add([]byte(`{"seq":-9223372036854775808}`), int64(1), int64(-1))
+	f.Fuzz(func(t *testing.T, row []byte, first, after int64) {
+		got, err := Decode(nil, row, first, after)
+		if err != nil {
+			return
+		}
+		for _, ev := range got {
+			if ev.Seq <= after {
+				t.Fatalf("event %d returned after %d", ev.Seq, after)
+			}
+		}
+	})
+}
