@@ -166,13 +166,27 @@ func (c *committer) close() {
 	<-c.exited
 }
 
+// CommitTimeout bounds each transaction of the committer: a group, or a
+// write applied alone. One that waits longer (for a lock another session
+// holds, or a server that stopped answering) is given up, so that it does
+// not hold back the writes queued behind it, of every run.
+const CommitTimeout = 30 * time.Second
+
 // commit applies a group and tells each writer how it went. Its statements
-// run under a context that is never cancelled: a writer that gives up
-// waiting must not roll back the others' work.
+// run under a context that only CommitTimeout ends: a writer that gives up
+// waiting must not roll back the others' work, and the writer waits for
+// the outcome, since the Store may read what it was given until then (see
+// submit).
+//
+// When the group fails, its writes are applied one by one. One that is
+// given up after CommitTimeout is most likely waiting for a lock on its
+// run's rows, which the run's other writes would wait for as long: those
+// are not tried, while the other runs' writes go on.
 func (s *Store) commit(group []*write) {
-	ctx := context.Background()
 	if len(group) > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
 		err := s.commitAll(ctx, group)
+		cancel()
 		if err == nil {
 			s.c.groups.Add(1)
 			for _, w := range group {
@@ -191,9 +205,53 @@ func (s *Store) commit(group []*write) {
 		}
 		s.c.retried.Add(1)
 	}
+	var stuck map[string]bool // runs whose write was given up
 	for _, w := range group {
-		w.done <- w.alone(ctx)
+		if run, ok := w.touches(stuck); ok {
+			w.done <- fmt.Errorf("postgres: %s: not tried: a write to run %q waited %s for PostgreSQL at %s and was given up; "+
+				"another session may hold a lock on the run's rows (see pg_locks), or the server stopped answering", w.op, run, s.commitTimeout, s.where)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
+		err := w.alone(ctx)
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("postgres: %s: PostgreSQL at %s did not finish it within %s, so it was given up: "+
+				"another session may hold a lock it needs (see pg_locks), or the server stopped answering (%w)", w.op, s.where, s.commitTimeout, err)
+			stuck = w.runs(stuck)
+		}
+		cancel()
+		w.done <- err
 	}
+}
+
+// runs adds to m the runs w writes to.
+func (w *write) runs(m map[string]bool) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	for _, a := range w.agents {
+		m[a.Run] = true
+	}
+	for i := range w.entries {
+		m[w.entries[i].Run] = true
+	}
+	for i := range w.events {
+		m[w.events[i].Run] = true
+	}
+	return m
+}
+
+// touches returns a run of m that w writes to, if any.
+func (w *write) touches(m map[string]bool) (string, bool) {
+	if len(m) == 0 {
+		return "", false
+	}
+	for run := range w.runs(nil) {
+		if m[run] {
+			return run, true
+		}
+	}
+	return "", false
 }
 
 // An uncertainError is a group's commit that failed after it was sent:

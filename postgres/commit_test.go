@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/postgres"
 )
@@ -46,6 +48,13 @@ func (q *queue) wait() { q.wg.Wait() }
 // token "old" holds.
 func leasedRun(t *testing.T) (*postgres.Store, context.Context, time.Time) {
 	t.Helper()
+	s, ctx, now, _ := leasedRunAt(t)
+	return s, ctx, now
+}
+
+// leasedRunAt is leasedRun that also returns the store's connection string.
+func leasedRunAt(t *testing.T) (*postgres.Store, context.Context, time.Time, string) {
+	t.Helper()
 	dsn, _ := schemaDSN(t)
 	s := open(t, dsn)
 	t.Cleanup(func() { s.Close() })
@@ -57,7 +66,7 @@ func leasedRun(t *testing.T) (*postgres.Store, context.Context, time.Time) {
 	if _, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "old"}, TTL: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	return s, ctx, now
+	return s, ctx, now, dsn
 }
 
 // TestGroupCommit queues writes of every kind behind a held committer and
@@ -290,6 +299,9 @@ func TestWritesAfterClose(t *testing.T) {
 	})
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
+	for !s.Closed() {
+		time.Sleep(time.Millisecond)
+	}
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
@@ -358,4 +370,59 @@ func TestWritesConcurrently(t *testing.T) {
 		}
 	}
 	t.Logf("%d groups of more than one write", s.Groups())
+}
+
+// TestCommitTimeout: while another session holds a lock on a run's row,
+// that run's writes are given up after the commit timeout, saying why,
+// and the other runs' writes queued with them are written.
+func TestCommitTimeout(t *testing.T) {
+	s, ctx, now, dsn := leasedRunAt(t)
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r2", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetCommitTimeout(300 * time.Millisecond)
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE id = 'r1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(run string) []cadre.JournalEntry {
+		return []cadre.JournalEntry{{Run: run, Agent: "root", Seq: 1, Kind: "start", Time: now}}
+	}
+	release := s.Hold()
+	q := &queue{s: s}
+	q.add(t, func() error { return s.Append(ctx, entry("r1")) })
+	q.add(t, func() error { return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: now}}) })
+	q.add(t, func() error { return s.Append(ctx, entry("r2")) })
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	q.wait()
+	if q.errs[2] != nil {
+		t.Errorf("the write to the other run: %v", q.errs[2])
+	}
+	if err := q.errs[0]; err == nil || !strings.Contains(err.Error(), "did not finish it within 300ms") || !strings.Contains(err.Error(), "pg_locks") {
+		t.Errorf("the first write to the locked run: %v, want an error saying it was given up after 300ms, and why", err)
+	}
+	if err := q.errs[1]; err == nil || !strings.Contains(err.Error(), `not tried: a write to run "r1" waited 300ms`) {
+		t.Errorf("the second write to the locked run: %v, want an error saying it was not tried, and why", err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, entry("r1")); err != nil {
+		t.Fatalf("a write once the lock is gone: %v", err)
+	}
+	for _, run := range []string{"r1", "r2"} {
+		if j, err := s.Journal(ctx, run, "root"); err != nil || len(j) != 1 {
+			t.Errorf("the journal of run %s has %d entries (err %v), want 1", run, len(j), err)
+		}
+	}
 }

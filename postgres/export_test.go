@@ -1,6 +1,9 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Retried is the number of groups the committer applied again write by
 // write because the group failed as a whole.
@@ -31,4 +34,14 @@ func (s *Store) Hold() (release func() error) {
 		close(free)
 		return <-errc
 	}
+}
+
+// SetCommitTimeout replaces CommitTimeout for s. Call it before s writes.
+func (s *Store) SetCommitTimeout(d time.Duration) { s.commitTimeout = d }
+
+// Closed reports whether Close has begun.
+func (s *Store) Closed() bool {
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	return s.c.closed
 }

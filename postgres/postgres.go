@@ -39,6 +39,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"runtime"
 	"slices"
@@ -68,6 +69,8 @@ type Store struct {
 	pool  *pgxpool.Pool
 	where string // host:port/database, for messages
 	c     *committer
+
+	commitTimeout time.Duration // CommitTimeout, or a test's
 }
 
 // Open connects to the database dsn names and brings the schema up to
@@ -85,7 +88,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", where, err)
 	}
-	s := &Store{pool: pool, where: where}
+	s := &Store{pool: pool, where: where, commitTimeout: CommitTimeout}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s: %w: check that PostgreSQL runs there and the connection string is right", where, err)
@@ -614,10 +617,11 @@ func eventPayloads(events []cadre.Event) ([][]byte, error) {
 }
 
 // readEvents is the query of Events: the rows holding a run's events
-// after $2, the first of them the one whose range holds $2 + 1.
+// after $2 (a bigint below the largest), the first of them the one whose
+// range holds $2 + 1.
 const readEvents = `SELECT first_seq, payload FROM event_batches
 	WHERE run = $1 AND first_seq >= COALESCE(
-		(SELECT MAX(first_seq) FROM event_batches WHERE run = $1 AND first_seq <= $2 + 1), 0)
+		(SELECT MAX(first_seq) FROM event_batches WHERE run = $1 AND first_seq <= $2::int8 + 1), 0)
 	ORDER BY first_seq`
 
 // Events returns a run's events with Seq greater than after, in order.
@@ -625,7 +629,7 @@ func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Ev
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("postgres: read events: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, readEvents, run, max(after, 0))
+	rows, err := s.pool.Query(ctx, readEvents, run, min(max(after, 0), math.MaxInt64-1))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read events of run %q: %w", run, err)
 	}

@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -768,7 +769,7 @@ func (s *Store) Events(ctx context.Context, run string, after int64) ([]cadre.Ev
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: read events: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, readEvents, run, max(after, 0))
+	rows, err := s.r.QueryContext(ctx, readEvents, run, min(max(after, 0), math.MaxInt64-1))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read events of run %q: %w", run, err)
 	}

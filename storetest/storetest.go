@@ -60,6 +60,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -861,6 +862,10 @@ func (suite) eventsAfter(t *testing.T, s cadre.Store) {
 		{"BeforeLast", 5, []int64{6}},
 		{"Last", 6, nil},
 		{"Beyond", 100, nil},
+		// An event stream's client says where it was (Last-Event-ID),
+		// which may be any number.
+		{"Int32", math.MaxInt32, nil},
+		{"Int64", math.MaxInt64, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := readEvents(t, s, "r1", tc.after)
