@@ -14,6 +14,9 @@ CREATE TABLE event_batches (
 	PRIMARY KEY (run, first_seq)
 );
 
+-- Each event stored before becomes a batch of its own, its payload kept as
+-- it was written (compact JSON: no newline). Rows numbered below 1, which
+-- cadre never wrote, are left out.
 INSERT INTO event_batches (run, first_seq, last_seq, payload)
 	SELECT run, seq, seq, payload::text FROM events WHERE seq >= 1;
 
