@@ -37,8 +37,11 @@ fuzz:
 
 # Kills a run of 50 agents SOAK times at random points and resumes it (see
 # internal/cli/soak_test.go); make test kills it 5 times. CADRE_SOAK_SEED
-# replays the kill points of a seed the output names.
+# replays the kill points of a seed the output names. SOAK_STORE=postgres
+# keeps the runs in PostgreSQL (CADRE_TEST_POSTGRES; source .ci/postgres.sh)
+# instead of SQLite.
 SOAK ?= 100
+SOAK_STORE ?= sqlite
 
 soak:
-	CADRE_SOAK=$(SOAK) $(GO) test -race -count=1 -run '^TestSoakKillAndResume$$' -v -timeout 120m ./internal/cli/
+	CADRE_SOAK=$(SOAK) CADRE_SOAK_STORE=$(SOAK_STORE) $(GO) test -race -count=1 -run '^TestSoakKillAndResume$$' -v -timeout 120m ./internal/cli/

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,7 +21,6 @@ import (
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
-	"github.com/cadre-ai/cadre/sqlite"
 )
 
 // What the tests that kill the binary and resume its runs share (the crash
@@ -241,11 +241,11 @@ type killState struct {
 // clipped to clip characters in the dump of the journals.
 func inspectStore(db string, clip int, name func(loop.Start) string) (killState, error) {
 	st := killState{journaled: map[string]bool{}}
-	if _, err := os.Stat(db); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(db); !isPostgres(db) && errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, db)
+	s, err := openStore(ctx, db, db, slog.Default())
 	if err != nil {
 		return st, err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,10 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/loop"
-	"github.com/cadre-ai/cadre/sqlite"
 )
 
 // The soak runs a tree of 50 agents in three levels and kills the binary
@@ -564,8 +567,52 @@ type soakRun struct {
 
 func newSoakRun(t *testing.T, bin string, model *soakModel, phase *int) *soakRun {
 	dir := soakProject(t)
-	return &soakRun{killProject: killProject{t: t, bin: bin, server: &model.phasedModel, phase: phase, dir: dir, home: t.TempDir(), db: filepath.Join(dir, "runs.db")},
+	db := filepath.Join(dir, "runs.db")
+	if os.Getenv("CADRE_SOAK_STORE") == "postgres" {
+		db = soakSchema(t)
+	}
+	return &soakRun{killProject: killProject{t: t, bin: bin, server: &model.phasedModel, phase: phase, dir: dir, home: t.TempDir(), db: db},
 		model: model, called: map[string]bool{}, limits: []string{"--max-agents", strconv.Itoa(soakAgents)}}
+}
+
+// soakSchema returns the connection string of a new schema of the database
+// CADRE_TEST_POSTGRES names, dropped at the test's end, for a trial with
+// CADRE_SOAK_STORE=postgres.
+func soakSchema(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("CADRE_TEST_POSTGRES")
+	if !isPostgres(dsn) {
+		t.Fatal("CADRE_SOAK_STORE=postgres needs CADRE_TEST_POSTGRES, a postgres:// URL: `source .ci/postgres.sh` starts a throwaway server and sets it")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	schema := fmt.Sprintf("cadre_soak_%d", time.Now().UnixNano())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Error(err)
+		}
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func (c *soakRun) runArgs() []string {
@@ -738,7 +785,7 @@ func (c *soakRun) verify(stdout string, printed bool, stats *soakStats) {
 		c.fail("reading the store: %v", err)
 	}
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, c.db)
+	s, err := openStore(ctx, c.db, c.db, slog.Default())
 	if err != nil {
 		c.fail("open the store: %v", err)
 	}
@@ -944,7 +991,9 @@ func soakSeed(t *testing.T) uint64 {
 // once, and that each command ran once.
 //
 // CADRE_SOAK_SEED sets the seed of the kill points; CADRE_SOAK_TRIAL runs
-// only that trial of the seed.
+// only that trial of the seed. With CADRE_SOAK_STORE=postgres the runs are
+// kept in PostgreSQL (a schema per trial of the database
+// CADRE_TEST_POSTGRES names) instead of a SQLite file.
 func TestSoakKillAndResume(t *testing.T) {
 	target := 5
 	if v := os.Getenv("CADRE_SOAK"); v != "" {
