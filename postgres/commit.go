@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/eventlines"
+	"github.com/cadre-ai/cadre/internal/groupcommit"
 )
 
 // ErrClosed is returned by the write methods of a Store that has been
@@ -56,13 +56,7 @@ type write struct {
 // default); no write of a group is told it succeeded before the group's
 // commit returned, and a crash keeps all of a group or none of it.
 type committer struct {
-	mu      sync.Mutex
-	pending []*write
-	closed  bool
-
-	wake   chan struct{} // capacity 1: the committer has work
-	quit   chan struct{} // closed by Close
-	exited chan struct{} // closed when the committer has returned
+	queue *groupcommit.Queue[write]
 
 	groups  atomic.Int64 // transactions of more than one write committed
 	retried atomic.Int64 // groups applied again write by write, after one of them failed
@@ -72,7 +66,7 @@ type committer struct {
 const maxGroup = 1024
 
 func newCommitter() *committer {
-	return &committer{wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	return &committer{queue: groupcommit.New[write]()}
 }
 
 // Groups returns the number of transactions that held more than one write.
@@ -81,89 +75,35 @@ func (s *Store) Groups() int64 { return s.c.groups.Load() }
 // submit queues w and waits until it has been committed or has failed.
 // When ctx ends first, the write is withdrawn if it has not started and the
 // context's error returned; once started it is waited for, so that nil
-// always means committed and an error always means nothing was written
-// (or, for a connection lost during the commit, says that it may have been).
+// always means committed, and the caller's entries and events are not read
+// after it has returned.
 func (s *Store) submit(ctx context.Context, w *write) error {
-	c := s.c
 	w.done = make(chan error, 1)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("postgres: %s: %w", w.op, err)
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !s.c.queue.Add(w) {
 		return fmt.Errorf("%w: %s after Close", ErrClosed, w.op)
 	}
-	c.pending = append(c.pending, w)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	withdrawn, err := s.c.queue.Wait(ctx, w, w.done)
+	if withdrawn {
+		return fmt.Errorf("postgres: %s: %w", w.op, err)
 	}
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		if c.withdraw(w) {
-			return fmt.Errorf("postgres: %s: %w", w.op, ctx.Err())
-		}
-		return <-w.done
-	}
-}
-
-// withdraw removes w from the queue and reports whether it was still there.
-func (c *committer) withdraw(w *write) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if i := slices.Index(c.pending, w); i >= 0 {
-		c.pending = slices.Delete(c.pending, i, i+1)
-		return true
-	}
-	return false
+	return err
 }
 
 // run is the committer's goroutine. Close stops it after the writes queued
 // before Close are done.
 func (s *Store) run() {
-	c := s.c
-	defer close(c.exited)
-	for {
-		select {
-		case <-c.wake:
-		case <-c.quit:
-			s.drain()
-			return
+	s.c.queue.Run(func() {
+		for {
+			group := s.c.queue.Take(maxGroup)
+			if len(group) == 0 {
+				return
+			}
+			s.commit(group)
 		}
-		s.drain()
-	}
-}
-
-// drain commits groups until the queue is empty.
-func (s *Store) drain() {
-	c := s.c
-	for {
-		c.mu.Lock()
-		n := min(len(c.pending), maxGroup)
-		group := slices.Clone(c.pending[:n])
-		c.pending = slices.Delete(c.pending, 0, n)
-		c.mu.Unlock()
-		if len(group) == 0 {
-			return
-		}
-		s.commit(group)
-	}
-}
-
-// close stops the committer after the queued writes are done.
-func (c *committer) close() {
-	c.mu.Lock()
-	already := c.closed
-	c.closed = true
-	c.mu.Unlock()
-	if !already {
-		close(c.quit)
-	}
-	<-c.exited
+	})
 }
 
 // CommitTimeout bounds each transaction of the committer: a group, or a

@@ -10,11 +10,7 @@ import (
 func (s *Store) Retried() int64 { return s.c.retried.Load() }
 
 // Queued is the number of writes waiting for the committer.
-func (s *Store) Queued() int {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	return len(s.c.pending)
-}
+func (s *Store) Queued() int { return s.c.queue.Len() }
 
 // Hold occupies the committer with a write that does nothing until release
 // is called, so that a test can queue writes behind it. Hold returns once
@@ -40,8 +36,4 @@ func (s *Store) Hold() (release func() error) {
 func (s *Store) SetCommitTimeout(d time.Duration) { s.commitTimeout = d }
 
 // Closed reports whether Close has begun.
-func (s *Store) Closed() bool {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	return s.c.closed
-}
+func (s *Store) Closed() bool { return s.c.queue.Closed() }

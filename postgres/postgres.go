@@ -142,7 +142,7 @@ func describe(c *pgx.ConnConfig) string {
 // connections, waiting for those in use. Writes after Close fail with
 // ErrClosed.
 func (s *Store) Close() error {
-	s.c.close()
+	s.c.queue.Close()
 	s.pool.Close()
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cadre-ai/cadre/internal/groupcommit"
 )
 
 // ErrClosed is returned by the write methods of a Store that has been
@@ -53,14 +55,7 @@ type write struct {
 // file and 7 of the database, for 7 checkpoints.
 type committer struct {
 	grouped bool // false: one transaction per write, for benchmarks
-
-	mu      sync.Mutex
-	pending []*write
-	closed  bool
-
-	wake   chan struct{} // capacity 1: the committer has work
-	quit   chan struct{} // closed by Close
-	exited chan struct{} // closed when the committer has returned
+	queue   *groupcommit.Queue[write]
 
 	groups  atomic.Int64 // transactions committed
 	retried atomic.Int64 // groups applied again write by write, after one of them failed
@@ -70,7 +65,7 @@ type committer struct {
 }
 
 func newCommitter(grouped bool) *committer {
-	return &committer{grouped: grouped, wake: make(chan struct{}, 1), quit: make(chan struct{}), exited: make(chan struct{})}
+	return &committer{grouped: grouped, queue: groupcommit.New[write]()}
 }
 
 // write queues fn and waits until it has been committed or has failed.
@@ -96,31 +91,18 @@ func (w *write) name() string {
 // writeRows is write for a write of rows r, which the committer may write
 // together with the rows of other writes instead of calling fn.
 func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	c := s.c
 	w := &write{op: op, fn: fn, rows: r, done: make(chan error, 1)}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", w.name(), err)
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !s.c.queue.Add(w) {
 		return fmt.Errorf("%w: %s after Close", ErrClosed, w.name())
 	}
-	c.pending = append(c.pending, w)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	withdrawn, err := s.c.queue.Wait(ctx, w, w.done)
+	if withdrawn {
+		return fmt.Errorf("sqlite: %s: %w", w.name(), err)
 	}
-	select {
-	case err := <-w.done:
-		return fault(s.path, busyTimeout(s.busy), err)
-	case <-ctx.Done():
-		if c.withdraw(w) {
-			return fmt.Errorf("sqlite: %s: %w", w.name(), ctx.Err())
-		}
-		return fault(s.path, busyTimeout(s.busy), <-w.done)
-	}
+	return fault(s.path, busyTimeout(s.busy), err)
 }
 
 // busyTimeout prints as the duration it is.
@@ -128,48 +110,20 @@ type busyTimeout time.Duration
 
 func (b busyTimeout) String() string { return time.Duration(b).String() }
 
-// withdraw removes w from the queue and reports whether it was still there.
-func (c *committer) withdraw(w *write) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, p := range c.pending {
-		if p == w {
-			c.pending = append(c.pending[:i], c.pending[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
 // run is the committer's goroutine. Close stops it after the writes queued
 // before Close are done.
-func (s *Store) run() {
-	c := s.c
-	defer close(c.exited)
-	for {
-		select {
-		case <-c.wake:
-		case <-c.quit:
-			s.drain()
-			return
-		}
-		s.drain()
-	}
-}
+func (s *Store) run() { s.c.queue.Run(s.drain) }
 
 // drain commits groups until the queue is empty.
 func (s *Store) drain() {
 	c := s.c
 	for {
 		c.gather()
-		c.mu.Lock()
-		n := len(c.pending)
-		if n > 1 && !c.grouped {
+		n := math.MaxInt
+		if !c.grouped {
 			n = 1
 		}
-		group := c.pending[:n:n]
-		c.pending = c.pending[n:]
-		c.mu.Unlock()
+		group := c.queue.Take(n)
 		if len(group) == 0 {
 			c.released = 0 // the writers told last did not come back
 			return
@@ -204,10 +158,7 @@ func (c *committer) gather() {
 		return
 	}
 	for range gatherYields {
-		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n >= want {
+		if c.queue.Len() >= want {
 			return
 		}
 		runtime.Gosched()
@@ -330,16 +281,4 @@ func (s *Store) commitAll(group []*write) (bool, error) {
 	}
 	s.c.groups.Add(1)
 	return true, nil
-}
-
-// close stops the committer after the queued writes are done.
-func (c *committer) close() {
-	c.mu.Lock()
-	already := c.closed
-	c.closed = true
-	c.mu.Unlock()
-	if !already {
-		close(c.quit)
-	}
-	<-c.exited
 }

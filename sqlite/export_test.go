@@ -21,11 +21,7 @@ func (s *Store) Groups() int64 { return s.c.groups.Load() }
 func (s *Store) Retried() int64 { return s.c.retried.Load() }
 
 // Queued is the number of writes waiting for the committer.
-func (s *Store) Queued() int {
-	s.c.mu.Lock()
-	defer s.c.mu.Unlock()
-	return len(s.c.pending)
-}
+func (s *Store) Queued() int { return s.c.queue.Len() }
 
 // Hold occupies the committer with a write that does nothing until release
 // is called, so that a test can queue writes behind it. Hold returns once

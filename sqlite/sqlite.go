@@ -363,7 +363,7 @@ func dsn(abs string, q url.Values) string {
 // after Close fail with ErrClosed. Calling Close again does nothing.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.c.close()
+		s.c.queue.Close()
 		s.closeErr = errors.Join(s.closeStmts(), s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
