@@ -214,7 +214,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 		agents = agentColumns{}
 		at     = map[[2]string]int{} // index in agents by (run, id)
 		jr     journalColumns
-		ev     eventRows
+		ev     eventlines.Rows
 	)
 	for _, w := range group {
 		for _, a := range w.agents {
@@ -288,7 +288,7 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 				e := &w.events[i]
 				w.seqs[i] = next[e.Run]
 				next[e.Run]++
-				ev.add(e.Run, w.seqs[i], w.payload[i])
+				ev.Add(e.Run, w.seqs[i], w.payload[i])
 			}
 		}
 	}
@@ -300,8 +300,8 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 	if len(jr.run) > 0 {
 		b.Queue(insertJournals, jr.run, jr.agent, jr.seq, jr.kind, jr.data, jr.time, jr.sum)
 	}
-	if len(ev.run) > 0 {
-		b.Queue(insertEventBatches, ev.run, ev.first, ev.last, ev.lines())
+	if len(ev.Run) > 0 {
+		b.Queue(insertEventBatches, ev.Run, ev.First, ev.Last, lines(&ev))
 	}
 	if b.Len() > 0 {
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -407,41 +407,11 @@ func (c *journalColumns) add(e *cadre.JournalEntry) {
 	c.sum = append(c.sum, int64(e.Sum))
 }
 
-// eventRows are the rows of event_batches that events make: for each run,
-// its events one per line (see package internal/eventlines), numbered on
-// from the first. A run's events must come in the order of their Seq,
-// with none missing.
-type eventRows struct {
-	run         []string
-	first, last []int64
-	text        [][]byte
-	at          map[string]int // index in run
-}
-
-func (r *eventRows) add(run string, seq int64, obj []byte) {
-	if r.at == nil {
-		r.at = map[string]int{}
-	}
-	i, ok := r.at[run]
-	if !ok {
-		i = len(r.run)
-		r.at[run] = i
-		r.run = append(r.run, run)
-		r.first = append(r.first, seq)
-		r.last = append(r.last, seq)
-		r.text = append(r.text, nil)
-	} else {
-		r.text[i] = append(r.text[i], '\n')
-		r.last[i] = seq
-	}
-	r.text[i] = eventlines.Append(r.text[i], obj, seq)
-}
-
-// lines returns each row's lines, as the text the table keeps.
-func (r *eventRows) lines() []string {
-	out := make([]string, len(r.text))
-	for i, b := range r.text {
-		out[i] = string(b)
+// lines returns the text of r's rows.
+func lines(r *eventlines.Rows) []string {
+	out := make([]string, len(r.Run))
+	for i := range out {
+		out[i] = string(r.Text[i])
 	}
 	return out
 }

@@ -217,46 +217,6 @@ func TestGroupFailsAlone(t *testing.T) {
 	}
 }
 
-// TestAppendAgent writes an agent's record and its journal entries
-// together, or neither, when it is the only write.
-func TestAppendAgent(t *testing.T) {
-	s, ctx, now := leasedRun(t)
-	rec := func(id cadre.AgentID) *cadre.AgentRecord {
-		return &cadre.AgentRecord{Run: "r1", ID: id, Parent: cadre.RootID, Depth: 1, Definition: "worker", Status: cadre.StatusQueued, Started: now}
-	}
-	entry := func(id cadre.AgentID, seq int64) cadre.JournalEntry {
-		return cadre.JournalEntry{Run: "r1", Agent: id, Seq: seq, Kind: "start", Data: []byte(`{"task":"t"}`), Time: now}
-	}
-	w1 := cadre.RootID.Child("worker", 1)
-	if err := s.AppendAgent(ctx, rec(w1), []cadre.JournalEntry{entry(w1, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	if agents, err := s.ListAgents(ctx, "r1"); err != nil || len(agents) != 1 || agents[0].ID != w1 {
-		t.Fatalf("agents %+v (err %v), want %s", agents, err, w1)
-	}
-	w2 := cadre.RootID.Child("worker", 2)
-	if err := s.Append(ctx, []cadre.JournalEntry{entry(w2, 1)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AppendAgent(ctx, rec(w2), []cadre.JournalEntry{entry(w2, 1)}); err == nil || !strings.Contains(err.Error(), "exists already") {
-		t.Fatalf("AppendAgent with an existing entry: %v, want an error saying it exists", err)
-	}
-	if agents, err := s.ListAgents(ctx, "r1"); err != nil || len(agents) != 1 {
-		t.Fatalf("%d agents (err %v) after a failed AppendAgent, want 1", len(agents), err)
-	}
-	r, e := rec(w2), entry(w2, 1)
-	r.Run, e.Run = "nope", "nope"
-	if err := s.AppendAgent(ctx, r, []cadre.JournalEntry{e}); !errors.Is(err, cadre.ErrNotFound) {
-		t.Fatalf("AppendAgent for a missing run: %v, want cadre.ErrNotFound", err)
-	}
-	if err := s.AppendAgent(ctx, &cadre.AgentRecord{Run: "r1"}, nil); err == nil {
-		t.Fatal("AppendAgent of a record without an ID succeeded")
-	}
-	if err := s.AppendAgent(ctx, rec(w2), []cadre.JournalEntry{{Run: "r1", Agent: w2, Seq: 0, Kind: "start", Time: now}}); err == nil {
-		t.Fatal("AppendAgent of an entry with seq 0 succeeded")
-	}
-}
-
 // TestWithdrawnWrite gives up on a queued write: it is not written, and
 // its caller is told so; the writes queued with it are.
 func TestWithdrawnWrite(t *testing.T) {

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,38 +75,5 @@ func TestEventsBeforeBatches(t *testing.T) {
 	}
 	if got, err := s.Events(ctx, "old", 1); err != nil || len(got) != 2 || got[0].Seq != 2 {
 		t.Errorf("events after 1: %+v %v", got, err)
-	}
-}
-
-// An event whose payload has a field named seq of its own (a RawPayload,
-// an event of a newer cadre) reads back with the Seq the store gave it.
-func TestEventWithSeqField(t *testing.T) {
-	dsn, _ := schemaDSN(t)
-	s := open(t, dsn)
-	defer s.Close()
-	ctx := t.Context()
-	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r", Task: "t", Status: cadre.StatusRunning, Started: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	evs := []cadre.Event{
-		{Type: "from_a_newer_cadre", Time: time.Now(), Run: "r", Data: cadre.RawPayload{Type: "from_a_newer_cadre",
-			Fields: map[string]json.RawMessage{"seq": json.RawMessage("0"), "k": json.RawMessage("[1,\n 2]")}}},
-		{Type: cadre.EventAgentStarted, Time: time.Now(), Run: "r", Agent: "root"},
-	}
-	if err := s.AppendEvents(ctx, evs); err != nil {
-		t.Fatal(err)
-	}
-	for _, after := range []int64{0, 1} {
-		got, err := s.Events(ctx, "r", after)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var seqs []int64
-		for _, ev := range got {
-			seqs = append(seqs, ev.Seq)
-		}
-		if want := []int64{1, 2}[after:]; !slices.Equal(seqs, want) {
-			t.Errorf("Events after %d: seqs %v, want %v", after, seqs, want)
-		}
 	}
 }

@@ -579,14 +579,14 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 	}
 
 	seqs := make([]int64, len(events))
-	var rows eventRows
+	var rows eventlines.Rows
 	for i := range events {
 		ev := &events[i]
 		seqs[i] = next[ev.Run]
 		next[ev.Run]++
-		rows.add(ev.Run, seqs[i], payloads[i])
+		rows.Add(ev.Run, seqs[i], payloads[i])
 	}
-	if _, err := tx.Exec(ctx, insertEventBatches, rows.run, rows.first, rows.last, rows.lines()); err != nil {
+	if _, err := tx.Exec(ctx, insertEventBatches, rows.Run, rows.First, rows.Last, lines(&rows)); err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

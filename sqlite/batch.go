@@ -129,7 +129,7 @@ type batch struct {
 	count   map[string]int64  // scratch: events per run
 	order   []string          // scratch: runs with events, in order
 	fenced  map[[2]string]bool
-	lines   eventLines // scratch: the events' rows
+	lines   eventlines.Rows // scratch: the events' rows
 }
 
 // rowsRef is one write's journal entries.
@@ -223,73 +223,25 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 }
 
 // writeEvents numbers the events of b's writes and writes them in tx, a
-// row per run (see eventLines). A write's own fn, when the committer
+// row per run (see eventlines.Rows). A write's own fn, when the committer
 // applies it alone, does the same with a batch of that write.
 func (s *Store) writeEvents(ctx context.Context, tx *sql.Tx, b *batch) error {
 	if err := s.numberEvents(ctx, tx, b); err != nil {
 		return err
 	}
-	b.lines.reset()
+	b.lines.Reset()
 	for _, r := range b.events {
 		for k := range r.events {
-			b.lines.add(r.events[k].Run, r.seqs[k], r.payloads[k])
+			b.lines.Add(r.events[k].Run, r.seqs[k], r.payloads[k])
 		}
 	}
 	return s.insertEventRows(ctx, tx, &b.lines, b)
 }
 
-// maxLinesBuf is the largest buffer of eventLines kept for the next batch.
-const maxLinesBuf = 1 << 20
-
-// eventLines builds the rows of event_batches: for each run, its events'
-// JSON one per line, numbered on from the first.
-type eventLines struct {
-	runs  []string
-	first []int64
-	last  []int64
-	text  [][]byte
-	at    map[string]int // index in runs
-}
-
-func (l *eventLines) reset() {
-	l.runs, l.first, l.last = l.runs[:0], l.first[:0], l.last[:0]
-	for i := range l.text {
-		if cap(l.text[i]) > maxLinesBuf {
-			l.text[i] = nil // a buffer grown by a huge batch is let go
-		}
-		l.text[i] = l.text[i][:0]
-	}
-	clear(l.at)
-}
-
-// add appends an event's JSON object, encoded without seq, as its run's
-// next line. A run's events must come in the order of their Seq, with none
-// missing, as the numbering of a write gives them.
-func (l *eventLines) add(run string, seq int64, obj []byte) {
-	if l.at == nil {
-		l.at = map[string]int{}
-	}
-	i, ok := l.at[run]
-	if !ok {
-		i = len(l.runs)
-		l.at[run] = i
-		l.runs = append(l.runs, run)
-		l.first = append(l.first, seq)
-		l.last = append(l.last, seq)
-		if i == len(l.text) {
-			l.text = append(l.text, nil)
-		}
-	} else {
-		l.text[i] = append(l.text[i], '\n')
-		l.last[i] = seq
-	}
-	l.text[i] = eventlines.Append(l.text[i], obj, seq)
-}
-
 // insertEventRows writes the rows of l.
-func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, l *eventLines, b *batch) error {
-	return insertRows(ctx, tx, &s.insEvents, len(l.runs), b, func(args []any, i int) []any {
-		return append(args, l.runs[i], l.first[i], l.last[i], string(l.text[i]))
+func (s *Store) insertEventRows(ctx context.Context, tx *sql.Tx, l *eventlines.Rows, b *batch) error {
+	return insertRows(ctx, tx, &s.insEvents, len(l.Run), b, func(args []any, i int) []any {
+		return append(args, l.Run[i], l.First[i], l.Last[i], string(l.Text[i]))
 	})
 }
 

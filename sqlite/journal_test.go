@@ -141,34 +141,3 @@ func TestEventsBeforeBatches(t *testing.T) {
 		t.Errorf("events after 1: %+v %v", got, err)
 	}
 }
-
-// An event whose payload has a field named seq of its own (a RawPayload,
-// an event of a newer cadre) reads back with the Seq the store gave it.
-func TestEventWithSeqField(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "cadre.db"))
-	defer s.Close()
-	if err := s.CreateRun(t.Context(), &cadre.RunRecord{ID: "r", Task: "t", Status: cadre.StatusRunning, Started: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	evs := []cadre.Event{
-		{Type: "from_a_newer_cadre", Time: time.Now(), Run: "r", Data: cadre.RawPayload{Type: "from_a_newer_cadre",
-			Fields: map[string]json.RawMessage{"seq": json.RawMessage("0"), "k": json.RawMessage("[1,\n 2]")}}},
-		{Type: cadre.EventAgentStarted, Time: time.Now(), Run: "r", Agent: "root"},
-	}
-	if err := s.AppendEvents(t.Context(), evs); err != nil {
-		t.Fatal(err)
-	}
-	for _, after := range []int64{0, 1} {
-		got, err := s.Events(t.Context(), "r", after)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var seqs []int64
-		for _, ev := range got {
-			seqs = append(seqs, ev.Seq)
-		}
-		if want := []int64{1, 2}[after:]; !slices.Equal(seqs, want) {
-			t.Errorf("Events after %d: seqs %v, want %v", after, seqs, want)
-		}
-	}
-}

@@ -103,6 +103,7 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"ListOrder", s.agentOrder},
 			{"MissingRun", s.agentMissingRun},
 			{"SeparateRuns", s.agentSeparateRuns},
+			{"AppendAgentTogether", s.agentAppend},
 		}},
 		{"Journal", []subtest{
 			{"AppendRead", s.journalAppendRead},
@@ -123,6 +124,7 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"MissingRunRejectsBatch", s.eventsMissingRun},
 			{"UnencodableRejectsBatch", s.eventsUnencodable},
 			{"EmptyBatch", s.eventsEmpty},
+			{"SeqFieldInPayload", s.eventsSeqField},
 		}},
 		{"Concurrent", []subtest{
 			{"AppendsToSeveralRuns", s.concurrentAppends},
@@ -500,6 +502,58 @@ func (suite) agentSeparateRuns(t *testing.T, s cadre.Store) {
 	}
 	if d := diff([]*cadre.AgentRecord{b}, listAgents(t, s, "r2")); d != "" {
 		t.Errorf("ListAgents(r2) (-want +got):\n%s", d)
+	}
+}
+
+// agentAppend: a store that writes an agent's record with journal entries
+// in one call (AppendAgent, which the engine uses when a store has it)
+// writes both or neither.
+func (suite) agentAppend(t *testing.T, s cadre.Store) {
+	aa, ok := s.(interface {
+		AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error
+	})
+	if !ok {
+		t.Skip("the store has no AppendAgent")
+	}
+	ctx := t.Context()
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	w1, w2 := cadre.RootID.Child("worker", 1), cadre.RootID.Child("worker", 2)
+	if err := aa.AppendAgent(ctx, sampleAgent("r1", w1, at(time.Second)), []cadre.JournalEntry{entry("r1", w1, 1)}); err != nil {
+		t.Fatalf("AppendAgent: %v", err)
+	}
+	if agents := listAgents(t, s, "r1"); len(agents) != 1 || agents[0].ID != w1 {
+		t.Fatalf("agents %+v, want %s", agents, w1)
+	}
+	if j := readJournal(t, s, "r1", w1); len(j) != 1 {
+		t.Fatalf("the journal of %s has %d entries, want 1", w1, len(j))
+	}
+
+	// An entry that exists already: the record is not written either.
+	if err := s.Append(ctx, []cadre.JournalEntry{entry("r1", w2, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := aa.AppendAgent(ctx, sampleAgent("r1", w2, at(time.Second)), []cadre.JournalEntry{entry("r1", w2, 1)}); err == nil {
+		t.Fatal("AppendAgent with an entry that exists succeeded")
+	}
+	if agents := listAgents(t, s, "r1"); len(agents) != 1 {
+		t.Fatalf("%d agents after a failed AppendAgent, want 1: the record was written without its entries", len(agents))
+	}
+
+	// A missing run.
+	err := aa.AppendAgent(ctx, sampleAgent("nope", w2, at(time.Second)), []cadre.JournalEntry{entry("nope", w2, 1)})
+	wantNotFound(t, "AppendAgent for a missing run", err)
+
+	// Checked before anything is written.
+	if err := aa.AppendAgent(ctx, &cadre.AgentRecord{Run: "r1"}, nil); err == nil {
+		t.Error("AppendAgent of a record without an ID succeeded")
+	}
+	bad := entry("r1", w2, 1)
+	bad.Seq = 0
+	if err := aa.AppendAgent(ctx, sampleAgent("r1", w2, at(time.Second)), []cadre.JournalEntry{bad}); err == nil {
+		t.Error("AppendAgent of an entry with seq 0 succeeded")
+	}
+	if agents := listAgents(t, s, "r1"); len(agents) != 1 {
+		t.Errorf("%d agents after refused AppendAgents, want 1", len(agents))
 	}
 }
 
@@ -974,6 +1028,27 @@ func (suite) eventsUnencodable(t *testing.T, s cadre.Store) {
 func (suite) eventsEmpty(t *testing.T, s cadre.Store) {
 	if err := s.AppendEvents(t.Context(), nil); err != nil {
 		t.Errorf("AppendEvents(nil): %v", err)
+	}
+}
+
+// eventsSeqField: an event whose payload has a field named seq of its own
+// (a RawPayload, an event of a newer cadre) reads back with the Seq the
+// store gave it, and one whose JSON held a newline reads back whole.
+func (suite) eventsSeqField(t *testing.T, s cadre.Store) {
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	evs := []cadre.Event{
+		{Type: "from_a_newer_cadre", Time: at(time.Second), Run: "r1", Data: cadre.RawPayload{Type: "from_a_newer_cadre",
+			Fields: map[string]json.RawMessage{"seq": json.RawMessage("0"), "k": json.RawMessage("[1,\n 2]")}}},
+		ev("r1", cadre.EventAgentStarted, "root", 2*time.Second),
+	}
+	if err := s.AppendEvents(t.Context(), evs); err != nil {
+		t.Fatalf("AppendEvents: %v", err)
+	}
+	for _, after := range []int64{0, 1} {
+		got := readEvents(t, s, "r1", after)
+		if d := cmp.Diff([]int64{1, 2}[after:], eventSeqs(got)); d != "" {
+			t.Errorf("Events(r1, %d) seqs (-want +got):\n%s", after, d)
+		}
 	}
 }
 

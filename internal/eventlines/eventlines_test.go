@@ -79,3 +79,34 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// Rows makes a row per run, in the order the runs came, each reading back
+// as its events; Reset empties it for the next batch.
+func TestRows(t *testing.T) {
+	var r Rows
+	for round := range 2 {
+		r.Reset()
+		for i, run := range []string{"b", "a", "b", "b", "a"} {
+			r.Add(run, int64(10*round+i+1), []byte(`{"type":"say","run":"`+run+`"}`))
+		}
+		if len(r.Run) != 2 || r.Run[0] != "b" || r.Run[1] != "a" {
+			t.Fatalf("round %d: rows for runs %v, want b then a", round, r.Run)
+		}
+		for i, want := range [][]int64{{1, 3, 4}, {2, 5}} {
+			got, err := Decode(nil, r.Text[i], r.First[i], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var seqs []int64
+			for _, ev := range got {
+				seqs = append(seqs, ev.Seq-int64(10*round))
+				if ev.Run != r.Run[i] {
+					t.Errorf("row %d holds an event of run %q", i, ev.Run)
+				}
+			}
+			if len(seqs) != len(want) || seqs[0] != want[0] || seqs[len(seqs)-1] != want[len(want)-1] || r.Last[i]-int64(10*round) != want[len(want)-1] {
+				t.Errorf("round %d, row %d: Seqs %v (last %d), want %v", round, i, seqs, r.Last[i], want)
+			}
+		}
+	}
+}
