@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +27,7 @@ var ErrClosed = errors.New("postgres: the store is closed")
 // A write is one caller's journal entries, agent records or events, queued
 // for the committer.
 type write struct {
-	op      string                      // what the write does, for messages
+	op      string                      // what the write does, for messages (see name)
 	agents  []*cadre.AgentRecord        // records to create or replace
 	entries []cadre.JournalEntry        // checked, with their sums
 	events  []cadre.Event               // to number and store
@@ -33,6 +35,16 @@ type write struct {
 	seqs    []int64                     // the events' Seqs, set once committed
 	alone   func(context.Context) error // the write in a transaction of its own
 	done    chan error                  // receives the outcome once; buffered
+}
+
+// name is what w does, for messages. The op of a write of an agent's
+// record holds %s for the agent and its run, put in only when a message
+// needs it: the text would cost every write allocations.
+func (w *write) name() string {
+	if len(w.agents) == 1 && strings.Contains(w.op, "%s") {
+		return fmt.Sprintf(w.op, string(w.agents[0].ID)+" of run "+strconv.Quote(w.agents[0].Run))
+	}
+	return w.op
 }
 
 // committer group-commits the writes that a run makes most: journal
@@ -80,14 +92,14 @@ func (s *Store) Groups() int64 { return s.c.groups.Load() }
 func (s *Store) submit(ctx context.Context, w *write) error {
 	w.done = make(chan error, 1)
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("postgres: %s: %w", w.op, err)
+		return fmt.Errorf("postgres: %s: %w", w.name(), err)
 	}
 	if !s.c.queue.Add(w) {
-		return fmt.Errorf("%w: %s after Close", ErrClosed, w.op)
+		return fmt.Errorf("%w: %s after Close", ErrClosed, w.name())
 	}
 	withdrawn, err := s.c.queue.Wait(ctx, w, w.done)
 	if withdrawn {
-		return fmt.Errorf("postgres: %s: %w", w.op, err)
+		return fmt.Errorf("postgres: %s: %w", w.name(), err)
 	}
 	return err
 }
@@ -139,7 +151,7 @@ func (s *Store) commit(group []*write) {
 		}
 		if _, ok := errors.AsType[*uncertainError](err); ok {
 			for _, w := range group {
-				w.done <- s.fault(fmt.Errorf("postgres: %s: %w", w.op, err))
+				w.done <- s.fault(fmt.Errorf("postgres: %s: %w", w.name(), err))
 			}
 			return
 		}
@@ -149,14 +161,14 @@ func (s *Store) commit(group []*write) {
 	for _, w := range group {
 		if run, ok := w.touches(stuck); ok {
 			w.done <- fmt.Errorf("postgres: %s: not tried: a write to run %q waited %s for PostgreSQL at %s and was given up; "+
-				"another session may hold a lock on the run's rows (see pg_locks), or the server stopped answering", w.op, run, s.commitTimeout, s.where)
+				"another session may hold a lock on the run's rows (see pg_locks), or the server stopped answering", w.name(), run, s.commitTimeout, s.where)
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
 		err := w.alone(ctx)
 		if err != nil && ctx.Err() != nil {
 			err = fmt.Errorf("postgres: %s: PostgreSQL at %s did not finish it within %s, so it was given up: "+
-				"another session may hold a lock it needs (see pg_locks), or the server stopped answering (%w)", w.op, s.where, s.commitTimeout, err)
+				"another session may hold a lock it needs (see pg_locks), or the server stopped answering (%w)", w.name(), s.where, s.commitTimeout, err)
 			stuck = w.runs(stuck)
 		}
 		cancel()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,7 +29,7 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 	if err := checkAgent(a); err != nil {
 		return err
 	}
-	return s.submit(ctx, &write{op: "put agent " + string(a.ID) + " of run " + strconv.Quote(a.Run), agents: []*cadre.AgentRecord{a},
+	return s.submit(ctx, &write{op: "put agent %s", agents: []*cadre.AgentRecord{a},
 		alone: func(ctx context.Context) error { return s.again(func() error { return s.putAgentOnce(ctx, a) }) }})
 }
 
@@ -58,7 +57,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err := sumEntries(entries); err != nil {
 		return err
 	}
-	return s.submit(ctx, &write{op: "put agent " + string(a.ID) + " of run " + strconv.Quote(a.Run) + " and append to its journal",
+	return s.submit(ctx, &write{op: "put agent %s and append to its journal",
 		agents: []*cadre.AgentRecord{a}, entries: entries,
 		alone: func(ctx context.Context) error {
 			return s.again(func() error { return s.appendAgentOnce(ctx, a, entries) })
