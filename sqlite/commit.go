@@ -99,8 +99,11 @@ func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx c
 		return fmt.Errorf("%w: %s after Close", ErrClosed, w.name())
 	}
 	withdrawn, err := s.c.queue.Wait(ctx, w, w.done)
-	if withdrawn {
+	switch {
+	case withdrawn:
 		return fmt.Errorf("sqlite: %s: %w", w.name(), err)
+	case err == nil:
+		return nil // before fault, whose Stringer would cost every write an allocation
 	}
 	return fault(s.path, busyTimeout(s.busy), err)
 }
