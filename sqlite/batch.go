@@ -109,10 +109,24 @@ type rows struct {
 	seqs     []int64  // set to the events' Seq by the write that stores them
 }
 
-// An agentRow is an agent record's upsert: its key and its arguments.
+// An agentRow is an agent record's upsert: the record, which the caller
+// keeps as it is until its write returns, and its times as stored.
 type agentRow struct {
-	run, id string
-	args    []any
+	rec     *cadre.AgentRecord
+	started string
+	ended   any // NULL, or the time as stored
+}
+
+// agentBoxes are the values consecutive agent rows often share, each put
+// in an interface once (see boxed).
+type agentBoxes struct{ run, parent, definition, model, status boxed }
+
+// append appends the arguments of r's upsert to args.
+func (r *agentRow) append(args []any, b *agentBoxes) []any {
+	a := r.rec
+	return append(args, b.run.of(a.Run), string(a.ID), b.parent.of(string(a.Parent)), a.Depth, b.definition.of(a.Definition),
+		b.model.of(a.Model), a.Task, b.status.of(string(a.Status)), a.Turns, a.Usage.InputTokens, a.Usage.OutputTokens,
+		r.started, r.ended, a.Result, a.Error)
 }
 
 // A batch gathers the rows of consecutive writes of a group, to be
@@ -140,7 +154,7 @@ type rowsRef struct {
 
 func (b *batch) add(r *rows) {
 	for _, a := range r.agents {
-		key := [2]string{a.run, a.id}
+		key := [2]string{a.rec.Run, string(a.rec.ID)}
 		if i, ok := b.agentAt[key]; ok {
 			// The later record of an agent replaces the earlier one, as
 			// the upserts one after the other would.
@@ -192,8 +206,9 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		return err
 	}
 	if len(b.agents) > 0 {
+		var boxes agentBoxes
 		err := insertRows(ctx, tx, &s.insAgents, len(b.agents), b, func(args []any, i int) []any {
-			return append(args, b.agents[i].args...)
+			return b.agents[i].append(args, &boxes)
 		})
 		if err != nil {
 			return err

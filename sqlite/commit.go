@@ -83,7 +83,7 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 // message needs it: the text costs allocations every write would pay.
 func (w *write) name() string {
 	if r := w.rows; r != nil && len(r.agents) == 1 && strings.Contains(w.op, "%s") {
-		return fmt.Sprintf(w.op, r.agents[0].id+" of run "+strconv.Quote(r.agents[0].run))
+		return fmt.Sprintf(w.op, string(r.agents[0].rec.ID)+" of run "+strconv.Quote(r.agents[0].rec.Run))
 	}
 	return w.op
 }

@@ -500,13 +500,13 @@ func scanRun(row scanner) (*cadre.RunRecord, error) {
 
 // PutAgent creates or replaces an agent's record. The run must exist.
 func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
-	args, err := agentArgs(a)
+	row, err := agentRowOf(a)
 	if err != nil {
 		return err
 	}
-	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}}
+	r := &rows{agents: []agentRow{row}}
 	return s.writeRows(ctx, "put agent %s", r, func(ctx context.Context, tx *sql.Tx) error {
-		return s.putAgent(ctx, tx, a, args)
+		return s.putAgent(ctx, tx, &row)
 	})
 }
 
@@ -515,7 +515,7 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 // engine uses it to make a new agent's record and its first entry durable
 // together.
 func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
-	args, err := agentArgs(a)
+	row, err := agentRowOf(a)
 	if err != nil {
 		return err
 	}
@@ -523,32 +523,31 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err != nil {
 		return err
 	}
-	r := &rows{agents: []agentRow{{run: a.Run, id: string(a.ID), args: args}}, entries: entries, when: when}
+	r := &rows{agents: []agentRow{row}, entries: entries, when: when}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.putAgent(ctx, tx, a, args); err != nil {
+		if err := s.putAgent(ctx, tx, &row); err != nil {
 			return err
 		}
 		return s.appendTx(ctx, tx, entries, when)
 	})
 }
 
-// agentArgs checks an agent's record and returns the arguments of its
-// upsert.
-func agentArgs(a *cadre.AgentRecord) ([]any, error) {
+// agentRowOf checks an agent's record and returns its upsert.
+func agentRowOf(a *cadre.AgentRecord) (agentRow, error) {
 	if a == nil || a.Run == "" || a.ID == "" {
-		return nil, errors.New("sqlite: put agent: the record needs a Run and an ID")
+		return agentRow{}, errors.New("sqlite: put agent: the record needs a Run and an ID")
 	}
 	started, ended, err := times(a.Started, a.Ended)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
+		return agentRow{}, fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
 	}
-	return []any{a.Run, string(a.ID), string(a.Parent), a.Depth, a.Definition, a.Model, a.Task, string(a.Status), a.Turns,
-		a.Usage.InputTokens, a.Usage.OutputTokens, started, ended, a.Result, a.Error}, nil
+	return agentRow{rec: a, started: started, ended: ended}, nil
 }
 
 // putAgent creates or replaces an agent's record in tx.
-func (s *Store) putAgent(ctx context.Context, tx *sql.Tx, a *cadre.AgentRecord, args []any) error {
-	_, err := tx.StmtContext(ctx, single(&s.insAgents)).ExecContext(ctx, args...)
+func (s *Store) putAgent(ctx context.Context, tx *sql.Tx, row *agentRow) error {
+	a := row.rec
+	_, err := tx.StmtContext(ctx, single(&s.insAgents)).ExecContext(ctx, row.append(nil, &agentBoxes{})...)
 	if code(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY {
 		return fmt.Errorf("sqlite: put agent %s: run %q: %w", a.ID, a.Run, cadre.ErrNotFound)
 	}
