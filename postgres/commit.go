@@ -81,9 +81,6 @@ func newCommitter() *committer {
 	return &committer{queue: groupcommit.New[write]()}
 }
 
-// Groups returns the number of transactions that held more than one write.
-func (s *Store) Groups() int64 { return s.c.groups.Load() }
-
 // submit queues w and waits until it has been committed or has failed.
 // When ctx ends first, the write is withdrawn if it has not started and the
 // context's error returned; once started it is waited for, so that nil

@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// Groups is the number of transactions that held more than one write.
+func (s *Store) Groups() int64 { return s.c.groups.Load() }
+
 // Retried is the number of groups the committer applied again write by
 // write because the group failed as a whole.
 func (s *Store) Retried() int64 { return s.c.retried.Load() }
