@@ -340,7 +340,7 @@ func TestCommitTimeout(t *testing.T) {
 	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r2", Started: now}); err != nil {
 		t.Fatal(err)
 	}
-	s.SetCommitTimeout(300 * time.Millisecond)
+	s.SetCommitTimeout(time.Second)
 	c, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -368,10 +368,10 @@ func TestCommitTimeout(t *testing.T) {
 	if q.errs[2] != nil {
 		t.Errorf("the write to the other run: %v", q.errs[2])
 	}
-	if err := q.errs[0]; err == nil || !strings.Contains(err.Error(), "did not finish it within 300ms") || !strings.Contains(err.Error(), "pg_locks") {
-		t.Errorf("the first write to the locked run: %v, want an error saying it was given up after 300ms, and why", err)
+	if err := q.errs[0]; err == nil || !strings.Contains(err.Error(), "did not finish it within 1s") || !strings.Contains(err.Error(), "pg_locks") {
+		t.Errorf("the first write to the locked run: %v, want an error saying it was given up after 1s, and why", err)
 	}
-	if err := q.errs[1]; err == nil || !strings.Contains(err.Error(), `not tried: a write to run "r1" waited 300ms`) {
+	if err := q.errs[1]; err == nil || !strings.Contains(err.Error(), `not tried: a write to run "r1" waited 1s`) {
 		t.Errorf("the second write to the locked run: %v, want an error saying it was not tried, and why", err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
