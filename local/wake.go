@@ -115,6 +115,9 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	}
 	reads := make([]read, len(recs))
 	rd := &journal.Reader{Store: s, Run: r.id}
+	if _, err := rd.Load(ctx); err != nil {
+		return nil, fmt.Errorf("read the journals: %w", err)
+	}
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
@@ -154,7 +157,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 // empty journal), with the definitions it created at run time; rd reads
 // the run's journal.
 func replayJournal(ctx context.Context, rd *journal.Reader, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
-	entries, err := rd.Store.Journal(ctx, rd.Run, ar.ID)
+	entries, err := rd.Journal(ctx, ar.ID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
 	}

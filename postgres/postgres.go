@@ -499,19 +499,48 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("postgres: read journal of %s: %w", agent, err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, kind, data, time, sum FROM journal WHERE run = $1 AND agent = $2 ORDER BY seq`, run, string(agent))
+	rows, err := s.pool.Query(ctx, `SELECT agent, seq, kind, data, time, sum FROM journal WHERE run = $1 AND agent = $2 ORDER BY seq`, run, string(agent))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
 	}
-	defer rows.Close()
 	out := []cadre.JournalEntry{}
+	if err := scanJournal(rows, run, func(e cadre.JournalEntry) { out = append(out, e) }); err != nil {
+		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
+	}
+	return out, nil
+}
+
+// RunJournals returns the journals of all a run's agents, each in Seq
+// order, as Journal returns them, in one query: resuming a run reads them
+// all, which would otherwise take a round trip per agent.
+func (s *Store) RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("postgres: read journals: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT agent, seq, kind, data, time, sum FROM journal WHERE run = $1 ORDER BY agent, seq`, run)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read the journals of run %q: %w", run, err)
+	}
+	out := map[cadre.AgentID][]cadre.JournalEntry{}
+	if err := scanJournal(rows, run, func(e cadre.JournalEntry) { out[e.Agent] = append(out[e.Agent], e) }); err != nil {
+		return nil, fmt.Errorf("postgres: read the journals of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// scanJournal reads rows of (agent, seq, kind, data, time, sum) into
+// entries of run, giving each to add, and closes rows.
+func scanJournal(rows pgx.Rows, run string, add func(cadre.JournalEntry)) error {
+	defer rows.Close()
+	var agent string
 	for rows.Next() {
-		e := cadre.JournalEntry{Run: run, Agent: agent}
+		e := cadre.JournalEntry{Run: run}
 		var data []byte
 		var sum *int64 // NULL: written before entries had checksums
-		if err := rows.Scan(&e.Seq, &e.Kind, &data, &e.Time, &sum); err != nil {
-			return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
+		if err := rows.Scan(&agent, &e.Seq, &e.Kind, &data, &e.Time, &sum); err != nil {
+			return err
 		}
+		e.Agent = cadre.AgentID(agent)
 		if data != nil {
 			e.Data = json.RawMessage(data)
 		}
@@ -519,12 +548,9 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 		if sum != nil {
 			e.Sum = uint32(*sum)
 		}
-		out = append(out, e)
+		add(e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: read journal of %s in run %q: %w", agent, run, err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // appendEventsOnce is AppendEvents in a transaction of its own.

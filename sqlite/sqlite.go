@@ -685,33 +685,62 @@ func (s *Store) Journal(ctx context.Context, run string, agent cadre.AgentID) ([
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s: %w", agent, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT seq, kind, data, time, sum FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
+	rows, err := s.r.QueryContext(ctx, `SELECT agent, seq, kind, data, time, sum FROM journal WHERE run = ? AND agent = ? ORDER BY seq`, run, string(agent))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
 	}
-	defer rows.Close()
 	out := []cadre.JournalEntry{}
+	err = scanJournal(rows, run, func(e cadre.JournalEntry) { out = append(out, e) })
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: journal of %s in run %q: %w", agent, run, err)
+	}
+	return out, nil
+}
+
+// RunJournals returns the journals of all a run's agents, each in Seq
+// order, as Journal returns them, in one read: resuming a run reads them
+// all.
+func (s *Store) RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error) {
+	if err := s.mustExist(ctx, run); err != nil {
+		return nil, fmt.Errorf("sqlite: read journals: %w", err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT agent, seq, kind, data, time, sum FROM journal WHERE run = ? ORDER BY agent, seq`, run)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: read the journals of run %q: %w", run, err)
+	}
+	out := map[cadre.AgentID][]cadre.JournalEntry{}
+	err = scanJournal(rows, run, func(e cadre.JournalEntry) { out[e.Agent] = append(out[e.Agent], e) })
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: the journals of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// scanJournal reads rows of (agent, seq, kind, data, time, sum) into
+// entries of run, giving each to add, and closes rows.
+func scanJournal(rows *sql.Rows, run string, add func(cadre.JournalEntry)) error {
+	defer rows.Close()
+	var agent string
 	for rows.Next() {
-		e := cadre.JournalEntry{Run: run, Agent: agent}
+		e := cadre.JournalEntry{Run: run}
 		var data []byte
 		var when string
 		var sum sql.NullInt64 // NULL: written before entries had checksums
-		if err := rows.Scan(&e.Seq, &e.Kind, &data, &when, &sum); err != nil {
-			return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
+		if err := rows.Scan(&agent, &e.Seq, &e.Kind, &data, &when, &sum); err != nil {
+			return err
 		}
+		e.Agent = cadre.AgentID(agent)
 		if data != nil {
 			e.Data = json.RawMessage(data)
 		}
 		e.Sum = uint32(sum.Int64)
+		var err error
 		if e.Time, err = parseTime(when); err != nil {
-			return nil, fmt.Errorf("sqlite: journal of %s in run %q, seq %d: %w", agent, run, e.Seq, err)
+			return fmt.Errorf("agent %s, seq %d: %w", e.Agent, e.Seq, err)
 		}
-		out = append(out, e)
+		add(e)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: read journal of %s in run %q: %w", agent, run, err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // AppendEvents stores events in one transaction, all or none of them, and

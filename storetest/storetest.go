@@ -115,6 +115,7 @@ func Run(t *testing.T, open func(t *testing.T) cadre.Store) {
 			{"Invalid", s.journalInvalid},
 			{"Copies", s.journalCopies},
 			{"Checksums", s.journalChecksums},
+			{"RunJournals", s.journalRun},
 		}},
 		{"Events", []subtest{
 			{"SeqAssigned", s.eventsSeq},
@@ -612,6 +613,47 @@ func (suite) journalAppendRead(t *testing.T, s cadre.Store) {
 	if got := readJournal(t, s, "r1", "root/unknown.1"); len(got) != 0 {
 		t.Errorf("Journal of an agent without entries returned %d entries", len(got))
 	}
+}
+
+// journalRun: a store that reads all a run's journals at once (RunJournals,
+// which resuming a run uses when a store has it) gives what Journal gives
+// for each agent, and nothing of another run.
+func (suite) journalRun(t *testing.T, s cadre.Store) {
+	rj, ok := s.(interface {
+		RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
+	})
+	if !ok {
+		t.Skip("the store has no RunJournals")
+	}
+	mustCreate(t, s, sampleRun("r1", at(0)))
+	mustCreate(t, s, sampleRun("r2", at(time.Second)))
+	root, child := cadre.RootID, cadre.RootID.Child("critic", 1)
+	batch := []cadre.JournalEntry{entry("r1", root, 1), entry("r1", child, 1), entry("r2", root, 1), entry("r1", root, 2), entry("r1", child, 2)}
+	batch[3].Data = nil
+	if err := s.Append(t.Context(), batch); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if got, err := rj.RunJournals(t.Context(), "r2"); err != nil || len(got) != 1 || len(got[root]) != 1 {
+		t.Errorf("RunJournals(r2): %v (err %v), want the root's one entry", got, err)
+	}
+	got, err := rj.RunJournals(t.Context(), "r1")
+	if err != nil {
+		t.Fatalf("RunJournals(r1): %v", err)
+	}
+	if len(got) != 2 {
+		t.Errorf("RunJournals(r1) has the journals of %d agents, want 2", len(got))
+	}
+	for _, id := range []cadre.AgentID{root, child} {
+		if d := diff(readJournal(t, s, "r1", id), got[id]); d != "" {
+			t.Errorf("RunJournals(r1)[%s] differs from Journal (-Journal +RunJournals):\n%s", id, d)
+		}
+	}
+	mustCreate(t, s, sampleRun("r3", at(2*time.Second)))
+	if got, err := rj.RunJournals(t.Context(), "r3"); err != nil || len(got) != 0 {
+		t.Errorf("RunJournals of a run without entries: %v (err %v), want none", got, err)
+	}
+	_, err = rj.RunJournals(t.Context(), "nope")
+	wantNotFound(t, "RunJournals of a missing run", err)
 }
 
 func (suite) journalEmpty(t *testing.T, s cadre.Store) {

@@ -22,8 +22,49 @@ type Reader struct {
 	Store cadre.Store
 	Run   string
 
-	mu  sync.Mutex
-	got map[cadre.AgentID]loop.Config
+	mu      sync.Mutex
+	got     map[cadre.AgentID]loop.Config
+	entries map[cadre.AgentID][]cadre.JournalEntry // the run's journals, once Load has read them
+}
+
+// A runJournals store reads the journals of all a run's agents in one
+// read (the SQL stores do).
+type runJournals interface {
+	RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
+}
+
+// Load reads the journals of all the run's agents at once, when the store
+// can, for Journal to give them without reading the store again: what a
+// reader of every agent's journal (a resume) does first. It reports
+// whether the store could.
+func (c *Reader) Load(ctx context.Context) (bool, error) {
+	rj, ok := c.Store.(runJournals)
+	if !ok {
+		return false, nil
+	}
+	all, err := rj.RunJournals(ctx, c.Run)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	c.entries = all
+	c.mu.Unlock()
+	return true, nil
+}
+
+// Journal returns the journal of agent id: as Load read it, or from the
+// store.
+func (c *Reader) Journal(ctx context.Context, id cadre.AgentID) ([]cadre.JournalEntry, error) {
+	c.mu.Lock()
+	all := c.entries
+	c.mu.Unlock()
+	if all != nil {
+		return all[id], nil
+	}
+	if c.Store == nil {
+		return nil, fmt.Errorf("there is no store to read the journal of %s from", id)
+	}
+	return c.Store.Journal(ctx, c.Run, id)
 }
 
 // Inputs reads entry e back into its inputs, each Start with its whole
@@ -62,10 +103,7 @@ func (c *Reader) config(ctx context.Context, id cadre.AgentID) (loop.Config, err
 	if ok {
 		return cfg, nil
 	}
-	if c.Store == nil {
-		return loop.Config{}, fmt.Errorf("there is no store to read the journal of %s from", id)
-	}
-	entries, err := c.Store.Journal(ctx, c.Run, id)
+	entries, err := c.Journal(ctx, id)
 	if err != nil {
 		return loop.Config{}, err
 	}

@@ -88,3 +88,62 @@ func TestReaderWithoutStore(t *testing.T) {
 		t.Errorf("error %v, want one saying there is no store", err)
 	}
 }
+
+// runJournal is memJournal that also reads a run's journals at once.
+type runJournal struct {
+	*memJournal
+	runCalls int
+}
+
+func (m *runJournal) RunJournals(_ context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error) {
+	m.runCalls++
+	return m.entries, nil
+}
+
+// TestReaderLoad: once Load has read a run's journals at once, the
+// reader reads none of them again, configurations included; a store that
+// cannot read them at once is read agent by agent.
+func TestReaderLoad(t *testing.T) {
+	whole := loop.Config{ID: "root/w.1", Parent: "root", Depth: 1, Definition: "w", System: "You are w."}
+	start := func(agent cadre.AgentID, in loop.Start) cadre.JournalEntry {
+		b, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := cadre.JournalEntry{Run: "r", Agent: agent, Seq: 1, Kind: in.Kind(), Data: b}
+		e.Sum = e.Checksum()
+		return e
+	}
+	entries := map[cadre.AgentID][]cadre.JournalEntry{
+		"root/w.1": {start("root/w.1", loop.Start{Config: whole})},
+		"root/w.2": {start("root/w.2", loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root", Definition: "w"}, ConfigFrom: "root/w.1"})},
+	}
+	s := &runJournal{memJournal: &memJournal{entries: entries}}
+	rd := &Reader{Store: s, Run: "r"}
+	if loaded, err := rd.Load(t.Context()); !loaded || err != nil {
+		t.Fatalf("Load: %t, %v; want the journals read at once", loaded, err)
+	}
+	for _, id := range []cadre.AgentID{"root/w.2", "root/w.1", "root/w.9"} {
+		j, err := rd.Journal(t.Context(), id)
+		if err != nil || len(j) != len(entries[id]) {
+			t.Fatalf("Journal(%s): %d entries (err %v), want %d", id, len(j), err, len(entries[id]))
+		}
+		for _, e := range j {
+			if _, err := rd.Inputs(t.Context(), e); err != nil {
+				t.Fatalf("Inputs of %s's entry: %v", id, err)
+			}
+		}
+	}
+	if s.calls != 0 || s.runCalls != 1 {
+		t.Errorf("the store was read %d times agent by agent and %d times at once, want 0 and 1", s.calls, s.runCalls)
+	}
+
+	byAgent := &memJournal{entries: entries}
+	rd = &Reader{Store: byAgent, Run: "r"}
+	if loaded, err := rd.Load(t.Context()); loaded || err != nil {
+		t.Fatalf("Load from a store without RunJournals: %t, %v; want false, nil", loaded, err)
+	}
+	if j, err := rd.Journal(t.Context(), "root/w.1"); err != nil || len(j) != 1 || byAgent.calls != 1 {
+		t.Errorf("Journal without Load: %d entries (err %v), %d reads; want 1 entry read from the store", len(j), err, byAgent.calls)
+	}
+}
