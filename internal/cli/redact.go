@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"iter"
 	"strings"
@@ -297,17 +298,41 @@ func (s *redactStore) Events(ctx context.Context, run string, after int64) ([]ca
 
 func (s *redactStore) Journal(ctx context.Context, run string, agent cadre.AgentID) ([]cadre.JournalEntry, error) {
 	entries, err := s.Store.Journal(ctx, run, agent)
-	if s.journal {
-		for i, e := range entries {
-			entries[i].Data = s.r.JSON(e.Data)
-			// An intact entry stays intact once redacted; a damaged one
-			// keeps the checksum it does not match.
-			if e.Sum != 0 && e.Verify() == nil {
-				entries[i].Sum = entries[i].Checksum()
-			}
+	s.redactJournal(entries)
+	return entries, err
+}
+
+// RunJournals reads all of a run's journals at once when the store beneath
+// can (see internal/journal's Reader.Load), redacted for a display as
+// Journal's are; errors.ErrUnsupported says it cannot.
+func (s *redactStore) RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error) {
+	rj, ok := s.Store.(interface {
+		RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
+	})
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	all, err := rj.RunJournals(ctx, run)
+	for _, entries := range all {
+		s.redactJournal(entries)
+	}
+	return all, err
+}
+
+// redactJournal hides secrets in entries for a display; the engine's view
+// is what was fed.
+func (s *redactStore) redactJournal(entries []cadre.JournalEntry) {
+	if !s.journal {
+		return
+	}
+	for i, e := range entries {
+		entries[i].Data = s.r.JSON(e.Data)
+		// An intact entry stays intact once redacted; a damaged one keeps
+		// the checksum it does not match.
+		if e.Sum != 0 && e.Verify() == nil {
+			entries[i].Sum = entries[i].Checksum()
 		}
 	}
-	return entries, err
 }
 
 // redactWriter hides secrets in each write: for writers that get whole

@@ -18,8 +18,10 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/memstore"
 	"github.com/cadre-ai/cadre/redact"
+	"github.com/cadre-ai/cadre/sqlite"
 )
 
 // The secrets of the e2e tests: an API key, and the password of the base
@@ -301,6 +303,46 @@ func TestRedactStore(t *testing.T) {
 	display := &redactStore{Store: mem, r: r, journal: true}
 	if j, _ := display.Journal(ctx, "r1", cadre.RootID); string(j[0].Data) != `{"task":"[REDACTED]"}` {
 		t.Errorf("a display reads %s", j[0].Data)
+	}
+	// The in-memory store reads journals one by one only.
+	if _, err := display.RunJournals(ctx, "r1"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("RunJournals over a store without it: %v, want errors.ErrUnsupported", err)
+	}
+}
+
+// Journals read all at once (as a resume and an export do) are redacted for
+// a display as those read one by one are, and left as fed for an engine.
+func TestRedactStoreRunJournals(t *testing.T) {
+	ctx := t.Context()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := redact.New(e2eKey)
+	runsMust(t, db.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Task: "t", Status: cadre.StatusRunning}))
+	entry := cadre.JournalEntry{Run: "r1", Agent: cadre.RootID, Seq: 1, Kind: "start", Data: json.RawMessage(`{"task":"` + e2eKey + `"}`)}
+	runsMust(t, db.Append(ctx, []cadre.JournalEntry{entry}))
+
+	display := &redactStore{Store: db, r: r, journal: true}
+	all, err := display.RunJournals(ctx, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := all[cadre.RootID]
+	if len(j) != 1 || string(j[0].Data) != `{"task":"[REDACTED]"}` || j[0].Verify() != nil {
+		t.Errorf("a display reads %+v, want the entry redacted and intact", j)
+	}
+	rd := &journal.Reader{Store: display, Run: "r1"}
+	if loaded, err := rd.Load(ctx); !loaded || err != nil {
+		t.Fatalf("Load through the redacting store: %t, %v", loaded, err)
+	}
+	if j, _ := rd.Journal(ctx, cadre.RootID); len(j) != 1 || strings.Contains(string(j[0].Data), e2eKey) {
+		t.Errorf("the reader gives %+v", j)
+	}
+	engine := &redactStore{Store: db, r: r}
+	if all, err := engine.RunJournals(ctx, "r1"); err != nil || !bytes.Equal(all[cadre.RootID][0].Data, entry.Data) {
+		t.Errorf("the engine reads %v (err %v), want what was fed", all, err)
 	}
 }
 

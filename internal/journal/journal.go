@@ -7,6 +7,7 @@ package journal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -35,14 +36,18 @@ type runJournals interface {
 
 // Load reads the journals of all the run's agents at once, when the store
 // can, for Journal to give them without reading the store again: what a
-// reader of every agent's journal (a resume) does first. It reports
-// whether the store could.
+// reader of every agent's journal (a resume, an export) does first. It
+// reports whether the store could; a store that wraps another says it
+// cannot with errors.ErrUnsupported.
 func (c *Reader) Load(ctx context.Context) (bool, error) {
 	rj, ok := c.Store.(runJournals)
 	if !ok {
 		return false, nil
 	}
 	all, err := rj.RunJournals(ctx, c.Run)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
