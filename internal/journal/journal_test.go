@@ -25,19 +25,23 @@ func (m *memJournal) Journal(_ context.Context, _ string, agent cadre.AgentID) (
 	return m.entries[agent], nil
 }
 
+// firstEntry is agent's first journal entry in run r, holding in.
+func firstEntry(t *testing.T, agent cadre.AgentID, in loop.Input) cadre.JournalEntry {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cadre.JournalEntry{Run: "r", Agent: agent, Seq: 1, Kind: in.Kind(), Data: b}
+	e.Sum = e.Checksum()
+	return e
+}
+
 // TestReader: a Start naming another's configuration is given it,
 // with its own ID, parent and definition, the other journal read once;
 // and a configuration that cannot be read is an error naming both agents.
 func TestReader(t *testing.T) {
-	entry := func(agent cadre.AgentID, in loop.Input) cadre.JournalEntry {
-		b, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := cadre.JournalEntry{Run: "r", Agent: agent, Seq: 1, Kind: in.Kind(), Data: b}
-		e.Sum = e.Checksum()
-		return e
-	}
+	entry := func(agent cadre.AgentID, in loop.Input) cadre.JournalEntry { return firstEntry(t, agent, in) }
 	whole := loop.Config{ID: "root/w.1", Parent: "root", Depth: 1, MaxDepth: 3, Definition: "w", System: "You are w.", MaxTurns: 7,
 		Tools: []cadre.ToolSpec{{Name: "read_file", Description: "Reads.", Parameters: json.RawMessage(`{"type":"object"}`)}}}
 	damaged := entry("root/w.5", loop.Start{Config: whole})
@@ -105,15 +109,7 @@ func (m *runJournal) RunJournals(_ context.Context, run string) (map[cadre.Agent
 // cannot read them at once is read agent by agent.
 func TestReaderLoad(t *testing.T) {
 	whole := loop.Config{ID: "root/w.1", Parent: "root", Depth: 1, Definition: "w", System: "You are w."}
-	start := func(agent cadre.AgentID, in loop.Start) cadre.JournalEntry {
-		b, err := json.Marshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e := cadre.JournalEntry{Run: "r", Agent: agent, Seq: 1, Kind: in.Kind(), Data: b}
-		e.Sum = e.Checksum()
-		return e
-	}
+	start := func(agent cadre.AgentID, in loop.Start) cadre.JournalEntry { return firstEntry(t, agent, in) }
 	entries := map[cadre.AgentID][]cadre.JournalEntry{
 		"root/w.1": {start("root/w.1", loop.Start{Config: whole})},
 		"root/w.2": {start("root/w.2", loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root", Definition: "w"}, ConfigFrom: "root/w.1"})},
