@@ -26,19 +26,16 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/cputime"
+	"github.com/cadre-ai/cadre/internal/pgtest"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
@@ -90,46 +87,19 @@ var benchStores = []struct {
 }
 
 // openPostgres opens a PostgreSQL store in a new schema of the database
-// CADRE_TEST_POSTGRES names, dropped when the store is closed, and skips
+// CADRE_TEST_POSTGRES names, dropped when the benchmark ends, and skips
 // the benchmark when it is not set.
 func openPostgres(b *testing.B) (cadre.Store, func() int64) {
-	dsn := os.Getenv("CADRE_TEST_POSTGRES")
-	if dsn == "" {
+	base := os.Getenv("CADRE_TEST_POSTGRES")
+	if base == "" {
 		b.Skip("CADRE_TEST_POSTGRES is not set: `source .ci/postgres.sh` to run this benchmark with PostgreSQL")
 	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
+	dsn, _ := pgtest.Schema(b, base, "cadre_bench")
+	s, err := postgres.Open(context.Background(), dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
-	schema := fmt.Sprintf("cadre_bench_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		b.Fatal(err)
-	}
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
-	} else {
-		dsn += " search_path=" + schema
-	}
-	s, err := postgres.Open(ctx, dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return s, func() int64 {
-		s.Close()
-		if _, err := admin.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			b.Error(err)
-		}
-		admin.Close(ctx)
-		return 0
-	}
+	return s, func() int64 { s.Close(); return 0 }
 }
 
 func BenchmarkDelegation(b *testing.B) {

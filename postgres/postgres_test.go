@@ -2,10 +2,7 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/pgtest"
 	"github.com/cadre-ai/cadre/postgres"
 	"github.com/cadre-ai/cadre/storetest"
 )
@@ -81,46 +79,7 @@ func TestRequireFailsWithoutServer(t *testing.T) {
 // and returns a connection string whose search_path names it.
 func schemaDSN(t testing.TB) (dsn, schema string) {
 	t.Helper()
-	base := serverDSN(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema = "cadre_test_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect to CADRE_TEST_POSTGRES: %v", err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return withSearchPath(t, base, schema), schema
-}
-
-func withSearchPath(t testing.TB, dsn, schema string) string {
-	t.Helper()
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatalf("CADRE_TEST_POSTGRES is not a valid URL: %v", err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	return dsn + " search_path=" + schema
+	return pgtest.Schema(t, serverDSN(t), "cadre_test")
 }
 
 func open(t testing.TB, dsn string) *postgres.Store {
@@ -242,8 +201,11 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 func TestOpenMissingSchema(t *testing.T) {
-	dsn := withSearchPath(t, serverDSN(t), "cadre_no_such_schema")
-	_, err := postgres.Open(t.Context(), dsn)
+	dsn, err := pgtest.WithSearchPath(serverDSN(t), "cadre_no_such_schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = postgres.Open(t.Context(), dsn)
 	if err == nil {
 		t.Fatal("Open with a search_path naming no schema succeeded, want an error")
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,10 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/journal"
+	"github.com/cadre-ai/cadre/internal/pgtest"
 	"github.com/cadre-ai/cadre/loop"
 )
 
@@ -580,39 +578,12 @@ func newSoakRun(t *testing.T, bin string, model *soakModel, phase *int) *soakRun
 // CADRE_SOAK_STORE=postgres.
 func soakSchema(t *testing.T) string {
 	t.Helper()
-	dsn := os.Getenv("CADRE_TEST_POSTGRES")
-	if !isPostgres(dsn) {
+	base := os.Getenv("CADRE_TEST_POSTGRES")
+	if !isPostgres(base) {
 		t.Fatal("CADRE_SOAK_STORE=postgres needs CADRE_TEST_POSTGRES, a postgres:// URL: `source .ci/postgres.sh` starts a throwaway server and sets it")
 	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	schema := fmt.Sprintf("cadre_soak_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Error(err)
-		}
-	})
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	dsn, _ := pgtest.Schema(t, base, "cadre_soak")
+	return dsn
 }
 
 func (c *soakRun) runArgs() []string {
