@@ -14,35 +14,8 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/postgres"
+	"github.com/cadre-ai/cadre/storetest"
 )
-
-// queue runs writes behind a held committer, one after another in the
-// order given: each is in the queue before the next is started.
-type queue struct {
-	s    *postgres.Store
-	wg   sync.WaitGroup
-	n    int
-	errs []error
-}
-
-// add starts write and waits until it is queued; its error is errs[i]
-// once wait has returned, i being the number of writes added before it.
-func (q *queue) add(t *testing.T, write func() error) {
-	t.Helper()
-	i := q.n
-	q.n++
-	q.errs = append(q.errs, nil)
-	q.wg.Go(func() { q.errs[i] = write() })
-	deadline := time.Now().Add(10 * time.Second)
-	for q.s.Queued() < q.n {
-		if time.Now().After(deadline) {
-			t.Fatalf("write %d was not queued within 10s", q.n)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func (q *queue) wait() { q.wg.Wait() }
 
 // leasedRun opens a store in a schema of its own with run r1, whose lease
 // token "old" holds.
@@ -92,17 +65,17 @@ func TestGroupCommit(t *testing.T) {
 
 	release := s.Hold()
 	groups, retried := s.Groups(), s.Retried()
-	q := &queue{s: s}
-	q.add(t, func() error { return s.AppendAgent(ctx, queued, []cadre.JournalEntry{start}) })
-	q.add(t, func() error { return s.Append(ctx, root) })
-	q.add(t, func() error { return s.AppendEvents(ctx, first) })
-	q.add(t, func() error { return s.PutAgent(ctx, &done) })
-	q.add(t, func() error { return s.AppendEvents(ctx, second) })
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error { return s.AppendAgent(ctx, queued, []cadre.JournalEntry{start}) })
+	q.Add(t, func() error { return s.Append(ctx, root) })
+	q.Add(t, func() error { return s.AppendEvents(ctx, first) })
+	q.Add(t, func() error { return s.PutAgent(ctx, &done) })
+	q.Add(t, func() error { return s.AppendEvents(ctx, second) })
 	if err := release(); err != nil {
 		t.Fatalf("the held write: %v", err)
 	}
-	q.wait()
-	for i, err := range q.errs {
+	q.Wait()
+	for i, err := range q.Errs {
 		if err != nil {
 			t.Errorf("write %d: %v", i+1, err)
 		}
@@ -167,39 +140,39 @@ func TestGroupFailsAlone(t *testing.T) {
 	good := []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: now, Data: cadre.Say{Text: "kept"}}}
 	release := s.Hold()
 	retried := s.Retried()
-	q := &queue{s: s}
-	q.add(t, func() error { return s.Append(ctx, entry("a", 1, "old")) })
-	q.add(t, func() error { return s.Append(ctx, entry("b", 1, "stale")) })  // 1: a lease that does not hold the run
-	q.add(t, func() error { return s.Append(ctx, entry("root", 1, "old")) }) // 2: exists already
-	q.add(t, func() error { return s.PutAgent(ctx, &cadre.AgentRecord{Run: "nope", ID: "root", Started: now}) })
-	q.add(t, func() error {
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error { return s.Append(ctx, entry("a", 1, "old")) })
+	q.Add(t, func() error { return s.Append(ctx, entry("b", 1, "stale")) })  // 1: a lease that does not hold the run
+	q.Add(t, func() error { return s.Append(ctx, entry("root", 1, "old")) }) // 2: exists already
+	q.Add(t, func() error { return s.PutAgent(ctx, &cadre.AgentRecord{Run: "nope", ID: "root", Started: now}) })
+	q.Add(t, func() error {
 		return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "nope", Time: now}})
 	})
-	q.add(t, func() error {
+	q.Add(t, func() error {
 		return s.AppendAgent(ctx, &cadre.AgentRecord{Run: "r1", ID: "d", Started: now}, entry("root", 1, "old")) // 5: its entry exists
 	})
-	q.add(t, func() error { return s.Append(ctx, entry("c", 1, "old")) })
-	q.add(t, func() error { return s.AppendEvents(ctx, good) })
+	q.Add(t, func() error { return s.Append(ctx, entry("c", 1, "old")) })
+	q.Add(t, func() error { return s.AppendEvents(ctx, good) })
 	if err := release(); err != nil {
 		t.Fatalf("the held write: %v", err)
 	}
-	q.wait()
+	q.Wait()
 
 	for _, i := range []int{0, 6, 7} {
-		if q.errs[i] != nil {
-			t.Errorf("write %d failed although it is good: %v", i+1, q.errs[i])
+		if q.Errs[i] != nil {
+			t.Errorf("write %d failed although it is good: %v", i+1, q.Errs[i])
 		}
 	}
-	if !errors.Is(q.errs[1], cadre.ErrLeaseLost) {
-		t.Errorf("an append under a lease that does not hold the run: got %v, want cadre.ErrLeaseLost", q.errs[1])
+	if !errors.Is(q.Errs[1], cadre.ErrLeaseLost) {
+		t.Errorf("an append under a lease that does not hold the run: got %v, want cadre.ErrLeaseLost", q.Errs[1])
 	}
 	for _, i := range []int{2, 5} {
-		if q.errs[i] == nil || !strings.Contains(q.errs[i].Error(), "seq 1 exists already") {
-			t.Errorf("write %d, of an entry that exists: got %v, want an error saying it exists", i+1, q.errs[i])
+		if q.Errs[i] == nil || !strings.Contains(q.Errs[i].Error(), "seq 1 exists already") {
+			t.Errorf("write %d, of an entry that exists: got %v, want an error saying it exists", i+1, q.Errs[i])
 		}
 	}
-	if !errors.Is(q.errs[3], cadre.ErrNotFound) || !errors.Is(q.errs[4], cadre.ErrNotFound) {
-		t.Errorf("writes to a missing run: got %v and %v, want cadre.ErrNotFound", q.errs[3], q.errs[4])
+	if !errors.Is(q.Errs[3], cadre.ErrNotFound) || !errors.Is(q.Errs[4], cadre.ErrNotFound) {
+		t.Errorf("writes to a missing run: got %v and %v, want cadre.ErrNotFound", q.Errs[3], q.Errs[4])
 	}
 	if got := s.Retried() - retried; got != 1 {
 		t.Errorf("the group was applied again write by write %d times, want 1", got)
@@ -222,12 +195,12 @@ func TestGroupFailsAlone(t *testing.T) {
 func TestWithdrawnWrite(t *testing.T) {
 	s, ctx, now := leasedRun(t)
 	release := s.Hold()
-	q := &queue{s: s}
+	q := &storetest.Queue{Store: s}
 	gone, cancel := context.WithCancel(ctx)
-	q.add(t, func() error {
+	q.Add(t, func() error {
 		return s.Append(gone, []cadre.JournalEntry{{Run: "r1", Agent: "a", Seq: 1, Kind: "start", Time: now}})
 	})
-	q.add(t, func() error {
+	q.Add(t, func() error {
 		return s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "b", Seq: 1, Kind: "start", Time: now}})
 	})
 	cancel()
@@ -237,9 +210,9 @@ func TestWithdrawnWrite(t *testing.T) {
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	q.wait()
-	if !errors.Is(q.errs[0], context.Canceled) || q.errs[1] != nil {
-		t.Fatalf("errors %v, %v; want context.Canceled and nil", q.errs[0], q.errs[1])
+	q.Wait()
+	if !errors.Is(q.Errs[0], context.Canceled) || q.Errs[1] != nil {
+		t.Fatalf("errors %v, %v; want context.Canceled and nil", q.Errs[0], q.Errs[1])
 	}
 	for agent, want := range map[cadre.AgentID]int{"a": 0, "b": 1} {
 		if j, err := s.Journal(ctx, "r1", agent); err != nil || len(j) != want {
@@ -253,8 +226,8 @@ func TestWithdrawnWrite(t *testing.T) {
 func TestWritesAfterClose(t *testing.T) {
 	s, ctx, now := leasedRun(t)
 	release := s.Hold()
-	q := &queue{s: s}
-	q.add(t, func() error {
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error {
 		return s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "a", Seq: 1, Kind: "start", Time: now}})
 	})
 	closed := make(chan struct{})
@@ -266,9 +239,9 @@ func TestWritesAfterClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-closed
-	q.wait()
-	if q.errs[0] != nil {
-		t.Fatalf("a write queued before Close: %v", q.errs[0])
+	q.Wait()
+	if q.Errs[0] != nil {
+		t.Fatalf("a write queued before Close: %v", q.Errs[0])
 	}
 	err := s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "a", Seq: 2, Kind: "start", Time: now}})
 	if !errors.Is(err, postgres.ErrClosed) {
@@ -357,21 +330,21 @@ func TestCommitTimeout(t *testing.T) {
 		return []cadre.JournalEntry{{Run: run, Agent: "root", Seq: 1, Kind: "start", Time: now}}
 	}
 	release := s.Hold()
-	q := &queue{s: s}
-	q.add(t, func() error { return s.Append(ctx, entry("r1")) })
-	q.add(t, func() error { return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: now}}) })
-	q.add(t, func() error { return s.Append(ctx, entry("r2")) })
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error { return s.Append(ctx, entry("r1")) })
+	q.Add(t, func() error { return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: now}}) })
+	q.Add(t, func() error { return s.Append(ctx, entry("r2")) })
 	if err := release(); err != nil {
 		t.Fatal(err)
 	}
-	q.wait()
-	if q.errs[2] != nil {
-		t.Errorf("the write to the other run: %v", q.errs[2])
+	q.Wait()
+	if q.Errs[2] != nil {
+		t.Errorf("the write to the other run: %v", q.Errs[2])
 	}
-	if err := q.errs[0]; err == nil || !strings.Contains(err.Error(), "did not finish it within 1s") || !strings.Contains(err.Error(), "pg_locks") {
+	if err := q.Errs[0]; err == nil || !strings.Contains(err.Error(), "did not finish it within 1s") || !strings.Contains(err.Error(), "pg_locks") {
 		t.Errorf("the first write to the locked run: %v, want an error saying it was given up after 1s, and why", err)
 	}
-	if err := q.errs[1]; err == nil || !strings.Contains(err.Error(), `not tried: a write to run "r1" waited 1s`) {
+	if err := q.Errs[1]; err == nil || !strings.Contains(err.Error(), `not tried: a write to run "r1" waited 1s`) {
 		t.Errorf("the second write to the locked run: %v, want an error saying it was not tried, and why", err)
 	}
 	if err := tx.Rollback(ctx); err != nil {

@@ -15,28 +15,8 @@ import (
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/sqlite"
+	"github.com/cadre-ai/cadre/storetest"
 )
-
-// queue runs writes behind a held committer, one after another in the
-// order given: each is in the queue before the next is started.
-type queue struct {
-	s    *sqlite.Store
-	wg   sync.WaitGroup
-	n    int
-	errs []error
-}
-
-// add starts write and waits until it is queued; its error is errs[i]
-// once wait has returned, i being the number of writes added before it.
-func (q *queue) add(write func() error) {
-	i := q.n
-	q.n++
-	q.errs = append(q.errs, nil)
-	q.wg.Go(func() { q.errs[i] = write() })
-	waitQueued(q.s, q.n)
-}
-
-func (q *queue) wait() { q.wg.Wait() }
 
 // TestBatchedGroup queues writes of every kind behind a held committer and
 // checks that the group commits in one transaction without being retried
@@ -66,34 +46,34 @@ func TestBatchedGroup(t *testing.T) {
 
 	release := s.Hold()
 	groups, retried := s.Groups(), s.Retried()
-	q := &queue{s: s}
-	q.add(func() error {
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error {
 		return s.CreateRun(ctx, &cadre.RunRecord{ID: "r2", Started: now})
 	})
-	q.add(func() error {
+	q.Add(t, func() error {
 		return s.Append(ctx, []cadre.JournalEntry{{Run: "r2", Agent: "root", Seq: 1, Kind: "start", Time: now, Data: json.RawMessage(`{}`)}})
 	})
-	q.add(func() error {
+	q.Add(t, func() error {
 		// Fenced by the lease as it is before the next write replaces it.
 		return s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: "root/worker.2", Seq: 1, Kind: "start", Time: now, Lease: "old"}})
 	})
-	q.add(func() error {
+	q.Add(t, func() error {
 		_, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "new"}, Replace: "old", TTL: time.Hour})
 		return err
 	})
-	q.add(func() error {
+	q.Add(t, func() error {
 		return s.AppendAgent(ctx, running, []cadre.JournalEntry{{Run: "r1", Agent: worker, Seq: 1, Kind: "start", Time: now, Lease: "new"}})
 	})
-	q.add(func() error { return s.Append(ctx, long) })
+	q.Add(t, func() error { return s.Append(ctx, long) })
 	for _, evs := range events {
-		q.add(func() error { return s.AppendEvents(ctx, evs) })
+		q.Add(t, func() error { return s.AppendEvents(ctx, evs) })
 	}
-	q.add(func() error { return s.PutAgent(ctx, &done) })
+	q.Add(t, func() error { return s.PutAgent(ctx, &done) })
 	if err := release(); err != nil {
 		t.Fatalf("the held write: %v", err)
 	}
-	q.wait()
-	for i, err := range q.errs {
+	q.Wait()
+	for i, err := range q.Errs {
 		if err != nil {
 			t.Errorf("write %d of the group: %v", i+1, err)
 		}
@@ -184,38 +164,38 @@ func TestBatchedGroupFailsAlone(t *testing.T) {
 
 	release := s.Hold()
 	retried := s.Retried()
-	q := &queue{s: s}
-	q.add(func() error { return s.Append(ctx, entry("a", 1, "old")) }) // 0: fenced by the lease as it was
-	q.add(func() error {
+	q := &storetest.Queue{Store: s}
+	q.Add(t, func() error { return s.Append(ctx, entry("a", 1, "old")) }) // 0: fenced by the lease as it was
+	q.Add(t, func() error {
 		_, err := s.AcquireLease(ctx, cadre.LeaseRequest{Run: "r1", Owner: cadre.LeaseOwner{Token: "new"}, Replace: "old", TTL: time.Hour})
 		return err
 	})
-	q.add(func() error { return s.Append(ctx, entry("b", 1, "old")) }) // 2: the lease is no longer its writer's
-	q.add(func() error { return s.Append(ctx, entry("root", 1, "new")) })
-	q.add(func() error { return s.PutAgent(ctx, &cadre.AgentRecord{Run: "nope", ID: "root", Started: now}) })
-	q.add(func() error {
+	q.Add(t, func() error { return s.Append(ctx, entry("b", 1, "old")) }) // 2: the lease is no longer its writer's
+	q.Add(t, func() error { return s.Append(ctx, entry("root", 1, "new")) })
+	q.Add(t, func() error { return s.PutAgent(ctx, &cadre.AgentRecord{Run: "nope", ID: "root", Started: now}) })
+	q.Add(t, func() error {
 		return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "nope", Time: now}})
 	})
-	q.add(func() error { return s.Append(ctx, entry("c", 1, "new")) })
-	q.add(func() error { return s.AppendEvents(ctx, good) })
+	q.Add(t, func() error { return s.Append(ctx, entry("c", 1, "new")) })
+	q.Add(t, func() error { return s.AppendEvents(ctx, good) })
 	if err := release(); err != nil {
 		t.Fatalf("the held write: %v", err)
 	}
-	q.wait()
+	q.Wait()
 
 	for _, i := range []int{0, 1, 6, 7} {
-		if q.errs[i] != nil {
-			t.Errorf("write %d failed although it is good: %v", i+1, q.errs[i])
+		if q.Errs[i] != nil {
+			t.Errorf("write %d failed although it is good: %v", i+1, q.Errs[i])
 		}
 	}
-	if !errors.Is(q.errs[2], cadre.ErrLeaseLost) {
-		t.Errorf("an append under the replaced lease: got %v, want cadre.ErrLeaseLost", q.errs[2])
+	if !errors.Is(q.Errs[2], cadre.ErrLeaseLost) {
+		t.Errorf("an append under the replaced lease: got %v, want cadre.ErrLeaseLost", q.Errs[2])
 	}
-	if q.errs[3] == nil || !strings.Contains(q.errs[3].Error(), "seq 1 exists already") {
-		t.Errorf("an entry that exists: got %v, want an error saying it exists", q.errs[3])
+	if q.Errs[3] == nil || !strings.Contains(q.Errs[3].Error(), "seq 1 exists already") {
+		t.Errorf("an entry that exists: got %v, want an error saying it exists", q.Errs[3])
 	}
-	if !errors.Is(q.errs[4], cadre.ErrNotFound) || !errors.Is(q.errs[5], cadre.ErrNotFound) {
-		t.Errorf("writes to a missing run: got %v and %v, want cadre.ErrNotFound", q.errs[4], q.errs[5])
+	if !errors.Is(q.Errs[4], cadre.ErrNotFound) || !errors.Is(q.Errs[5], cadre.ErrNotFound) {
+		t.Errorf("writes to a missing run: got %v and %v, want cadre.ErrNotFound", q.Errs[4], q.Errs[5])
 	}
 	if got := s.Retried() - retried; got != 1 {
 		t.Errorf("the group was applied again write by write %d times, want 1", got)
@@ -251,9 +231,9 @@ func TestBatchedFence(t *testing.T) {
 	}
 	release := s.Hold()
 	retried := s.Retried()
-	q := &queue{s: s}
+	q := &storetest.Queue{Store: s}
 	for i, token := range []string{"new", "old", "new"} {
-		q.add(func() error {
+		q.Add(t, func() error {
 			agent := cadre.RootID.Child("worker", i+1)
 			return s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: agent, Seq: 1, Kind: "start", Time: now, Lease: token}})
 		})
@@ -261,12 +241,12 @@ func TestBatchedFence(t *testing.T) {
 	if err := release(); err != nil {
 		t.Fatalf("the held write: %v", err)
 	}
-	q.wait()
-	if q.errs[0] != nil || q.errs[2] != nil {
-		t.Errorf("appends under the lease that holds the run failed: %v, %v", q.errs[0], q.errs[2])
+	q.Wait()
+	if q.Errs[0] != nil || q.Errs[2] != nil {
+		t.Errorf("appends under the lease that holds the run failed: %v, %v", q.Errs[0], q.Errs[2])
 	}
-	if !errors.Is(q.errs[1], cadre.ErrLeaseLost) {
-		t.Errorf("an append under a replaced lease: got %v, want cadre.ErrLeaseLost", q.errs[1])
+	if !errors.Is(q.Errs[1], cadre.ErrLeaseLost) {
+		t.Errorf("an append under a replaced lease: got %v, want cadre.ErrLeaseLost", q.Errs[1])
 	}
 	if got := s.Retried() - retried; got != 1 {
 		t.Errorf("the group was applied again write by write %d times, want 1", got)
