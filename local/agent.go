@@ -359,7 +359,8 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 // journal). Inputs taken in one step go in one entry (loop.KindInputs), up
 // to maxEntryInputs of them and about maxEntryBytes: a store writes an
 // entry as one row, and a parent told of many children at once would
-// otherwise cost a row each. A lone input keeps an entry of its own kind.
+// otherwise cost a row each. The only input of a step keeps an entry of its
+// own kind; one too large to share an entry is the only input of one.
 // The entries' JSON is in buf, a buffer of journalBufs to give back
 // (giveJournalBuf) once the store has them: a Store keeps copies (see
 // cadre.Store).
@@ -409,8 +410,9 @@ func (a *agent) encode(ins []loop.Input) ([]cadre.JournalEntry, *[]byte, error) 
 }
 
 // maxEntryInputs and maxEntryBytes bound an entry of several inputs (see
-// encode): a spawn of 10,000 children is told in 40 entries, not one
-// entry of half a megabyte that a store would keep in memory whole.
+// encode): a spawn of 10,000 children is told in entries of at most 256
+// inputs, not one entry of half a megabyte that a store would keep in
+// memory whole.
 const (
 	maxEntryInputs = 256
 	maxEntryBytes  = 64 << 10

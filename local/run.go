@@ -510,10 +510,11 @@ func (r *run) encodeStart(a *agent, k *kind) (rec *cadre.AgentRecord, entries []
 		return nil, nil, nil, false, fmt.Errorf("journal the start of %s: %w", a.id, err)
 	}
 	a.seq = entries[len(entries)-1].Seq
-	a.first = ins[0] // boxed once, not again
+	a.first = ins[0] // the Start as boxed for encode
 	start := ins[0].(loop.Start)
 	if t != nil {
-		// As a replay reads it: the template's configuration as read back.
+		// As a replay reads it: the template's configuration as read back
+		// (boxed once more).
 		start = start.WithConfigOf(t.cfg)
 		a.first = start
 	}

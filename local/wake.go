@@ -132,15 +132,15 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	}
 	wg.Wait()
 	var all []*restored
-	for _, rd := range reads {
-		if rd.err != nil {
-			return nil, rd.err
+	for _, got := range reads {
+		if got.err != nil {
+			return nil, got.err
 		}
-		for _, d := range rd.created {
+		for _, d := range got.created {
 			r.defs[d.Name] = d
 		}
-		if rd.x != nil {
-			all = append(all, rd.x)
+		if got.x != nil {
+			all = append(all, got.x)
 		}
 	}
 	slices.SortStableFunc(all, func(a, b *restored) int {

@@ -25,7 +25,8 @@ type Start struct {
 	// ConfigFrom, in a Start read from a journal, names the agent of the
 	// same run whose Start holds this one's configuration: the engine
 	// writes a child's Start so when a sibling of the same kind (same
-	// parent, definition and model) was written before it with all of its
+	// parent, definition and model, under the same definitions and
+	// onboarding, so with the same configuration) was written before it with all of its
 	// configuration, which then is this one's but for ID, Parent and
 	// Definition. Whoever reads such a Start from a journal gives it that
 	// configuration (WithConfigOf) before stepping it; the state refuses
