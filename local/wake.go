@@ -115,7 +115,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 	}
 	reads := make([]read, len(recs))
 	rd := &journal.Reader{Store: s, Run: r.id}
-	if _, err := rd.Load(ctx); err != nil {
+	if err := rd.Load(ctx); err != nil {
 		return nil, fmt.Errorf("read the journals: %w", err)
 	}
 	var (

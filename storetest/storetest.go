@@ -70,6 +70,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 )
 
 // TimeMargin is how far a time read back from a store may be from the time
@@ -619,9 +620,7 @@ func (suite) journalAppendRead(t *testing.T, s cadre.Store) {
 // which resuming a run uses when a store has it) gives what Journal gives
 // for each agent, and nothing of another run.
 func (suite) journalRun(t *testing.T, s cadre.Store) {
-	rj, ok := s.(interface {
-		RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
-	})
+	rj, ok := s.(journal.RunJournaler)
 	if !ok {
 		t.Skip("the store has no RunJournals")
 	}

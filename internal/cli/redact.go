@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/journal"
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/redact"
 	"github.com/cadre-ai/cadre/tool"
@@ -306,9 +307,7 @@ func (s *redactStore) Journal(ctx context.Context, run string, agent cadre.Agent
 // can (see internal/journal's Reader.Load), redacted for a display as
 // Journal's are; errors.ErrUnsupported says it cannot.
 func (s *redactStore) RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error) {
-	rj, ok := s.Store.(interface {
-		RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
-	})
+	rj, ok := s.Store.(journal.RunJournaler)
 	if !ok {
 		return nil, errors.ErrUnsupported
 	}

@@ -152,7 +152,7 @@ func exportRun(ctx context.Context, s cadre.Store, r *cadre.RunRecord) (*runExpo
 	}
 	x := &runExport{Format: exportFormat, Version: exportVersion, Run: r, Agents: make([]agentExport, 0, len(agents)), Events: evs}
 	rd := &journal.Reader{Store: s, Run: r.ID}
-	if _, err := rd.Load(ctx); err != nil {
+	if err := rd.Load(ctx); err != nil {
 		return nil, err
 	}
 	for _, ag := range agents {

@@ -17,7 +17,8 @@ import (
 
 // A Reader reads the entries of a run's journal into inputs, giving each
 // Start the configuration it takes from another agent's Start
-// (loop.Start.ConfigFrom), whose journal it reads once. Safe for
+// (loop.Start.ConfigFrom), whose journal it reads once (or once for each
+// caller that asks for it at the same time, before it is kept). Safe for
 // concurrent use.
 type Reader struct {
 	Store cadre.Store
@@ -28,33 +29,35 @@ type Reader struct {
 	entries map[cadre.AgentID][]cadre.JournalEntry // the run's journals, once Load has read them
 }
 
-// A runJournals store reads the journals of all a run's agents in one
-// read (the SQL stores do).
-type runJournals interface {
+// A RunJournaler is a Store that reads the journals of all a run's agents
+// in one read (the SQL stores do), each in Seq order as Journal gives it.
+// A store that wraps another returns errors.ErrUnsupported when the one it
+// wraps cannot.
+type RunJournaler interface {
 	RunJournals(ctx context.Context, run string) (map[cadre.AgentID][]cadre.JournalEntry, error)
 }
 
 // Load reads the journals of all the run's agents at once, when the store
 // can, for Journal to give them without reading the store again: what a
-// reader of every agent's journal (a resume, an export) does first. It
-// reports whether the store could; a store that wraps another says it
-// cannot with errors.ErrUnsupported.
-func (c *Reader) Load(ctx context.Context) (bool, error) {
-	rj, ok := c.Store.(runJournals)
+// reader of every agent's journal (a resume, an export) does first. They
+// are then all in memory at once, as the reader of all of them needs them.
+// When the store cannot, Journal reads each from the store.
+func (c *Reader) Load(ctx context.Context) error {
+	rj, ok := c.Store.(RunJournaler)
 	if !ok {
-		return false, nil
+		return nil
 	}
 	all, err := rj.RunJournals(ctx, c.Run)
 	if errors.Is(err, errors.ErrUnsupported) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	c.mu.Lock()
 	c.entries = all
 	c.mu.Unlock()
-	return true, nil
+	return nil
 }
 
 // Journal returns the journal of agent id: as Load read it, or from the

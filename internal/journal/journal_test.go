@@ -54,7 +54,7 @@ func TestReader(t *testing.T) {
 	}}
 	rd := &Reader{Store: m, Run: "r"}
 	ins := []loop.Input{
-		loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root", Definition: "w2"}, Task: "two", ConfigFrom: "root/w.1"},
+		loop.Start{Config: loop.Config{ID: "root/w.2", Parent: "root/lead.1", Definition: "w2"}, Task: "two", ConfigFrom: "root/w.1"},
 		loop.ChildEnded{Child: "x"},
 		loop.Start{Config: loop.Config{ID: "root/w.6", Parent: "root", Definition: "w"}, Task: "six", ConfigFrom: "root/w.1"},
 	}
@@ -62,7 +62,7 @@ func TestReader(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := whole
-	want.ID, want.Definition = "root/w.2", "w2"
+	want.ID, want.Parent, want.Definition = "root/w.2", "root/lead.1", "w2"
 	if d := cmp.Diff(loop.Start{Config: want, Task: "two"}, ins[0]); d != "" {
 		t.Errorf("resolved (-want +got):\n%s", d)
 	}
@@ -116,8 +116,8 @@ func TestReaderLoad(t *testing.T) {
 	}
 	s := &runJournal{memJournal: &memJournal{entries: entries}}
 	rd := &Reader{Store: s, Run: "r"}
-	if loaded, err := rd.Load(t.Context()); !loaded || err != nil {
-		t.Fatalf("Load: %t, %v; want the journals read at once", loaded, err)
+	if err := rd.Load(t.Context()); err != nil {
+		t.Fatalf("Load: %v", err)
 	}
 	for _, id := range []cadre.AgentID{"root/w.2", "root/w.1", "root/w.9"} {
 		j, err := rd.Journal(t.Context(), id)
@@ -136,8 +136,8 @@ func TestReaderLoad(t *testing.T) {
 
 	byAgent := &memJournal{entries: entries}
 	rd = &Reader{Store: byAgent, Run: "r"}
-	if loaded, err := rd.Load(t.Context()); loaded || err != nil {
-		t.Fatalf("Load from a store without RunJournals: %t, %v; want false, nil", loaded, err)
+	if err := rd.Load(t.Context()); err != nil {
+		t.Fatalf("Load from a store without RunJournals: %v", err)
 	}
 	if j, err := rd.Journal(t.Context(), "root/w.1"); err != nil || len(j) != 1 || byAgent.calls != 1 {
 		t.Errorf("Journal without Load: %d entries (err %v), %d reads; want 1 entry read from the store", len(j), err, byAgent.calls)
