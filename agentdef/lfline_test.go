@@ -1,17 +1,37 @@
 package agentdef
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-// TestLFLine: the YAML parser ends a line at \n, \r\n or a lone \r; the
-// file's lines end at \n only, and diagnostics name those.
-func TestLFLine(t *testing.T) {
+// TestLFPos: the YAML parser ends a line at \n, \r\n or a lone \r; the
+// file's lines end at \n only, and diagnostics name those, at the column
+// of the file's line.
+func TestLFPos(t *testing.T) {
 	src := []byte("a\rb\nc\r\nd\r\re\n")
-	for yl, want := range map[int]int{1: 1, 2: 1, 3: 2, 4: 3, 5: 3, 6: 3, 7: 4, 9: 4} {
-		if got := lfLine(src, yl); got != want {
-			t.Errorf("YAML line %d is file line %d, want %d", yl, got, want)
+	for yl, want := range map[int][2]int{1: {1, 1}, 2: {1, 3}, 3: {2, 1}, 4: {3, 1}, 5: {3, 3}, 6: {3, 4}, 7: {4, 1}, 9: {4, 1}} {
+		if l, c := lfPos(src, yl, 1); l != want[0] || c != want[1] {
+			t.Errorf("YAML line %d col 1 is file line %d col %d, want %d col %d", yl, l, c, want[0], want[1])
 		}
 	}
-	if got := lfLine([]byte("a\nb\n"), 2); got != 2 {
-		t.Errorf("without carriage returns, line 2 became %d", got)
+	if l, c := lfPos([]byte("a\nb\n"), 2, 2); l != 2 || c != 2 {
+		t.Errorf("without carriage returns, line 2 col 2 became %d col %d", l, c)
+	}
+}
+
+// A SKILL.md's diagnostics count lines as the file does too: the value
+// that breaks the YAML is on line 2 of a 5-line file.
+func TestSkillLoneCRLine(t *testing.T) {
+	src := "---\nname: a\r\r\r\rdescription: [\n---\nbody\n"
+	_, diags := ParseSkill("SKILL.md", []byte(src))
+	if len(diags) == 0 {
+		t.Fatal("a skill with unclosed YAML parsed")
+	}
+	lines := strings.Count(src, "\n")
+	for _, d := range diags {
+		if d.Line < 1 || d.Line > lines {
+			t.Errorf("diagnostic %s points at line %d of a %d-line file", d, d.Line, lines)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package agentdef
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -78,30 +77,7 @@ func (p *parse) at(line, col int) (int, int) {
 	if line <= 0 {
 		return p.fm.open, p.fm.indent + 1
 	}
-	return p.fm.first + lfLine(p.fm.yaml, line) - 1, col + p.fm.indent
-}
-
-// lfLine converts line n of src as the YAML parser counts lines (a line
-// ends at \n, \r\n or a lone \r) to the line of src that holds it when
-// only \n ends one, as the file's lines are counted: a lone carriage
-// return in a frontmatter line would otherwise move a diagnostic down.
-func lfLine(src []byte, n int) int {
-	if bytes.IndexByte(src, '\r') < 0 {
-		return n
-	}
-	yl, line := 1, 1
-	for i := 0; i < len(src) && yl < n; i++ {
-		switch src[i] {
-		case '\n':
-			yl++
-			line++
-		case '\r':
-			if i+1 == len(src) || src[i+1] != '\n' {
-				yl++
-			}
-		}
-	}
-	return line
+	return p.fm.first + line - 1, col + p.fm.indent
 }
 
 func (p *parse) fieldDiag(sev Severity, f field, format string, args ...any) {

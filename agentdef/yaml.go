@@ -1,8 +1,10 @@
 package agentdef
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -39,10 +41,50 @@ type yamlError struct {
 }
 
 // parseYAML decodes a block of key: value pairs. Positions are those of
-// the block; an empty block has no fields. The parser is third-party code:
-// a panic inside it becomes an error, since malformed input must not crash
-// the caller.
-func parseYAML(src []byte) (fields []field, yerr *yamlError) {
+// the block, its lines counted as the file's are (see lfPos); an empty
+// block has no fields.
+func parseYAML(src []byte) ([]field, *yamlError) {
+	fields, yerr := parseYAMLAt(src)
+	for i := range fields {
+		f := &fields[i]
+		f.line, f.col = lfPos(src, f.line, f.col)
+		f.vline, f.vcol = lfPos(src, f.vline, f.vcol)
+	}
+	if yerr != nil {
+		yerr.line, yerr.col = lfPos(src, yerr.line, yerr.col)
+	}
+	return fields, yerr
+}
+
+// lfPos converts a position in src as the YAML parser counts lines (a line
+// ends at \n, \r\n or a lone \r) to one as the file counts them, where
+// only \n ends a line: a lone carriage return in a frontmatter line would
+// otherwise move a diagnostic down, and to the start of the line.
+func lfPos(src []byte, line, col int) (int, int) {
+	if line <= 1 || bytes.IndexByte(src, '\r') < 0 {
+		return line, col
+	}
+	yl, fl := 1, 1
+	lineStart, ylStart := 0, 0 // of the file's line, and of the parser's
+	for i := 0; i < len(src) && yl < line; i++ {
+		switch src[i] {
+		case '\n':
+			yl, fl = yl+1, fl+1
+			lineStart, ylStart = i+1, i+1
+		case '\r':
+			if i+1 == len(src) || src[i+1] != '\n' {
+				yl++
+				ylStart = i + 1
+			}
+		}
+	}
+	return fl, col + utf8.RuneCount(src[lineStart:ylStart])
+}
+
+// parseYAMLAt is parseYAML with the parser's own positions. The parser is
+// third-party code: a panic inside it becomes an error, since malformed
+// input must not crash the caller.
+func parseYAMLAt(src []byte) (fields []field, yerr *yamlError) {
 	defer func() {
 		if r := recover(); r != nil {
 			fields, yerr = nil, &yamlError{msg: fmt.Sprintf("the YAML parser failed: %v", r)}
