@@ -122,8 +122,10 @@ it reads, marked "damaged": true; such a run cannot be resumed.`,
 			}
 			entries, damaged := 0, 0
 			for _, ag := range x.Agents {
-				entries += len(ag.Journal)
 				for _, e := range ag.Journal {
+					if e.Part <= 1 { // an entry of several inputs is one item per input
+						entries++
+					}
 					if e.Damaged {
 						damaged++
 					}
@@ -180,25 +182,32 @@ func exportEntry(ctx context.Context, rd *journal.Reader, e cadre.JournalEntry) 
 		je.Input = asStored(e.Data)
 		return []journalExport{je}
 	}
-	ins, err := rd.Inputs(ctx, e)
+	out, err := exportInputs(ctx, rd, e)
 	if err == nil {
-		out := make([]journalExport, len(ins))
-		for i, in := range ins {
-			out[i] = journalExport{Seq: e.Seq, Kind: in.Kind(), Time: e.Time}
-			if e.Kind == loop.KindInputs {
-				out[i].Part = i + 1
-			}
-			if out[i].Input, err = json.Marshal(in); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			return out
-		}
+		return out
 	}
 	je.Error = err.Error()
 	je.Input = asStored(e.Data)
 	return []journalExport{je}
+}
+
+// exportInputs is an intact entry's items, one per input.
+func exportInputs(ctx context.Context, rd *journal.Reader, e cadre.JournalEntry) ([]journalExport, error) {
+	ins, err := rd.Inputs(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]journalExport, len(ins))
+	for i, in := range ins {
+		out[i] = journalExport{Seq: e.Seq, Kind: in.Kind(), Time: e.Time}
+		if e.Kind == loop.KindInputs {
+			out[i].Part = i + 1
+		}
+		if out[i].Input, err = json.Marshal(in); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // asStored is an entry's data as the store holds it: as JSON when it is

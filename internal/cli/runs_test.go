@@ -497,12 +497,14 @@ func TestRunsExport(t *testing.T) {
 	if len(got.Agents) != len(wantAgents) {
 		t.Fatalf("%d agents exported, want %d", len(got.Agents), len(wantAgents))
 	}
+	stored := 0 // journal entries
 	for i, ag := range got.Agents {
 		if d := cmp.Diff(*wantAgents[i], ag.AgentRecord); d != "" {
 			t.Errorf("agent %d (-want +got):\n%s", i, d)
 		}
 		entries, err := s.Journal(ctx, runDone, ag.ID)
 		runsMust(t, err)
+		stored += len(entries)
 		// One item per input, an entry of several giving each its part.
 		type stored struct {
 			cadre.JournalEntry
@@ -568,6 +570,16 @@ func TestRunsExport(t *testing.T) {
 		t.Error(err)
 	} else if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Errorf("run.json has mode %v; want 0600", fi.Mode().Perm())
+	}
+	// The count is of journal entries, whatever the number of inputs in each.
+	root, err := s.Journal(ctx, runDone, cadre.RootID)
+	runsMust(t, err)
+	two := `{"inputs":[{"kind":"child_ended","data":{"child":"root/a.1","status":"done"}},{"kind":"child_ended","data":{"child":"root/b.1","status":"done"}}]}`
+	runsMust(t, s.Append(ctx, []cadre.JournalEntry{{Run: runDone, Agent: cadre.RootID, Seq: int64(len(root) + 1), Kind: loop.KindInputs, Data: []byte(two), Time: runsT0}}))
+	stored++
+	res = runCadre(t, dir, home, "runs", "export", "20250314", "-o", "done.json")
+	if want := countText(stored, "journal entry"); !strings.Contains(res.stderr, ", "+want+", ") {
+		t.Errorf("runs export -o says %q, want %s", res.stderr, want)
 	}
 }
 
