@@ -478,14 +478,12 @@ func (a *app) readTrust() (trustRecord, error) {
 }
 
 // writeTrust replaces the trust record, readable by the user alone: a
-// new file renamed over the old, never written through a link.
+// new file renamed over the old, never written through a link. Its folder
+// exists (setTrust made it to lock the record).
 func (a *app) writeTrust(rec trustRecord) error {
 	f := a.trustFile()
 	if f == "" {
 		return errors.New("cannot record trust: the home folder is not known (set HOME)")
-	}
-	if err := os.MkdirAll(filepath.Dir(f), privateDir); err != nil {
-		return fmt.Errorf("record trust: %w", err)
 	}
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
@@ -499,8 +497,8 @@ func (a *app) writeTrust(rec trustRecord) error {
 }
 
 // trustLockWait is how long a change of the trust record waits for
-// another process's.
-const trustLockWait = 10 * time.Second
+// another process's (a variable for a test).
+var trustLockWait = 10 * time.Second
 
 // setTrust records (hash non-empty) or forgets (empty) the project at dir,
 // holding the record's lock from the read to the write.

@@ -33,7 +33,7 @@ func lockTrust(f string) (func(), error) {
 		}
 		if time.Now().After(deadline) {
 			lf.Close()
-			return nil, fmt.Errorf("another cadre has been changing %s for %s: try again once it is done", f, trustLockWait)
+			return nil, fmt.Errorf("waited %s for %s.lock, which another cadre process holds while it changes the trust record: try again once it has finished", trustLockWait, f)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -61,4 +61,18 @@ func TestTrustRecordLocked(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("the change, once the lock was released: %v", err)
 	}
+
+	// It gives up once it has waited too long, saying for what.
+	wait := trustLockWait
+	trustLockWait = 100 * time.Millisecond
+	defer func() { trustLockWait = wait }()
+	unlock, err = lockTrust(a.trustFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	err = a.setTrust(t.TempDir(), strings.Repeat("2", 64))
+	if err == nil || !strings.Contains(err.Error(), "waited 100ms for "+a.trustFile()+".lock") || !strings.Contains(err.Error(), "try again") {
+		t.Errorf("a change while the lock stays held: %v, want an error saying it waited for the lock", err)
+	}
 }
