@@ -204,15 +204,11 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, err, "read the journal of "+string(agent))
 			return
 		}
-		ins := make([]loop.Input, 0, len(entries))
 		rd := &journal.Reader{Store: s.store, Run: id}
-		for _, e := range entries {
-			in, err := rd.Inputs(r.Context(), e)
-			if err != nil {
-				s.fail(w, fmt.Errorf("journal entry %d of %s: %w", e.Seq, agent, err), "rebuild the conversation of "+string(agent))
-				return
-			}
-			ins = append(ins, in...)
+		ins, err := rd.InputsOf(r.Context(), entries)
+		if err != nil {
+			s.fail(w, err, "rebuild the conversation of "+string(agent))
+			return
 		}
 		if len(ins) > 0 {
 			st := loop.Replay(ins)

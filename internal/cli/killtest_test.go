@@ -330,13 +330,9 @@ type agentReplay struct {
 // reads the configurations Starts take from others.
 func replayAgent(ctx context.Context, rd *journal.Reader, entries []cadre.JournalEntry, tool string) (agentReplay, error) {
 	rep := agentReplay{succeeded: map[string]int{}}
-	var ins []loop.Input
-	for _, e := range entries {
-		in, err := rd.Inputs(ctx, e)
-		if err != nil {
-			return rep, fmt.Errorf("entry %d: %w", e.Seq, err)
-		}
-		ins = append(ins, in...)
+	ins, err := rd.InputsOf(ctx, entries)
+	if err != nil {
+		return rep, err
 	}
 	for _, in := range ins {
 		switch in := in.(type) {

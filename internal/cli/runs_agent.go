@@ -53,16 +53,14 @@ func findAgent(agents []*cadre.AgentRecord, run, arg string) (*cadre.AgentRecord
 // replayJournal decodes an agent's journal and replays it into the state
 // the agent had after its last input; rd reads the run's journal.
 func replayJournal(ctx context.Context, rd *journal.Reader, entries []cadre.JournalEntry) (*loop.State, error) {
-	ins := make([]loop.Input, 0, len(entries))
 	for _, e := range entries {
 		if err := e.Verify(); err != nil {
 			return nil, err
 		}
-		in, err := rd.Inputs(ctx, e)
-		if err != nil {
-			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)
-		}
-		ins = append(ins, in...)
+	}
+	ins, err := rd.InputsOf(ctx, entries)
+	if err != nil {
+		return nil, err
 	}
 	return loop.Replay(ins), nil
 }

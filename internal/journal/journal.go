@@ -85,6 +85,20 @@ func (c *Reader) Inputs(ctx context.Context, e cadre.JournalEntry) ([]loop.Input
 	return ins, err
 }
 
+// InputsOf reads entries, in order, back into their inputs (see Inputs):
+// what replaying an agent's journal steps. It does not verify them.
+func (c *Reader) InputsOf(ctx context.Context, entries []cadre.JournalEntry) ([]loop.Input, error) {
+	ins := make([]loop.Input, 0, len(entries))
+	for _, e := range entries {
+		in, err := c.Inputs(ctx, e)
+		if err != nil {
+			return nil, fmt.Errorf("journal entry %d of %s: %w", e.Seq, e.Agent, err)
+		}
+		ins = append(ins, in...)
+	}
+	return ins, nil
+}
+
 // Resolve replaces each Start of ins that names another agent's
 // configuration with the Start with that configuration (loop.Start.WithConfigOf).
 func (c *Reader) Resolve(ctx context.Context, ins []loop.Input) error {
