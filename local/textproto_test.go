@@ -886,6 +886,7 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 	if len(agents) != 6 || total < 20 {
 		t.Fatalf("the run has %d agents and journaled %d entries", len(agents), total)
 	}
+	crashed := 0 // crash points a run reached
 	for limit := 1; limit < total; limit++ {
 		t.Run(fmt.Sprint(limit), func(t *testing.T) {
 			mem := memstore.New()
@@ -907,6 +908,7 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 				}
 				return
 			}
+			crashed++
 			completed := journaledTurns(t, mem, r.ID())
 			second := &callCounter{calls: map[string]int{}}
 			r2, err := resumeRun(New(config(second, mem)), r.ID())
@@ -929,6 +931,10 @@ func TestTextResumeAfterCrashAtEveryPoint(t *testing.T) {
 				t.Errorf("%d agents after the resume, want 6", len(res.Agents))
 			}
 		})
+	}
+	// Runs that journal fewer entries skip the last points, not most.
+	if crashed < (total-1)*3/4 {
+		t.Errorf("only %d of %d crash points were reached: the test resumed too few runs", crashed, total-1)
 	}
 }
 
