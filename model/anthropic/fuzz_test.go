@@ -1,16 +1,14 @@
 package anthropic_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
 	"github.com/cadre-ai/cadre/model/anthropic"
+	"github.com/cadre-ai/cadre/model/modeltest"
 )
 
 // FuzzStream serves arbitrary bytes as a streamed Messages API reply. The
@@ -61,13 +59,13 @@ data: {"type":"message_stop"}
 	// goroutines make coverage differ from one run of an input to the
 	// next, and the fuzzer then spends its time minimizing inputs that
 	// found nothing (a handful of inputs in a whole run).
+	// The bytes come from memory rather than a server: a server's
+	// goroutines make coverage differ from one run of an input to the
+	// next, and the fuzzer then spends its time minimizing inputs that
+	// found nothing (a handful of inputs in a whole run).
 	var body atomic.Pointer[[]byte]
-	serve := roundTrip(func(r *http.Request) (*http.Response, error) {
-		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
-			Body: io.NopCloser(bytes.NewReader(*body.Load())), Request: r}, nil
-	})
-	p := anthropic.New(anthropic.Config{BaseURL: "http://anthropic.test", Model: "m", HTTPClient: &http.Client{Transport: serve},
-		Retry: model.RetryPolicy{MaxAttempts: 1}})
+	p := anthropic.New(anthropic.Config{BaseURL: "http://anthropic.test", Model: "m",
+		HTTPClient: modeltest.StreamClient(func() []byte { return *body.Load() }), Retry: model.RetryPolicy{MaxAttempts: 1}})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		body.Store(&data)
@@ -87,8 +85,3 @@ data: {"type":"message_stop"}
 		}
 	})
 }
-
-// roundTrip is an http.RoundTripper that is a function.
-type roundTrip func(*http.Request) (*http.Response, error)
-
-func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -36,9 +36,11 @@
 package modeltest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -1225,4 +1227,19 @@ func testConcurrent(t *testing.T, h *Harness) {
 			t.Errorf("stream %d: %v", i, err)
 		}
 	}
+}
+
+// StreamClient returns an HTTP client that answers every request with
+// 200 and body() as an event stream, from memory: for a fuzz target,
+// whose coverage a server's goroutines would make differ between runs of
+// one input.
+func StreamClient(body func() []byte) *http.Client {
+	return &http.Client{Transport: streamBody(body)}
+}
+
+type streamBody func() []byte
+
+func (b streamBody) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(bytes.NewReader(b())), Request: r}, nil
 }

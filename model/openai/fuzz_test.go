@@ -2,13 +2,12 @@ package openai_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/model"
+	"github.com/cadre-ai/cadre/model/modeltest"
 	"github.com/cadre-ai/cadre/model/openai"
 )
 
@@ -25,13 +24,10 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n"))
 	f.Add([]byte("data: {\"choices\": [oops\n\n"))
 
+	// From memory rather than a server (see anthropic's FuzzStream).
 	var body atomic.Pointer[[]byte]
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write(*body.Load())
-	}))
-	f.Cleanup(srv.Close)
-	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Retry: model.RetryPolicy{MaxAttempts: 1}})
+	p := openai.New(openai.Config{BaseURL: "http://openai.test/v1", Model: "m",
+		HTTPClient: modeltest.StreamClient(func() []byte { return *body.Load() }), Retry: model.RetryPolicy{MaxAttempts: 1}})
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		body.Store(&data)
