@@ -3,6 +3,7 @@ package jsonw
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -38,4 +39,30 @@ func FuzzAppendFloat(f *testing.F) {
 			t.Fatalf("AppendFloat(%v) = %s, json.Marshal writes %s", x, got[1:], want)
 		}
 	})
+}
+
+// Every byte that needs escaping is seen at every place of a word, among
+// plain bytes before and after it (FuzzAppendString's seeds are short).
+func TestAppendStringEveryPlace(t *testing.T) {
+	specials := []string{"\"", "\\", "<", ">", "&", "\x00", "\x1f", "\n", "\x7f", "é", "\xff", "\u2028"}
+	for _, sp := range specials {
+		for before := range 17 {
+			s := strings.Repeat("a", before) + sp + strings.Repeat("z", 16)
+			want, _ := json.Marshal(s)
+			if got := AppendString(nil, s); string(got) != string(want) {
+				t.Fatalf("AppendString(%q) = %s, json.Marshal writes %s", s, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkAppendString is a system prompt's worth of plain text, the
+// longest string a journal entry commonly holds.
+func BenchmarkAppendString(b *testing.B) {
+	s := strings.Repeat("You do one unit of work and report it. Call send_agent_message once with the result.\n", 24)
+	buf := make([]byte, 0, 4096)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = AppendString(buf[:0], s)
+	}
 }
