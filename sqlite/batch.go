@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
@@ -36,8 +37,8 @@ type table struct {
 
 var (
 	journalTable = table{
-		insert: `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES `,
-		row:    `(?, ?, ?, ?, ?, ?, ?)`,
+		insert: `INSERT INTO journal (run, agent, seq, kind, data, time, sum, record) VALUES `,
+		row:    `(?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	eventsTable = table{
 		insert: `INSERT INTO event_batches (run, first_seq, last_seq, payload) VALUES `,
@@ -53,6 +54,10 @@ var (
 			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
 			result = excluded.result, error = excluded.error`,
 	}
+	// deleteAgents removes a run's rows of agents whose records are from
+	// then on kept with their journal (see record.go); it is prepared as a
+	// table whose "rows" are IDs, after the run.
+	deleteAgents = table{insert: `DELETE FROM agents WHERE run = ? AND id IN (`, row: `?`, upsert: `)`}
 )
 
 // statement returns the table's INSERT of n rows.
@@ -103,6 +108,7 @@ type rows struct {
 
 	entries []cadre.JournalEntry // checked, with their sums
 	when    []string             // the entries' times as stored
+	record  []byte               // when not nil, the record of entries[0]'s agent, kept in its row (see record.go)
 
 	events   []cadre.Event
 	payloads [][]byte // the events' JSON, without seq
@@ -132,9 +138,10 @@ func (r *agentRow) append(args []any, b *agentBoxes) []any {
 // A batch gathers the rows of consecutive writes of a group, to be
 // written together by flush. It belongs to the committer's goroutine.
 type batch struct {
-	agents  []agentRow
-	entries []rowsRef // the journal entries of each write
-	events  []*rows   // the writes with events
+	agents  []agentRow  // a nil rec is a record dropped for a later one kept with its journal
+	entries []rowsRef   // the journal entries of each write
+	fresh   [][2]string // (run, id) of the agents whose records are kept with their journal from now on
+	events  []*rows     // the writes with events
 	n       struct{ entries, events int }
 
 	args    []any             // scratch: the arguments of one statement
@@ -150,6 +157,7 @@ type batch struct {
 type rowsRef struct {
 	entries []cadre.JournalEntry
 	when    []string
+	record  []byte
 }
 
 func (b *batch) add(r *rows) {
@@ -167,8 +175,18 @@ func (b *batch) add(r *rows) {
 		b.agentAt[key] = len(b.agents)
 		b.agents = append(b.agents, a)
 	}
+	if r.record != nil {
+		// The record goes with the journal, and replaces the agent's
+		// earlier ones: its row of agents, and one written in this batch.
+		key := [2]string{r.entries[0].Run, string(r.entries[0].Agent)}
+		if i, ok := b.agentAt[key]; ok {
+			b.agents[i].rec = nil
+			delete(b.agentAt, key)
+		}
+		b.fresh = append(b.fresh, key)
+	}
 	if len(r.entries) > 0 {
-		b.entries = append(b.entries, rowsRef{r.entries, r.when})
+		b.entries = append(b.entries, rowsRef{r.entries, r.when, r.record})
 		b.n.entries += len(r.entries)
 	}
 	if len(r.events) > 0 {
@@ -178,7 +196,7 @@ func (b *batch) add(r *rows) {
 }
 
 func (b *batch) empty() bool {
-	return len(b.agents) == 0 && len(b.entries) == 0 && len(b.events) == 0
+	return len(b.agents) == 0 && len(b.entries) == 0 && len(b.events) == 0 && len(b.fresh) == 0
 }
 
 // reset empties b for the next batch, keeping its buffers.
@@ -189,6 +207,8 @@ func (b *batch) reset() {
 	b.entries = b.entries[:0]
 	clear(b.events)
 	b.events = b.events[:0]
+	clear(b.fresh)
+	b.fresh = b.fresh[:0]
 	b.n.entries, b.n.events = 0, 0
 	clear(b.agentAt)
 	clear(b.fenced)
@@ -205,6 +225,12 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	if err := s.fenceBatch(ctx, tx, b); err != nil {
 		return err
 	}
+	if len(b.fresh) > 0 {
+		if err := s.deleteFresh(ctx, tx, b); err != nil {
+			return err
+		}
+	}
+	b.agents = slices.DeleteFunc(b.agents, func(a agentRow) bool { return a.rec == nil })
 	if len(b.agents) > 0 {
 		var boxes agentBoxes
 		err := insertRows(ctx, tx, &s.insAgents, len(b.agents), b, func(args []any, i int) []any {
@@ -222,8 +248,12 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 				w, k = w+1, 0
 			}
 			e := &b.entries[w].entries[k]
+			var record any
+			if k == 0 {
+				record = blob(b.entries[w].record)
+			}
 			args = append(args, run.of(e.Run), agent.of(string(e.Agent)), e.Seq, kind.of(e.Kind), blob(e.Data),
-				when.of(b.entries[w].when[k]), int64(e.Sum))
+				when.of(b.entries[w].when[k]), int64(e.Sum), record)
 			k++
 			return args
 		})
@@ -233,6 +263,45 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	}
 	if b.n.events > 0 {
 		return s.writeEvents(ctx, tx, b)
+	}
+	return nil
+}
+
+// deleteFresh removes the rows of agents of the batch's fresh records, a
+// run at a time (a batch nearly always has one), with the statements of
+// delAgents, largest first.
+func (s *Store) deleteFresh(ctx context.Context, tx *sql.Tx, b *batch) error {
+	slices.SortFunc(b.fresh, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })
+	for rest := b.fresh; len(rest) > 0; {
+		run := rest[0][0]
+		n := 1
+		for n < len(rest) && rest[n][0] == run {
+			n++
+		}
+		ids := rest[:n]
+		rest = rest[n:]
+		for bi, size := range rowBuckets {
+			if len(ids) < size {
+				continue
+			}
+			st := tx.StmtContext(ctx, s.delAgents[bi])
+			for ; len(ids) >= size; ids = ids[size:] {
+				args := append(b.args[:0], run)
+				for _, key := range ids[:size] {
+					args = append(args, key[1])
+				}
+				b.args = args
+				_, err := st.ExecContext(ctx, args...)
+				clear(args)
+				if err != nil {
+					st.Close()
+					return err
+				}
+			}
+			if err := st.Close(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

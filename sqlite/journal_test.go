@@ -45,6 +45,7 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 	db := raw(t, path)
 	// Back to the schema before checksums, with an entry written then.
 	for _, q := range []string{
+		undo6[0], undo6[1],
 		`ALTER TABLE journal DROP COLUMN sum`,
 		`DROP TABLE event_batches`,
 		eventsBefore4(t),
@@ -80,6 +81,10 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 	}
 }
 
+// undo6 takes a database back to the schema before 6, which kept every
+// agent's record in agents.
+var undo6 = [2]string{`DROP INDEX journal_records`, `ALTER TABLE journal DROP COLUMN record`}
+
 // eventsBefore4 returns the events table of the schema before 4, which
 // kept an event per row, as migration 001 created it.
 func eventsBefore4(t *testing.T) string {
@@ -104,6 +109,7 @@ func TestEventsBeforeBatches(t *testing.T) {
 	open(t, path).Close()
 	db := raw(t, path)
 	for _, q := range []string{
+		undo6[0], undo6[1],
 		`DROP TABLE event_batches`,
 		eventsBefore4(t),
 		`DELETE FROM schema_version WHERE version >= 4`,

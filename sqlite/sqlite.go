@@ -78,6 +78,7 @@ type Store struct {
 	// 1 to 128 rows (see rowBuckets), the fence of Append, and the
 	// numbering of events.
 	insJournals, insEvents, insAgents rowsStmts
+	delAgents                         rowsStmts // of agents kept with their journal from then on (see record.go)
 	selLease, bumpSeq                 *sql.Stmt
 
 	closeOnce sync.Once
@@ -337,6 +338,9 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 	if s.insAgents, err = agentsTable.prepare(ctx, s.w); err != nil {
 		return err
 	}
+	if s.delAgents, err = deleteAgents.prepare(ctx, s.w); err != nil {
+		return err
+	}
 	if s.selLease, err = s.w.PrepareContext(ctx, selectLeaseToken); err != nil {
 		return err
 	}
@@ -346,7 +350,7 @@ func (s *Store) prepare(ctx context.Context) (err error) {
 
 // closeStmts closes the statements prepare prepared.
 func (s *Store) closeStmts() error {
-	return errors.Join(closeStmts(s.insJournals[:]), closeStmts(s.insEvents[:]), closeStmts(s.insAgents[:]),
+	return errors.Join(closeStmts(s.insJournals[:]), closeStmts(s.insEvents[:]), closeStmts(s.insAgents[:]), closeStmts(s.delAgents[:]),
 		closeStmts([]*sql.Stmt{s.selLease, s.bumpSeq}))
 }
 
@@ -513,7 +517,8 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 // AppendAgent writes an agent's record and appends journal entries in one
 // transaction: both or neither, and one sync to disk for the two. The
 // engine uses it to make a new agent's record and its first entry durable
-// together.
+// together. When the first entry is the agent's own, the record is kept
+// in that entry's row (see record.go).
 func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
 	row, err := agentRowOf(a)
 	if err != nil {
@@ -523,12 +528,21 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err != nil {
 		return err
 	}
-	r := &rows{agents: []agentRow{row}, entries: entries, when: when}
+	if !keptWithEntry(a, entries) {
+		r := &rows{agents: []agentRow{row}, entries: entries, when: when}
+		return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
+			if err := s.putAgent(ctx, tx, &row); err != nil {
+				return err
+			}
+			return s.appendTx(ctx, tx, entries, when, nil)
+		})
+	}
+	r := &rows{entries: entries, when: when, record: appendRecord(nil, &row)}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
-		if err := s.putAgent(ctx, tx, &row); err != nil {
-			return err
+		if _, err := tx.StmtContext(ctx, single(&s.delAgents)).ExecContext(ctx, a.Run, string(a.ID)); err != nil {
+			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
 		}
-		return s.appendTx(ctx, tx, entries, when)
+		return s.appendTx(ctx, tx, entries, when, r.record)
 	})
 }
 
@@ -557,18 +571,20 @@ func (s *Store) putAgent(ctx context.Context, tx *sql.Tx, row *agentRow) error {
 	return nil
 }
 
-// ListAgents returns a run's agents ordered by Started, then by ID.
+// ListAgents returns a run's agents ordered by Started, then by ID: the
+// rows of agents, and the records kept with the journal entries of agents
+// that have none (see record.go).
 func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecord, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
 	rows, err := s.r.QueryContext(ctx, `SELECT run, id, parent, depth, definition, model, task, status, turns,
-		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = ? ORDER BY started, id`, run)
+		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = ?`, run)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
 	}
 	defer rows.Close()
-	out := []*cadre.AgentRecord{}
+	byID := map[cadre.AgentID]*cadre.AgentRecord{}
 	for rows.Next() {
 		var (
 			a                         cadre.AgentRecord
@@ -586,9 +602,14 @@ func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecor
 		if a.Ended, err = parseNullTime(ended); err != nil {
 			return nil, fmt.Errorf("sqlite: agent %s of run %q: ended: %w", id, run, err)
 		}
-		out = append(out, &a)
+		byID[a.ID] = &a
 	}
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
+	}
+	rows.Close()
+	out, err := s.journalRecords(ctx, run, byID)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
 	}
 	return out, nil
@@ -619,7 +640,7 @@ func (s *Store) Append(ctx context.Context, entries []cadre.JournalEntry) error 
 		return err
 	}
 	return s.writeRows(ctx, "append journal", &rows{entries: entries, when: when}, func(ctx context.Context, tx *sql.Tx) error {
-		return s.appendTx(ctx, tx, entries, when)
+		return s.appendTx(ctx, tx, entries, when, nil)
 	})
 }
 
@@ -641,8 +662,9 @@ func checkEntries(entries []cadre.JournalEntry) ([]string, error) {
 	return when, nil
 }
 
-// appendTx appends checked journal entries in tx, after the lease fence.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.JournalEntry, when []string) error {
+// appendTx appends checked journal entries in tx, after the lease fence;
+// record, when not nil, is kept in the first entry's row (see record.go).
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.JournalEntry, when []string, record []byte) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -653,7 +675,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, entries []cadre.Journa
 	defer stmt.Close()
 	for i := range entries {
 		e := &entries[i]
-		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i], int64(e.Sum))
+		var rec any
+		if i == 0 {
+			rec = blob(record)
+		}
+		_, err := stmt.ExecContext(ctx, e.Run, string(e.Agent), e.Seq, e.Kind, blob(e.Data), when[i], int64(e.Sum), rec)
 		switch code(err) {
 		case 0:
 		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:

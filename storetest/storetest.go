@@ -557,6 +557,42 @@ func (suite) agentAppend(t *testing.T, s cadre.Store) {
 	if agents := listAgents(t, s, "r1"); len(agents) != 1 {
 		t.Errorf("%d agents after refused AppendAgents, want 1", len(agents))
 	}
+
+	// Whichever way it was written, an agent's latest record is the one
+	// listed, in full: AppendAgent's replaces PutAgent's and the other way
+	// round, and a record written with an entry of another agent is
+	// written as it is.
+	done := sampleAgent("r1", w1, at(time.Second))
+	done.Status, done.Turns, done.Usage = cadre.StatusDone, 3, cadre.Usage{InputTokens: 120, OutputTokens: 45}
+	done.Ended, done.Result, done.Error = at(9*time.Second), "the answer, with \"quotes\" and a\nline", "a note <&>"
+	if err := s.PutAgent(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]*cadre.AgentRecord{done}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("after PutAgent over AppendAgent's record (-want +got):\n%s", d)
+	}
+	again := sampleAgent("r1", w1, at(10*time.Second))
+	again.Status, again.Turns = cadre.StatusRunning, 3
+	if err := aa.AppendAgent(ctx, again, []cadre.JournalEntry{entry("r1", w1, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]*cadre.AgentRecord{again}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("after AppendAgent over PutAgent's record (-want +got):\n%s", d)
+	}
+	w3 := cadre.RootID.Child("worker", 3)
+	third := sampleAgent("r1", w3, at(0))
+	if err := aa.AppendAgent(ctx, third, []cadre.JournalEntry{entry("r1", w2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]*cadre.AgentRecord{third, again}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("after AppendAgent of a record with another agent's entry (-want +got):\n%s", d)
+	}
+	if err := aa.AppendAgent(ctx, done, []cadre.JournalEntry{entry("r1", w1, 3)}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]*cadre.AgentRecord{third, done}, listAgents(t, s, "r1")); d != "" {
+		t.Errorf("after AppendAgent of an ended record (-want +got):\n%s", d)
+	}
 }
 
 func entry(run string, agent cadre.AgentID, seq int64) cadre.JournalEntry {
