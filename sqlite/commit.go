@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -91,7 +92,22 @@ func (w *write) name() string {
 // writeRows is write for a write of rows r, which the committer may write
 // together with the rows of other writes instead of calling fn.
 func (s *Store) writeRows(ctx context.Context, op string, r *rows, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	w := &write{op: op, fn: fn, rows: r, done: make(chan error, 1)}
+	w := writes.Get().(*write)
+	w.op, w.fn, w.rows = op, fn, r
+	err := s.await(ctx, w)
+	// The committer is done with w once its outcome is sent, or when it was
+	// withdrawn before the committer took it.
+	*w = write{done: w.done}
+	writes.Put(w)
+	return err
+}
+
+// writes keeps the writes (and their channels) that writers are done
+// with, for the next: a delegated child makes four or so.
+var writes = sync.Pool{New: func() any { return &write{done: make(chan error, 1)} }}
+
+// await queues w and waits for its outcome.
+func (s *Store) await(ctx context.Context, w *write) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", w.name(), err)
 	}

@@ -537,7 +537,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 			return s.appendTx(ctx, tx, entries, when, nil)
 		})
 	}
-	r := &rows{entries: entries, when: when, record: appendRecord(nil, &row)}
+	r := &rows{entries: entries, when: when, record: appendRecord(make([]byte, 0, 192+len(a.Task)), &row)}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, single(&s.delAgents)).ExecContext(ctx, a.Run, string(a.ID)); err != nil {
 			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
