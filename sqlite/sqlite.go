@@ -776,22 +776,25 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	// Encode first, outside the transaction; the Seq is spliced in later.
+	// Encode first, outside the transaction, one after the other in one
+	// buffer; the Seq is spliced in later.
 	payloads := make([][]byte, len(events))
+	buf := make([]byte, 0, 224*len(events))
 	for i := range events {
 		ev := events[i]
 		if ev.Run == "" {
 			return fmt.Errorf("sqlite: append event %d of %d (%s): the event has no Run: set the run it belongs to", i+1, len(events), ev.Type)
 		}
 		ev.Seq = 0
-		b, err := ev.MarshalJSON() // as json.Marshal writes it, without checking it again
-		if err != nil {
+		start := len(buf)
+		var err error
+		if buf, err = ev.AppendJSON(buf); err != nil { // as json.Marshal writes it, without checking it again
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): encode it as JSON: %w; nothing in this batch was written", i+1, len(events), ev.Type, ev.Agent, err)
 		}
 		if y := ev.Time.UTC().Year(); y < 0 || y > 9999 {
 			return fmt.Errorf("sqlite: append event %d of %d (%s, agent %s): time %v is outside the years 0 to 9999 that the store keeps", i+1, len(events), ev.Type, ev.Agent, ev.Time)
 		}
-		payloads[i] = b
+		payloads[i] = buf[start:len(buf):len(buf)]
 	}
 	seqs := make([]int64, len(events))
 	r := &rows{events: events, payloads: payloads, seqs: seqs}
