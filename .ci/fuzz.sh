@@ -10,6 +10,7 @@ FUZZTIME=${FUZZTIME:-10s}
 targets=(
   "./loop/ FuzzJournal"
   "./loop/ FuzzQuickArgs"
+  "./loop/ FuzzTaskKey"
   "./agentdef/ FuzzParse"
   "./agentdef/ FuzzParseSkill"
   "./mcp/ FuzzForwardLines"

@@ -220,6 +220,40 @@ func (c *Config) CreatableTools() []string {
 // "in C"). Before, "Do X", "Do  X", "Do X." and "Do\u00a0X" were four
 // tasks, and the detector was easy to pass.
 func TaskKey(task string) string {
+	if isKey(task) {
+		return task // what a model writes most often: no allocation
+	}
+	return taskKey(task)
+}
+
+// isKey reports whether task is its own key: ASCII without capitals or
+// control characters, its words each parted by one space, and neither
+// space nor sentence punctuation at its ends.
+func isKey(task string) bool {
+	if task == "" {
+		return true
+	}
+	space := true // before the first byte: a leading space is not allowed
+	for i := 0; i < len(task); i++ {
+		c := task[i]
+		switch {
+		case c == ' ':
+			if space {
+				return false
+			}
+			space = true
+			continue
+		case c <= ' ' || c >= 0x7f || 'A' <= c && c <= 'Z':
+			return false
+		}
+		space = false
+	}
+	ends := func(c byte) bool { return c == ' ' || strings.IndexByte(sentencePunct, c) >= 0 }
+	return !ends(task[0]) && !ends(task[len(task)-1])
+}
+
+// taskKey is TaskKey the long way, for any task.
+func taskKey(task string) string {
 	task = strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Cf, r) {
 			return -1

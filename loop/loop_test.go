@@ -699,3 +699,16 @@ func TestTaskKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTaskKey: the shortcut for a task that is its own key gives the key
+// the long way gives, for any task.
+func FuzzTaskKey(f *testing.F) {
+	for _, s := range []string{"", "do x", "Do X", "do  x", " do x", "do x.", "do x!", "'do x'", "a", ".", "unit 5000", "in c#", "50%", "do\tx", "do x\u200b", "«do x»", "do x…"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := TaskKey(s), taskKey(s); got != want {
+			t.Fatalf("TaskKey(%q) = %q, the long way gives %q", s, got, want)
+		}
+	})
+}
