@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -103,32 +104,35 @@ func keptWithEntry(a *cadre.AgentRecord, entries []cadre.JournalEntry) bool {
 // kept in the run's journal of the agents out has no row for, each the one
 // of its latest entry, and returns the whole sorted by Started, then ID,
 // as ListAgents returns them.
-func (s *Store) journalRecords(ctx context.Context, run string, out map[cadre.AgentID]*cadre.AgentRecord) ([]*cadre.AgentRecord, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT agent, record FROM journal WHERE run = ? AND record IS NOT NULL ORDER BY agent, seq`, run)
+func journalRecords(ctx context.Context, tx *sql.Tx, run string, out map[cadre.AgentID]*cadre.AgentRecord) ([]*cadre.AgentRecord, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT agent, seq, record FROM journal WHERE run = ? AND record IS NOT NULL`, run)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var kept map[cadre.AgentID]*cadre.AgentRecord
+	type latest struct {
+		seq  int64
+		data []byte
+	}
+	var kept map[string]latest
 	for rows.Next() {
 		var (
-			id   string
-			data []byte
+			id  string
+			seq int64
+			rec []byte
 		)
-		if err := rows.Scan(&id, &data); err != nil {
+		if err := rows.Scan(&id, &seq, &rec); err != nil {
 			return nil, err
 		}
 		if _, ok := out[cadre.AgentID(id)]; ok {
 			continue
 		}
-		a, err := decodeRecord(run, id, data)
-		if err != nil {
-			return nil, fmt.Errorf("agent %s: %w", id, err)
-		}
 		if kept == nil {
-			kept = map[cadre.AgentID]*cadre.AgentRecord{}
+			kept = map[string]latest{}
 		}
-		kept[a.ID] = a // a later entry's replaces an earlier one's
+		if k, ok := kept[id]; !ok || seq > k.seq { // a later entry's replaces an earlier one's
+			kept[id] = latest{seq, rec}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -137,7 +141,11 @@ func (s *Store) journalRecords(ctx context.Context, run string, out map[cadre.Ag
 	for _, a := range out {
 		list = append(list, a)
 	}
-	for _, a := range kept {
+	for id, k := range kept {
+		a, err := decodeRecord(run, id, k.data)
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", id, err)
+		}
 		list = append(list, a)
 	}
 	slices.SortFunc(list, func(x, y *cadre.AgentRecord) int {

@@ -578,7 +578,15 @@ func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecor
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("sqlite: list agents: %w", err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT run, id, parent, depth, definition, model, task, status, turns,
+	// Both reads in one transaction, which sees the database as it was at
+	// the first: a record written between them would otherwise be missed
+	// in one place and found stale in the other.
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT run, id, parent, depth, definition, model, task, status, turns,
 		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = ?`, run)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
@@ -608,7 +616,7 @@ func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecor
 		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
 	}
 	rows.Close()
-	out, err := s.journalRecords(ctx, run, byID)
+	out, err := journalRecords(ctx, tx, run, byID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list agents of run %q: %w", run, err)
 	}
