@@ -3,14 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/internal/jsonw"
 )
 
 // An agent's record written with its first journal entry (AppendAgent)
@@ -20,75 +19,102 @@ import (
 // delegated child costs the store is mostly rows: this takes one row of
 // agents and its update away from each.
 
+// recordFormat is the first byte of a kept record: the layout that
+// follows, for a later build to tell it from another.
+const recordFormat = 1
+
 // appendRecord appends the record of a row of agents, less its run and
-// ID (the journal row's), as a JSON object: the columns of agents under
-// their names, its times as stored, each that is zero or empty left out
-// (a new agent's are most of them).
+// ID (the journal row's): recordFormat, then the columns of agents in
+// their order, each string as its length (a uvarint) and its bytes, each
+// number a varint, and the end time an empty string when there is none.
+// It is read by this package alone, on every ListAgents: binary reads
+// back in a tenth of the time JSON takes.
 func appendRecord(b []byte, row *agentRow) []byte {
 	a := row.rec
-	str := func(name, v string) {
-		if v != "" {
-			b = jsonw.AppendString(append(append(append(b, ",\""...), name...), "\":"...), v)
-		}
-	}
-	num := func(name string, v int64) {
-		if v != 0 {
-			b = strconv.AppendInt(append(append(append(b, ",\""...), name...), "\":"...), v, 10)
-		}
-	}
-	b = jsonw.AppendString(append(b, `{"started":`...), row.started)
-	str("parent", string(a.Parent))
-	num("depth", int64(a.Depth))
-	str("definition", a.Definition)
-	str("model", a.Model)
-	str("task", a.Task)
-	str("status", string(a.Status))
-	num("turns", int64(a.Turns))
-	num("tokens_in", a.Usage.InputTokens)
-	num("tokens_out", a.Usage.OutputTokens)
-	if ended, ok := row.ended.(string); ok {
-		str("ended", ended)
-	}
-	str("result", a.Result)
-	str("error", a.Error)
-	return append(b, '}')
-}
-
-// storedRecord is a record as appendRecord writes it.
-type storedRecord struct {
-	Parent     string  `json:"parent"`
-	Depth      int     `json:"depth"`
-	Definition string  `json:"definition"`
-	Model      string  `json:"model"`
-	Task       string  `json:"task"`
-	Status     string  `json:"status"`
-	Turns      int     `json:"turns"`
-	TokensIn   int64   `json:"tokens_in"`
-	TokensOut  int64   `json:"tokens_out"`
-	Started    string  `json:"started"`
-	Ended      *string `json:"ended"`
-	Result     string  `json:"result"`
-	Error      string  `json:"error"`
+	str := func(v string) { b = append(binary.AppendUvarint(b, uint64(len(v))), v...) }
+	num := func(v int64) { b = binary.AppendVarint(b, v) }
+	b = append(b, recordFormat)
+	str(string(a.Parent))
+	num(int64(a.Depth))
+	str(a.Definition)
+	str(a.Model)
+	str(a.Task)
+	str(string(a.Status))
+	num(int64(a.Turns))
+	num(a.Usage.InputTokens)
+	num(a.Usage.OutputTokens)
+	str(row.started)
+	ended, _ := row.ended.(string)
+	str(ended)
+	str(a.Result)
+	str(a.Error)
+	return b
 }
 
 // decodeRecord reads back the record appendRecord wrote for agent id of
 // run.
 func decodeRecord(run, id string, data []byte) (*cadre.AgentRecord, error) {
-	var r storedRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("the record kept in its journal: %w", err)
+	bad := func(what string) error {
+		return fmt.Errorf("the record kept in its journal (%d bytes) is damaged at its %s", len(data), what)
 	}
-	a := &cadre.AgentRecord{Run: run, ID: cadre.AgentID(id), Parent: cadre.AgentID(r.Parent), Depth: r.Depth,
-		Definition: r.Definition, Model: r.Model, Task: r.Task, Status: cadre.Status(r.Status), Turns: r.Turns,
-		Result: r.Result, Error: r.Error}
-	a.Usage.InputTokens, a.Usage.OutputTokens = r.TokensIn, r.TokensOut
+	switch {
+	case len(data) == 0:
+		return nil, errors.New("the record kept in its journal is empty")
+	case data[0] != recordFormat:
+		return nil, fmt.Errorf("the record kept in its journal has format %d, which this build does not know: a newer cadre wrote it", data[0])
+	}
+	rest := data[1:]
 	var err error
-	if a.Started, err = parseTime(r.Started); err != nil {
-		return nil, fmt.Errorf("started: %w", err)
+	str := func(what string) string {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			if err == nil {
+				err = bad(what)
+			}
+			rest = nil
+			return ""
+		}
+		v := string(rest[k : k+int(n)])
+		rest = rest[k+int(n):]
+		return v
 	}
-	if r.Ended != nil {
-		if a.Ended, err = parseTime(*r.Ended); err != nil {
-			return nil, fmt.Errorf("ended: %w", err)
+	num := func(what string) int64 {
+		v, k := binary.Varint(rest)
+		if k <= 0 {
+			if err == nil {
+				err = bad(what)
+			}
+			rest = nil
+			return 0
+		}
+		rest = rest[k:]
+		return v
+	}
+	a := &cadre.AgentRecord{Run: run, ID: cadre.AgentID(id)}
+	a.Parent = cadre.AgentID(str("parent"))
+	a.Depth = int(num("depth"))
+	a.Definition = str("definition")
+	a.Model = str("model")
+	a.Task = str("task")
+	a.Status = cadre.Status(str("status"))
+	a.Turns = int(num("turns"))
+	a.Usage.InputTokens = num("input tokens")
+	a.Usage.OutputTokens = num("output tokens")
+	started, ended := str("start time"), str("end time")
+	a.Result = str("result")
+	a.Error = str("error")
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) != 0 {
+		return nil, bad("end, which has bytes after the last column")
+	}
+	if a.Started, err = parseTime(started); err != nil {
+		return nil, fmt.Errorf("the record kept in its journal: started: %w", err)
+	}
+	if ended != "" {
+		if a.Ended, err = parseTime(ended); err != nil {
+			return nil, fmt.Errorf("the record kept in its journal: ended: %w", err)
 		}
 	}
 	return a, nil
