@@ -29,7 +29,7 @@ targets=(
   "./redact/ FuzzString"
   "./ FuzzEventJSON"
   "./internal/eventlines/ FuzzDecode"
-  "./sqlite/ FuzzDecodeRecord"
+  "./internal/agentrec/ FuzzDecode"
   "./internal/jsonw/ FuzzAppendString"
   "./internal/jsonw/ FuzzAppendFloat"
   "./internal/cli/ FuzzConfig"

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/agentrec"
 )
 
 // CreateRun stores a new run. A run with the same ID must not exist.
@@ -57,11 +59,20 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err := sumEntries(entries); err != nil {
 		return err
 	}
-	return s.submit(ctx, &write{op: "put agent %s and append to its journal",
-		agents: []*cadre.AgentRecord{a}, entries: entries,
-		alone: func(ctx context.Context) error {
-			return s.again(func() error { return s.appendAgentOnce(ctx, a, entries) })
-		}})
+	w := &write{op: "put agent %s and append to its journal", entries: entries}
+	if agentrec.Kept(a, entries) {
+		// In the first entry's row, with times as a row of agents keeps
+		// them (microseconds).
+		t := *a
+		t.Started, t.Ended = t.Started.Truncate(time.Microsecond), t.Ended.Truncate(time.Microsecond)
+		w.kept, w.record = a, agentrec.Append(make([]byte, 0, agentrec.Size(&t)), &t)
+	} else {
+		w.agents = []*cadre.AgentRecord{a}
+	}
+	w.alone = func(ctx context.Context) error {
+		return s.again(func() error { return s.appendAgentOnce(ctx, a, entries, w.record) })
+	}
+	return s.submit(ctx, w)
 }
 
 // AppendEvents stores events in one transaction, all or none of them, and

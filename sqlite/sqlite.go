@@ -58,6 +58,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/internal/agentrec"
 	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
@@ -528,7 +529,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err != nil {
 		return err
 	}
-	if !keptWithEntry(a, entries) {
+	if !agentrec.Kept(a, entries) {
 		r := &rows{agents: []agentRow{row}, entries: entries, when: when}
 		return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 			if err := s.putAgent(ctx, tx, &row); err != nil {
@@ -537,7 +538,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 			return s.appendTx(ctx, tx, entries, when, nil)
 		})
 	}
-	r := &rows{entries: entries, when: when, record: appendRecord(make([]byte, 0, 192+len(a.Task)), &row)}
+	r := &rows{entries: entries, when: when, record: agentrec.Append(make([]byte, 0, agentrec.Size(a)), a)}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, single(&s.delAgents)).ExecContext(ctx, a.Run, string(a.ID)); err != nil {
 			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
