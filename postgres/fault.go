@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -60,7 +61,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 		return err
 	}
 	w := &write{op: "put agent %s and append to its journal", entries: entries}
-	if agentrec.Kept(a, entries) {
+	if agentrec.Kept(a, entries) && rowText(a) {
 		// In the first entry's row, with times as a row of agents keeps
 		// them (microseconds).
 		t := *a
@@ -73,6 +74,26 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 		return s.again(func() error { return s.appendAgentOnce(ctx, a, entries, w.record) })
 	}
 	return s.submit(ctx, w)
+}
+
+// rowText reports whether a row of agents could hold a's record as it is:
+// its text valid UTF-8 without NUL bytes, its times within years 1 to 9999
+// (the server takes more). A record kept in the journal is not checked by
+// the server, and the agent's next record, a row, would be refused at its
+// end; one in doubt is written as a row at once, which the server refuses
+// or takes as before.
+func rowText(a *cadre.AgentRecord) bool {
+	for _, s := range [...]string{string(a.Parent), a.Definition, a.Model, a.Task, string(a.Status), a.Result, a.Error} {
+		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
+			return false
+		}
+	}
+	for _, t := range [...]time.Time{a.Started, a.Ended} {
+		if y := t.Year(); !t.IsZero() && (y < 1 || y > 9999) {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendEvents stores events in one transaction, all or none of them, and

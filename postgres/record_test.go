@@ -78,3 +78,37 @@ func TestRecordsBefore6(t *testing.T) {
 		t.Errorf("ListAgents (-want +got):\n%s", d)
 	}
 }
+
+// A record a row of agents could not hold (a NUL byte in its task, a start
+// time past the server's range) is refused by AppendAgent, with nothing
+// written, as before records were kept in the journal: kept there, the
+// server would not check it, and the agent's next record would fail at its
+// end.
+func TestRecordRowRefusedAtStart(t *testing.T) {
+	serverDSN(t)
+	dsn, _ := schemaDSN(t)
+	s := open(t, dsn)
+	defer s.Close()
+	ctx := t.Context()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	for name, a := range map[string]*cadre.AgentRecord{
+		"a NUL byte":        {Run: "r1", ID: "root/worker.1", Task: "bad\x00task", Started: now},
+		"invalid UTF-8":     {Run: "r1", ID: "root/worker.2", Result: "bad \xff", Started: now},
+		"year 300000":       {Run: "r1", ID: "root/worker.3", Started: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"its end, likewise": {Run: "r1", ID: "root/worker.4", Started: now, Ended: time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		err := s.AppendAgent(ctx, a, []cadre.JournalEntry{{Run: "r1", Agent: a.ID, Seq: 1, Kind: "start", Time: now}})
+		if err == nil {
+			t.Errorf("%s: AppendAgent succeeded", name)
+		}
+		if j, err := s.Journal(ctx, "r1", a.ID); err != nil || len(j) != 0 {
+			t.Errorf("%s: the journal after a refused AppendAgent: %d entries, %v", name, len(j), err)
+		}
+	}
+	if agents, err := s.ListAgents(ctx, "r1"); err != nil || len(agents) != 0 {
+		t.Errorf("agents after refused AppendAgents: %+v, %v", agents, err)
+	}
+}

@@ -109,6 +109,7 @@ type rows struct {
 	entries []cadre.JournalEntry // checked, with their sums
 	when    []string             // the entries' times as stored
 	record  []byte               // when not nil, the record of entries[0]'s agent, kept in its row (see record.go)
+	kept    *cadre.AgentRecord   // that record, for messages
 
 	events   []cadre.Event
 	payloads [][]byte // the events' JSON, without seq

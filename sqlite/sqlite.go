@@ -538,7 +538,7 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 			return s.appendTx(ctx, tx, entries, when, nil)
 		})
 	}
-	r := &rows{entries: entries, when: when, record: agentrec.Append(make([]byte, 0, agentrec.Size(a)), a)}
+	r := &rows{entries: entries, when: when, record: agentrec.Append(make([]byte, 0, agentrec.Size(a)), a), kept: a}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, single(&s.delAgents)).ExecContext(ctx, a.Run, string(a.ID)); err != nil {
 			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)

@@ -406,6 +406,17 @@ func TestClose(t *testing.T) {
 	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r2", Started: time.Now()}); !errors.Is(err, sqlite.ErrClosed) {
 		t.Errorf("CreateRun after Close: got %v, want sqlite.ErrClosed", err)
 	}
+	// A refused write names the agent it was for, kept with its journal or
+	// not.
+	w1 := &cadre.AgentRecord{Run: "r1", ID: "root/worker.1", Started: time.Now()}
+	for name, err := range map[string]error{
+		"AppendAgent": s.AppendAgent(ctx, w1, []cadre.JournalEntry{{Run: "r1", Agent: w1.ID, Seq: 1, Kind: "start", Time: time.Now()}}),
+		"PutAgent":    s.PutAgent(ctx, w1),
+	} {
+		if !errors.Is(err, sqlite.ErrClosed) || !strings.Contains(err.Error(), `root/worker.1 of run "r1"`) || strings.Contains(err.Error(), "%s") {
+			t.Errorf("%s after Close: %v, want sqlite.ErrClosed naming root/worker.1 of run r1", name, err)
+		}
+	}
 	s = open(t, path)
 	defer s.Close()
 	if j, err := s.Journal(ctx, "r1", "root"); err != nil || len(j) != 1 {

@@ -17,9 +17,12 @@ func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
+	retry := 0 // where the word test is next worth trying: not within a word that failed it
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			if j := skipPlain(s, i); j > i {
+		if i >= retry && i+8 <= len(s) {
+			j := skipPlain(s, i)
+			retry = j + 8
+			if j > i {
 				i = j
 				continue
 			}

@@ -57,12 +57,20 @@ func TestAppendStringEveryPlace(t *testing.T) {
 }
 
 // BenchmarkAppendString is a system prompt's worth of plain text, the
-// longest string a journal entry commonly holds.
+// longest string a journal entry commonly holds, and as much text in
+// Cyrillic, where every word needs the per-byte path.
 func BenchmarkAppendString(b *testing.B) {
-	s := strings.Repeat("You do one unit of work and report it. Call send_agent_message once with the result.\n", 24)
-	buf := make([]byte, 0, 4096)
-	b.SetBytes(int64(len(s)))
-	for b.Loop() {
-		buf = AppendString(buf[:0], s)
+	for name, line := range map[string]string{
+		"prompt":   "You do one unit of work and report it. Call send_agent_message once with the result.\n",
+		"cyrillic": "Вы выполняете одну часть работы и сообщаете о ней родителю.\n",
+	} {
+		b.Run(name, func(b *testing.B) {
+			s := strings.Repeat(line, 24)
+			buf := make([]byte, 0, 4096)
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				buf = AppendString(buf[:0], s)
+			}
+		})
 	}
 }
