@@ -30,8 +30,6 @@ type write struct {
 	op      string                      // what the write does, for messages (see name)
 	agents  []*cadre.AgentRecord        // records to create or replace
 	entries []cadre.JournalEntry        // checked, with their sums
-	kept    *cadre.AgentRecord          // a record kept in the row of entries[0] (see package agentrec), or nil
-	record  []byte                      // kept, encoded
 	events  []cadre.Event               // to number and store
 	payload [][]byte                    // the events' JSON, without seq
 	seqs    []int64                     // the events' Seqs, set once committed
@@ -43,12 +41,8 @@ type write struct {
 // record holds %s for the agent and its run, put in only when a message
 // needs it: the text would cost every write allocations.
 func (w *write) name() string {
-	a := w.kept
-	if len(w.agents) == 1 {
-		a = w.agents[0]
-	}
-	if a != nil && strings.Contains(w.op, "%s") {
-		return fmt.Sprintf(w.op, string(a.ID)+" of run "+strconv.Quote(a.Run))
+	if len(w.agents) == 1 && strings.Contains(w.op, "%s") {
+		return fmt.Sprintf(w.op, string(w.agents[0].ID)+" of run "+strconv.Quote(w.agents[0].Run))
 	}
 	return w.op
 }
@@ -225,10 +219,9 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 	var (
 		fence  [][2]string
 		counts = map[string]int64{}
-		runs   []string              // with events, sorted
-		recs   []*cadre.AgentRecord  // nil: replaced by a later record kept with the journal
-		at     = map[[2]string]int{} // index in recs by (run, id)
-		fresh  [2][]string           // runs and IDs of the agents whose records are kept with their journal from now on
+		runs   []string // with events, sorted
+		agents = agentColumns{}
+		at     = map[[2]string]int{} // index in agents by (run, id)
 		jr     journalColumns
 		ev     eventlines.Rows
 	)
@@ -239,32 +232,17 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 			// change a row twice.
 			key := [2]string{a.Run, string(a.ID)}
 			if i, ok := at[key]; ok {
-				recs[i] = a
+				agents.set(i, a)
 				continue
 			}
-			at[key] = len(recs)
-			recs = append(recs, a)
-		}
-		if w.record != nil {
-			// The record goes with the journal, and replaces the agent's
-			// earlier ones: its row of agents, and one of this group.
-			key := [2]string{w.kept.Run, string(w.kept.ID)}
-			if i, ok := at[key]; ok {
-				recs[i] = nil
-				delete(at, key)
-			}
-			fresh[0], fresh[1] = append(fresh[0], key[0]), append(fresh[1], key[1])
+			at[key] = agents.add(a)
 		}
 		for i := range w.entries {
 			e := &w.entries[i]
 			if e.Lease != "" {
 				fence = append(fence, [2]string{e.Run, e.Lease})
 			}
-			var rec []byte
-			if i == 0 {
-				rec = w.record
-			}
-			jr.add(e, rec)
+			jr.add(e)
 		}
 		for i := range w.events {
 			if counts[w.events[i].Run] == 0 {
@@ -325,20 +303,11 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 	}
 
 	b := &pgx.Batch{}
-	if len(fresh[0]) > 0 {
-		b.Queue(deleteAgents, fresh[0], fresh[1])
-	}
-	var agents agentColumns
-	for _, a := range recs {
-		if a != nil {
-			agents.add(a)
-		}
-	}
 	if len(agents.run) > 0 {
 		b.Queue(insertAgents, agents.args()...)
 	}
 	if len(jr.run) > 0 {
-		b.Queue(insertJournals, jr.run, jr.agent, jr.seq, jr.kind, jr.data, jr.time, jr.sum, jr.record)
+		b.Queue(insertJournals, jr.run, jr.agent, jr.seq, jr.kind, jr.data, jr.time, jr.sum)
 	}
 	if len(ev.Run) > 0 {
 		b.Queue(insertEventBatches, ev.Run, ev.First, ev.Last, lines(&ev))
@@ -368,11 +337,8 @@ const (
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[], $8::text[],
 			$9::int4[], $10::int8[], $11::int8[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
 		ON CONFLICT (run, id) DO UPDATE SET ` + agentUpdate
-	insertJournals = `INSERT INTO journal (run, agent, seq, kind, data, time, sum, record)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[], $7::int8[], $8::bytea[])`
-	// deleteAgents removes the rows of agents whose records are from now on
-	// kept with their journal.
-	deleteAgents       = `DELETE FROM agents WHERE (run, id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+	insertJournals = `INSERT INTO journal (run, agent, seq, kind, data, time, sum)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::bytea[], $6::timestamptz[], $7::int8[])`
 	insertEventBatches = `INSERT INTO event_batches (run, first_seq, last_seq, payload)
 		SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[])`
 )
@@ -396,22 +362,33 @@ type agentColumns struct {
 	result, err                   []string
 }
 
-func (c *agentColumns) add(a *cadre.AgentRecord) {
+func (c *agentColumns) add(a *cadre.AgentRecord) int {
 	c.run = append(c.run, a.Run)
 	c.id = append(c.id, string(a.ID))
-	c.parent = append(c.parent, string(a.Parent))
-	c.depth = append(c.depth, int32(a.Depth))
-	c.definition = append(c.definition, a.Definition)
-	c.model = append(c.model, a.Model)
-	c.task = append(c.task, a.Task)
-	c.stat = append(c.stat, string(a.Status))
-	c.turns = append(c.turns, int32(a.Turns))
-	c.in = append(c.in, a.Usage.InputTokens)
-	c.out = append(c.out, a.Usage.OutputTokens)
-	c.started = append(c.started, a.Started)
-	c.ended = append(c.ended, pgtype.Timestamptz{Time: a.Ended, Valid: !a.Ended.IsZero()})
-	c.result = append(c.result, a.Result)
-	c.err = append(c.err, a.Error)
+	c.parent = append(c.parent, "")
+	c.depth = append(c.depth, 0)
+	c.definition = append(c.definition, "")
+	c.model = append(c.model, "")
+	c.task = append(c.task, "")
+	c.stat = append(c.stat, "")
+	c.turns = append(c.turns, 0)
+	c.in = append(c.in, 0)
+	c.out = append(c.out, 0)
+	c.started = append(c.started, time.Time{})
+	c.ended = append(c.ended, pgtype.Timestamptz{})
+	c.result = append(c.result, "")
+	c.err = append(c.err, "")
+	i := len(c.run) - 1
+	c.set(i, a)
+	return i
+}
+
+func (c *agentColumns) set(i int, a *cadre.AgentRecord) {
+	c.parent[i], c.depth[i], c.definition[i], c.model[i] = string(a.Parent), int32(a.Depth), a.Definition, a.Model
+	c.task[i], c.stat[i], c.turns[i] = a.Task, string(a.Status), int32(a.Turns)
+	c.in[i], c.out[i], c.started[i] = a.Usage.InputTokens, a.Usage.OutputTokens, a.Started
+	c.ended[i] = pgtype.Timestamptz{Time: a.Ended, Valid: !a.Ended.IsZero()}
+	c.result[i], c.err[i] = a.Result, a.Error
 }
 
 func (c *agentColumns) args() []any {
@@ -427,10 +404,9 @@ type journalColumns struct {
 	data       [][]byte
 	time       []time.Time
 	sum        []int64
-	record     [][]byte // nil but for an entry that keeps its agent's record
 }
 
-func (c *journalColumns) add(e *cadre.JournalEntry, record []byte) {
+func (c *journalColumns) add(e *cadre.JournalEntry) {
 	c.run = append(c.run, e.Run)
 	c.agent = append(c.agent, string(e.Agent))
 	c.seq = append(c.seq, e.Seq)
@@ -438,7 +414,6 @@ func (c *journalColumns) add(e *cadre.JournalEntry, record []byte) {
 	c.data = append(c.data, []byte(e.Data))
 	c.time = append(c.time, e.Time)
 	c.sum = append(c.sum, int64(e.Sum))
-	c.record = append(c.record, record)
 }
 
 // lines returns the text of r's rows.

@@ -40,8 +40,6 @@ func TestEventsBeforeBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		`DROP INDEX journal_records`,
-		`ALTER TABLE journal DROP COLUMN record`,
 		`DROP TABLE event_batches`,
 		eventsBefore5(t),
 		`DELETE FROM schema_version WHERE version >= 5`,

@@ -7,13 +7,10 @@ import (
 	"io"
 	"net"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/internal/agentrec"
 )
 
 // CreateRun stores a new run. A run with the same ID must not exist.
@@ -60,40 +57,11 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	if err := sumEntries(entries); err != nil {
 		return err
 	}
-	w := &write{op: "put agent %s and append to its journal", entries: entries}
-	if agentrec.Kept(a, entries) && rowText(a) {
-		// In the first entry's row, with times as a row of agents keeps
-		// them (microseconds).
-		t := *a
-		t.Started, t.Ended = t.Started.Truncate(time.Microsecond), t.Ended.Truncate(time.Microsecond)
-		w.kept, w.record = a, agentrec.Append(make([]byte, 0, agentrec.Size(&t)), &t)
-	} else {
-		w.agents = []*cadre.AgentRecord{a}
-	}
-	w.alone = func(ctx context.Context) error {
-		return s.again(func() error { return s.appendAgentOnce(ctx, a, entries, w.record) })
-	}
-	return s.submit(ctx, w)
-}
-
-// rowText reports whether a row of agents could hold a's record as it is:
-// its text valid UTF-8 without NUL bytes, its times within years 1 to 9999
-// (the server takes more). A record kept in the journal is not checked by
-// the server, and the agent's next record, a row, would be refused at its
-// end; one in doubt is written as a row at once, which the server refuses
-// or takes as before.
-func rowText(a *cadre.AgentRecord) bool {
-	for _, s := range [...]string{string(a.Parent), a.Definition, a.Model, a.Task, string(a.Status), a.Result, a.Error} {
-		if !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 {
-			return false
-		}
-	}
-	for _, t := range [...]time.Time{a.Started, a.Ended} {
-		if y := t.Year(); !t.IsZero() && (y < 1 || y > 9999) {
-			return false
-		}
-	}
-	return true
+	return s.submit(ctx, &write{op: "put agent %s and append to its journal",
+		agents: []*cadre.AgentRecord{a}, entries: entries,
+		alone: func(ctx context.Context) error {
+			return s.again(func() error { return s.appendAgentOnce(ctx, a, entries) })
+		}})
 }
 
 // AppendEvents stores events in one transaction, all or none of them, and

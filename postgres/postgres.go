@@ -35,7 +35,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +52,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cadre-ai/cadre"
-	"github.com/cadre-ai/cadre/internal/agentrec"
 	"github.com/cadre-ai/cadre/internal/eventlines"
 )
 
@@ -296,33 +294,26 @@ func putAgent(ctx context.Context, db execer, a *cadre.AgentRecord) error {
 	return nil
 }
 
-// appendAgentOnce is AppendAgent in a transaction of its own; record,
-// when not nil, is a's record as kept in the row of entries[0].
-func (s *Store) appendAgentOnce(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry, record []byte) error {
+// appendAgentOnce is AppendAgent in a transaction of its own.
+func (s *Store) appendAgentOnce(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if record != nil {
-			if _, err := tx.Exec(ctx, `DELETE FROM agents WHERE run = $1 AND id = $2`, a.Run, string(a.ID)); err != nil {
-				return fmt.Errorf("postgres: put agent %s of run %q: %w", a.ID, a.Run, err)
-			}
-		} else if err := putAgent(ctx, tx, a); err != nil {
+		if err := putAgent(ctx, tx, a); err != nil {
 			return err
 		}
 		if len(entries) == 0 {
 			return nil
 		}
-		return s.insertJournal(ctx, tx, fences(entries), entries, record)
+		return s.insertJournal(ctx, tx, fences(entries), entries)
 	})
 }
 
-// ListAgents returns a run's agents ordered by Started, then by ID: the
-// rows of agents, and the records kept with the journal entries of agents
-// that have none (see package agentrec), each the one of its latest entry.
-// One statement reads both, so that they are of one moment.
+// ListAgents returns a run's agents ordered by Started, then by ID.
 func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecord, error) {
 	if err := s.mustExist(ctx, run); err != nil {
 		return nil, fmt.Errorf("postgres: list agents: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, listAgents, run)
+	rows, err := s.pool.Query(ctx, `SELECT id, parent, depth, definition, model, task, status, turns,
+		tokens_in, tokens_out, started, ended, result, error FROM agents WHERE run = $1 ORDER BY started, id`, run)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
 	}
@@ -332,43 +323,21 @@ func (s *Store) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecor
 		var (
 			a                  = cadre.AgentRecord{Run: run}
 			id, parent, status string
-			started, ended     *time.Time
-			record             []byte
+			ended              *time.Time
 		)
 		if err := rows.Scan(&id, &parent, &a.Depth, &a.Definition, &a.Model, &a.Task, &status, &a.Turns,
-			&a.Usage.InputTokens, &a.Usage.OutputTokens, &started, &ended, &a.Result, &a.Error, &record); err != nil {
+			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Started, &ended, &a.Result, &a.Error); err != nil {
 			return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
 		}
-		if record != nil {
-			kept, err := agentrec.Decode(run, id, record)
-			if err != nil {
-				return nil, fmt.Errorf("postgres: list agents of run %q: agent %s: %w", run, id, err)
-			}
-			out = append(out, kept)
-			continue
-		}
 		a.ID, a.Parent, a.Status = cadre.AgentID(id), cadre.AgentID(parent), cadre.Status(status)
-		a.Started, a.Ended = utc(*started), utcPtr(ended)
+		a.Started, a.Ended = utc(a.Started), utcPtr(ended)
 		out = append(out, &a)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: list agents of run %q: %w", run, err)
 	}
-	slices.SortFunc(out, func(x, y *cadre.AgentRecord) int {
-		return cmp.Or(x.Started.Compare(y.Started), strings.Compare(string(x.ID), string(y.ID)))
-	})
 	return out, nil
 }
-
-// listAgents is ListAgents' statement: a run's rows of agents, then the
-// latest record kept in the journal of each agent without one.
-const listAgents = `SELECT id, parent, depth, definition, model, task, status, turns,
-		tokens_in, tokens_out, started, ended, result, error, NULL::bytea FROM agents WHERE run = $1
-	UNION ALL
-	(SELECT DISTINCT ON (agent) agent, '', 0, '', '', '', '', 0, 0::int8, 0::int8, NULL::timestamptz, NULL::timestamptz, '', '', record
-		FROM journal j WHERE run = $1 AND record IS NOT NULL
-			AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.run = $1 AND a.id = j.agent)
-		ORDER BY agent, seq DESC)`
 
 // mustExist returns an error wrapping cadre.ErrNotFound when the run does
 // not exist.
@@ -384,7 +353,7 @@ func (s *Store) mustExist(ctx context.Context, run string) error {
 	return nil
 }
 
-const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum, record) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, sum) VALUES ($1, $2, $3, $4, $5, $6, $7)`
 
 // copyFrom is the batch size from which Append uses COPY, which costs more
 // round trips but less per entry than a pipeline of INSERTs (measured
@@ -417,7 +386,7 @@ func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) er
 			return nil
 		}
 	}
-	return s.insertJournal(ctx, s.pool, fence, entries, nil)
+	return s.insertJournal(ctx, s.pool, fence, entries)
 }
 
 // sumEntries checks entries and sets each one's Sum to its checksum.
@@ -471,20 +440,15 @@ type batcher interface {
 }
 
 // insertJournal sends the fences and one INSERT per entry in a pipeline:
-// one round trip. record, when not nil, is kept in the first entry's row
-// (see package agentrec).
-func (s *Store) insertJournal(ctx context.Context, db batcher, fence [][2]string, entries []cadre.JournalEntry, record []byte) error {
+// one round trip.
+func (s *Store) insertJournal(ctx context.Context, db batcher, fence [][2]string, entries []cadre.JournalEntry) error {
 	b := &pgx.Batch{}
 	for _, f := range fence {
 		b.Queue(fenceQuery, f[0], f[1])
 	}
 	for i := range entries {
 		e := &entries[i]
-		var rec []byte
-		if i == 0 {
-			rec = record
-		}
-		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time, int64(e.Sum), rec)
+		b.Queue(insertJournal, e.Run, string(e.Agent), e.Seq, e.Kind, []byte(e.Data), e.Time, int64(e.Sum))
 	}
 	// A batch runs in one implicit transaction: the first failure rolls
 	// back the statements before it and skips those after.

@@ -1,7 +1,7 @@
-// Package agentrec is how the SQL stores keep an agent's record with a
-// journal entry (the one AppendAgent writes with it) rather than in a row
-// of agents: the record, less its run and ID (the entry's), in a compact
-// binary form that only the stores read, on every ListAgents. An agent
+// Package agentrec is how the SQLite store keeps an agent's record with
+// a journal entry (the one AppendAgent writes with it) rather than in a
+// row of agents: the record, less its run and ID (the entry's), in a
+// compact binary form that only the store reads, on every ListAgents. An agent
 // whose start and end are each one record then costs one row of agents,
 // inserted at its end, instead of a row inserted and then updated.
 package agentrec
