@@ -281,27 +281,11 @@ func (s *Store) deleteFresh(ctx context.Context, tx *sql.Tx, b *batch) error {
 		}
 		ids := rest[:n]
 		rest = rest[n:]
-		for bi, size := range rowBuckets {
-			if len(ids) < size {
-				continue
-			}
-			st := tx.StmtContext(ctx, s.delAgents[bi])
-			for ; len(ids) >= size; ids = ids[size:] {
-				args := append(b.args[:0], run)
-				for _, key := range ids[:size] {
-					args = append(args, key[1])
-				}
-				b.args = args
-				_, err := st.ExecContext(ctx, args...)
-				clear(args)
-				if err != nil {
-					st.Close()
-					return err
-				}
-			}
-			if err := st.Close(); err != nil {
-				return err
-			}
+		err := execRows(ctx, tx, &s.delAgents, len(ids), b, run, func(args []any, i int) []any {
+			return append(args, ids[i][1])
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -348,6 +332,12 @@ func (b *boxed) of(s string) any {
 // insertRows inserts n rows with the statements of stmts, largest first;
 // row appends the arguments of row i to args.
 func insertRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch, row func(args []any, i int) []any) error {
+	return execRows(ctx, tx, stmts, n, b, nil, row)
+}
+
+// execRows is insertRows for statements whose arguments start with lead,
+// when it is not nil (deleteAgents' run), before those of the rows.
+func execRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch, lead any, row func(args []any, i int) []any) error {
 	i := 0
 	for bi, size := range rowBuckets {
 		if n-i < size {
@@ -356,6 +346,9 @@ func insertRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *bat
 		st := tx.StmtContext(ctx, stmts[bi])
 		for ; n-i >= size; i += size {
 			args := b.args[:0]
+			if lead != nil {
+				args = append(args, lead)
+			}
 			for j := range size {
 				args = row(args, i+j)
 			}

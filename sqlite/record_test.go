@@ -70,3 +70,59 @@ func TestRecordsBefore6(t *testing.T) {
 		t.Errorf("ListAgents (-want +got):\n%s", d)
 	}
 }
+
+// A group of 41 records kept with the journal removes the 41 rows of
+// agents they replace, with statements of several sizes (32, 8 and 1).
+func TestRecordsKeptManyInGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cadre.db")
+	s := open(t, path)
+	defer s.Close()
+	ctx := t.Context()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 41
+	rec := func(i int, status cadre.Status) *cadre.AgentRecord {
+		return &cadre.AgentRecord{Run: "r1", ID: cadre.RootID.Child("worker", i), Parent: "root", Depth: 1, Status: status, Started: now.Add(time.Duration(i) * time.Second)}
+	}
+	for i := 1; i <= n; i++ {
+		if err := s.PutAgent(ctx, rec(i, cadre.StatusDone)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := s.Hold()
+	q := &storetest.Queue{Store: s}
+	for i := 1; i <= n; i++ {
+		a := rec(i, cadre.StatusQueued)
+		q.Add(t, func() error {
+			return s.AppendAgent(ctx, a, []cadre.JournalEntry{{Run: "r1", Agent: a.ID, Seq: 1, Kind: "start", Time: now}})
+		})
+	}
+	retried := s.Retried()
+	if err := release(); err != nil {
+		t.Fatal(err)
+	}
+	q.Wait()
+	for i, err := range q.Errs {
+		if err != nil {
+			t.Errorf("AppendAgent %d: %v", i+1, err)
+		}
+	}
+	if s.Retried() != retried {
+		t.Error("the group was applied write by write")
+	}
+	agents, err := s.ListAgents(ctx, "r1")
+	if err != nil || len(agents) != n {
+		t.Fatalf("ListAgents: %d agents, %v; want %d", len(agents), err, n)
+	}
+	for _, a := range agents {
+		if a.Status != cadre.StatusQueued {
+			t.Errorf("%s is %s, want queued: the row of agents was not removed", a.ID, a.Status)
+		}
+	}
+	var rows int
+	if err := raw(t, path).QueryRowContext(ctx, `SELECT COUNT(*) FROM agents`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("%d rows of agents left (%v), want 0", rows, err)
+	}
+}
