@@ -13,6 +13,13 @@ package local_test
 //	calls/run      model calls of one run, the root's included
 //	tokens/run     tokens of those calls (each answers with 10 in, 10 out)
 //	disk-B/child   with SQLite, the database's size once closed / N
+//	spawned-ms     with a latency, when the last child's model call began
+//	tail-ms        with a latency, from the last child's reply to the run's end
+//
+// A run takes at least L; with L = 200 ms what it takes more is about
+// spawned-ms (the children are started, one goroutine each, while the
+// first already wait for their models) plus tail-ms (the last child's
+// reply and the parent's next step, each journaled first).
 //
 // With CADRE_TEST_POSTGRES set (`source .ci/postgres.sh` starts a server
 // and sets it), the stores include PostgreSQL, each run in a schema of its
@@ -29,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +47,7 @@ import (
 	"github.com/cadre-ai/cadre/local"
 	"github.com/cadre-ai/cadre/loop"
 	"github.com/cadre-ai/cadre/memstore"
+	"github.com/cadre-ai/cadre/model/scripted"
 	"github.com/cadre-ai/cadre/postgres"
 	"github.com/cadre-ai/cadre/sqlite"
 )
@@ -157,18 +166,47 @@ func (f replyFunc) Stream(ctx context.Context, req *cadre.Request) iter.Seq2[*ca
 	}
 }
 
-// countingModel counts a benchmark's model calls and their tokens.
+// countingModel counts a benchmark's model calls and their tokens, and
+// times the children's calls in the run under way (see clock).
 type countingModel struct {
 	w      *workload
 	calls  atomic.Int64
 	tokens atomic.Int64
+	clock  clock
+}
+
+// clock times the calls of a run's children from its start: when the last
+// of them began, and when the last of them returned.
+type clock struct {
+	mu               sync.Mutex
+	start            time.Time
+	lastCall, lastUp time.Duration
+}
+
+func (c *clock) reset(start time.Time) {
+	c.mu.Lock()
+	c.start, c.lastCall, c.lastUp = start, 0, 0
+	c.mu.Unlock()
+}
+
+func (c *clock) mark(at *time.Duration) {
+	c.mu.Lock()
+	*at = max(*at, time.Since(c.start))
+	c.mu.Unlock()
 }
 
 func (c *countingModel) reply(ctx context.Context, req *cadre.Request) (*cadre.Response, error) {
+	child := req.Turn == 1 && scripted.DefinitionName(req.Agent) == "worker"
+	if child {
+		c.clock.mark(&c.clock.lastCall)
+	}
 	resp, err := c.w.reply(ctx, req)
 	if err == nil {
 		c.calls.Add(1)
 		c.tokens.Add(int64(resp.Usage.Total()))
+	}
+	if child {
+		c.clock.mark(&c.clock.lastUp)
 	}
 	return resp, err
 }
@@ -184,6 +222,8 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func() int64), t
 	var (
 		cpu         time.Duration
 		wall        time.Duration
+		lastCall    time.Duration // when the last child's model call began
+		tail        time.Duration // from the last child's reply to the run's end
 		allocs      uint64
 		stored      int64
 		before, aft runtime.MemStats
@@ -201,10 +241,13 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func() int64), t
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		cpu0, t0 := cputime.Process(), time.Now()
+		cm.clock.reset(t0)
 		b.StartTimer()
 		runOnce(b, e, n+1)
 		b.StopTimer()
 		cpu1, t1 := cputime.Process(), time.Now()
+		lastCall += cm.clock.lastCall
+		tail += t1.Sub(t0) - cm.clock.lastUp
 		runtime.ReadMemStats(&aft)
 		cpu += cpu1 - cpu0
 		wall += t1.Sub(t0)
@@ -217,6 +260,10 @@ func delegate(b *testing.B, open func(*testing.B) (cadre.Store, func() int64), t
 		b.ReportMetric(float64(cpu.Microseconds())/runs/float64(n), "cpu-µs/child")
 	}
 	b.ReportMetric(float64(wall.Microseconds())/1000/runs, "ms/run")
+	if latency > 0 {
+		b.ReportMetric(float64(lastCall.Microseconds())/1000/runs, "spawned-ms")
+		b.ReportMetric(float64(tail.Microseconds())/1000/runs, "tail-ms")
+	}
 	b.ReportMetric(float64(allocs)/runs/float64(n+1), "allocs/agent")
 	b.ReportMetric(float64(cm.calls.Load())/runs, "calls/run")
 	b.ReportMetric(float64(cm.tokens.Load())/runs, "tokens/run")
