@@ -1,33 +1,16 @@
 package postgres_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cadre-ai/cadre"
+	"github.com/cadre-ai/cadre/storetest"
 )
-
-// eventsBefore5 is the events table as migrations/001_init.sql made it.
-func eventsBefore5(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("migrations", "001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i := strings.Index(s, "CREATE TABLE events (")
-	j := strings.Index(s[max(i, 0):], ");")
-	if i < 0 || j < 0 {
-		t.Fatal("migrations/001_init.sql has no events table")
-	}
-	return s[i : i+j+1]
-}
 
 // Events stored one per row before schema 5 are read back after it, and
 // the numbering goes on from them.
@@ -41,7 +24,7 @@ func TestEventsBeforeBatches(t *testing.T) {
 	}
 	for _, q := range []string{
 		`DROP TABLE event_batches`,
-		eventsBefore5(t),
+		storetest.CreateTable(t, filepath.Join("migrations", "001_init.sql"), "events"), // as before schema 5
 		`DELETE FROM schema_version WHERE version >= 5`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents, event_seq)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00Z', 0, 0, '', '', 1, 2)`,

@@ -2,10 +2,8 @@ package sqlite_test
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -48,7 +46,7 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 		undo6[0], undo6[1],
 		`ALTER TABLE journal DROP COLUMN sum`,
 		`DROP TABLE event_batches`,
-		eventsBefore4(t),
+		storetest.CreateTable(t, filepath.Join("migrations", "001_init.sql"), "events"), // as before schema 4
 		`DELETE FROM schema_version WHERE version >= 3`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1)`,
@@ -85,23 +83,6 @@ func TestEntriesWithoutChecksum(t *testing.T) {
 // agent's record in agents.
 var undo6 = [2]string{`DROP INDEX journal_records`, `ALTER TABLE journal DROP COLUMN record`}
 
-// eventsBefore4 returns the events table of the schema before 4, which
-// kept an event per row, as migration 001 created it.
-func eventsBefore4(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("migrations", "001_init.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	i := strings.Index(s, "CREATE TABLE events (")
-	j := strings.Index(s[max(i, 0):], ") STRICT;")
-	if i < 0 || j < 0 {
-		t.Fatal("migrations/001_init.sql has no events table")
-	}
-	return s[i : i+j+len(") STRICT")]
-}
-
 // Events stored one per row before schema 4 are read back after it, and
 // the numbering goes on from them.
 func TestEventsBeforeBatches(t *testing.T) {
@@ -111,7 +92,7 @@ func TestEventsBeforeBatches(t *testing.T) {
 	for _, q := range []string{
 		undo6[0], undo6[1],
 		`DROP TABLE event_batches`,
-		eventsBefore4(t),
+		storetest.CreateTable(t, filepath.Join("migrations", "001_init.sql"), "events"), // as before schema 4
 		`DELETE FROM schema_version WHERE version >= 4`,
 		`INSERT INTO runs (id, task, status, model, started, tokens_in, tokens_out, answer, error, agents, event_seq)
 			VALUES ('old', 't', 'running', 'm', '2025-01-01T00:00:00.000000000Z', 0, 0, '', '', 1, 2)`,
