@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/cadre-ai/cadre/storetest"
 )
 
 // Groups is the number of transactions that held more than one write.
@@ -16,23 +18,14 @@ func (s *Store) Retried() int64 { return s.c.retried.Load() }
 func (s *Store) Queued() int { return s.c.queue.Len() }
 
 // Hold occupies the committer with a write that does nothing until release
-// is called, so that a test can queue writes behind it. Hold returns once
-// the committer is inside that write; release waits for it to end.
+// is called (see storetest.Hold); release waits for it to end.
 func (s *Store) Hold() (release func() error) {
-	inside, free := make(chan struct{}), make(chan struct{})
-	errc := make(chan error, 1)
-	go func() {
-		errc <- s.submit(context.Background(), &write{op: "hold", alone: func(context.Context) error {
-			close(inside)
-			<-free
+	return storetest.Hold(func(block func()) error {
+		return s.submit(context.Background(), &write{op: "hold", alone: func(context.Context) error {
+			block()
 			return nil
 		}})
-	}()
-	<-inside
-	return func() error {
-		close(free)
-		return <-errc
-	}
+	})
 }
 
 // SetCommitTimeout replaces CommitTimeout for s. Call it before s writes.

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"time"
+
+	"github.com/cadre-ai/cadre/storetest"
 )
 
 // OpenWith opens a store with settings other than Open's, for benchmarks:
@@ -24,23 +26,14 @@ func (s *Store) Retried() int64 { return s.c.retried.Load() }
 func (s *Store) Queued() int { return s.c.queue.Len() }
 
 // Hold occupies the committer with a write that does nothing until release
-// is called, so that a test can queue writes behind it. Hold returns once
-// the committer is inside that write; release waits for it to commit.
+// is called (see storetest.Hold); release waits for it to commit.
 func (s *Store) Hold() (release func() error) {
-	inside, free := make(chan struct{}), make(chan struct{})
-	errc := make(chan error, 1)
-	go func() {
-		errc <- s.write(context.Background(), "hold", func(context.Context, *sql.Tx) error {
-			close(inside)
-			<-free
+	return storetest.Hold(func(block func()) error {
+		return s.write(context.Background(), "hold", func(context.Context, *sql.Tx) error {
+			block()
 			return nil
 		})
-	}()
-	<-inside
-	return func() error {
-		close(free)
-		return <-errc
-	}
+	})
 }
 
 // OpenBusy opens a store whose writes wait busy for another process's

@@ -39,3 +39,23 @@ func (q *Queue) Add(t testing.TB, write func() error) {
 
 // Wait waits until every write added has returned.
 func (q *Queue) Wait() { q.wg.Wait() }
+
+// Hold occupies a store's committer, for a test to queue writes behind it:
+// submit queues a write whose work calls block. Hold returns once the
+// committer is inside block; release lets it return and waits for the
+// write's outcome.
+func Hold(submit func(block func()) error) (release func() error) {
+	inside, free := make(chan struct{}), make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- submit(func() {
+			close(inside)
+			<-free
+		})
+	}()
+	<-inside
+	return func() error {
+		close(free)
+		return <-errc
+	}
+}
