@@ -71,10 +71,7 @@ func TestGroupCommit(t *testing.T) {
 	q.Add(t, func() error { return s.AppendEvents(ctx, first) })
 	q.Add(t, func() error { return s.PutAgent(ctx, &done) })
 	q.Add(t, func() error { return s.AppendEvents(ctx, second) })
-	if err := release(); err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	for i, err := range q.Errs {
 		if err != nil {
 			t.Errorf("write %d: %v", i+1, err)
@@ -153,10 +150,7 @@ func TestGroupFailsAlone(t *testing.T) {
 	})
 	q.Add(t, func() error { return s.Append(ctx, entry("c", 1, "old")) })
 	q.Add(t, func() error { return s.AppendEvents(ctx, good) })
-	if err := release(); err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 
 	for _, i := range []int{0, 6, 7} {
 		if q.Errs[i] != nil {
@@ -207,10 +201,7 @@ func TestWithdrawnWrite(t *testing.T) {
 	for s.Queued() > 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	if !errors.Is(q.Errs[0], context.Canceled) || q.Errs[1] != nil {
 		t.Fatalf("errors %v, %v; want context.Canceled and nil", q.Errs[0], q.Errs[1])
 	}
@@ -334,10 +325,7 @@ func TestCommitTimeout(t *testing.T) {
 	q.Add(t, func() error { return s.Append(ctx, entry("r1")) })
 	q.Add(t, func() error { return s.AppendEvents(ctx, []cadre.Event{{Type: cadre.EventSay, Run: "r1", Time: now}}) })
 	q.Add(t, func() error { return s.Append(ctx, entry("r2")) })
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	if q.Errs[2] != nil {
 		t.Errorf("the write to the other run: %v", q.Errs[2])
 	}

@@ -69,10 +69,7 @@ func TestBatchedGroup(t *testing.T) {
 		q.Add(t, func() error { return s.AppendEvents(ctx, evs) })
 	}
 	q.Add(t, func() error { return s.PutAgent(ctx, &done) })
-	if err := release(); err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	for i, err := range q.Errs {
 		if err != nil {
 			t.Errorf("write %d of the group: %v", i+1, err)
@@ -178,10 +175,7 @@ func TestBatchedGroupFailsAlone(t *testing.T) {
 	})
 	q.Add(t, func() error { return s.Append(ctx, entry("c", 1, "new")) })
 	q.Add(t, func() error { return s.AppendEvents(ctx, good) })
-	if err := release(); err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 
 	for _, i := range []int{0, 1, 6, 7} {
 		if q.Errs[i] != nil {
@@ -238,10 +232,7 @@ func TestBatchedFence(t *testing.T) {
 			return s.Append(ctx, []cadre.JournalEntry{{Run: "r1", Agent: agent, Seq: 1, Kind: "start", Time: now, Lease: token}})
 		})
 	}
-	if err := release(); err != nil {
-		t.Fatalf("the held write: %v", err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	if q.Errs[0] != nil || q.Errs[2] != nil {
 		t.Errorf("appends under the lease that holds the run failed: %v, %v", q.Errs[0], q.Errs[2])
 	}

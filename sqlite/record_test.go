@@ -100,10 +100,7 @@ func TestRecordsKeptManyInGroup(t *testing.T) {
 		})
 	}
 	retried := s.Retried()
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	q.Wait()
+	q.Commit(t, release)
 	for i, err := range q.Errs {
 		if err != nil {
 			t.Errorf("AppendAgent %d: %v", i+1, err)

@@ -86,10 +86,7 @@ func KeptRecords(t *testing.T, open func(t *testing.T) GroupStore, rows func(t *
 				q.Add(t, func() error { return s.Append(ctx, start(w(1), 1)) })
 			}
 			retried := s.Retried()
-			if err := release(); err != nil {
-				t.Fatal(err)
-			}
-			q.Wait()
+			q.Commit(t, release)
 			for i, err := range q.Errs {
 				if failed := alone && i == len(q.Errs)-1; (err != nil) != failed {
 					t.Errorf("write %d of the group: %v", i+1, err)

@@ -59,3 +59,14 @@ func Hold(submit func(block func()) error) (release func() error) {
 		return <-errc
 	}
 }
+
+// Commit lets the committer held by release go (see Hold) and waits until
+// every write added has returned; it fails the test if the held write
+// failed.
+func (q *Queue) Commit(t testing.TB, release func() error) {
+	t.Helper()
+	if err := release(); err != nil {
+		t.Fatalf("the held write: %v", err)
+	}
+	q.Wait()
+}
