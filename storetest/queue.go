@@ -17,17 +17,18 @@ type Queue struct {
 	Store Queuer
 	Errs  []error // each write's outcome, in the order added, once Wait has returned
 
-	wg sync.WaitGroup
-	n  int
+	wg   sync.WaitGroup
+	n    int
+	errs []*error // where each write's goroutine puts its outcome
 }
 
 // Add starts write and waits until the store has queued it.
 func (q *Queue) Add(t testing.TB, write func() error) {
 	t.Helper()
-	i := q.n
 	q.n++
-	q.Errs = append(q.Errs, nil)
-	q.wg.Go(func() { q.Errs[i] = write() })
+	err := new(error)
+	q.errs = append(q.errs, err)
+	q.wg.Go(func() { *err = write() })
 	deadline := time.Now().Add(10 * time.Second)
 	for q.Store.Queued() < q.n {
 		if time.Now().After(deadline) {
@@ -37,8 +38,15 @@ func (q *Queue) Add(t testing.TB, write func() error) {
 	}
 }
 
-// Wait waits until every write added has returned.
-func (q *Queue) Wait() { q.wg.Wait() }
+// Wait waits until every write added has returned, and puts their
+// outcomes in Errs.
+func (q *Queue) Wait() {
+	q.wg.Wait()
+	q.Errs = q.Errs[:0]
+	for _, err := range q.errs {
+		q.Errs = append(q.Errs, *err)
+	}
+}
 
 // Hold occupies a store's committer, for a test to queue writes behind it:
 // submit queues a write whose work calls block. Hold returns once the
