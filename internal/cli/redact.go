@@ -269,6 +269,22 @@ func (s *redactStore) PutAgent(ctx context.Context, a *cadre.AgentRecord) error 
 	return s.Store.PutAgent(ctx, s.agent(a))
 }
 
+// AppendAgent writes a new agent's record, redacted, and its first
+// entries, as fed, in one transaction when the store beneath can (the SQL
+// stores: one commit for both, and SQLite keeps the record in the first
+// entry's row), one after the other otherwise.
+func (s *redactStore) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
+	if aa, ok := s.Store.(interface {
+		AppendAgent(context.Context, *cadre.AgentRecord, []cadre.JournalEntry) error
+	}); ok {
+		return aa.AppendAgent(ctx, s.agent(a), entries)
+	}
+	if err := s.Store.PutAgent(ctx, s.agent(a)); err != nil {
+		return err
+	}
+	return s.Store.Append(ctx, entries)
+}
+
 func (s *redactStore) ListAgents(ctx context.Context, run string) ([]*cadre.AgentRecord, error) {
 	agents, err := s.Store.ListAgents(ctx, run)
 	for i, a := range agents {

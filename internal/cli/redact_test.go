@@ -346,6 +346,40 @@ func TestRedactStoreRunJournals(t *testing.T) {
 	}
 }
 
+// The engine writes a new agent's record and Start through the redacting
+// store in one AppendAgent when the store beneath has it: the record
+// redacted, the entry as fed. Over a store without it, the two are
+// written one after the other, the same way.
+func TestRedactStoreAppendAgent(t *testing.T) {
+	ctx := t.Context()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := redact.New(e2eKey)
+	for name, inner := range map[string]cadre.Store{"sqlite": db, "memstore": memstore.New()} {
+		runsMust(t, inner.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Task: "t", Status: cadre.StatusRunning}))
+		var s cadre.Store = &redactStore{Store: inner, r: r}
+		aa, ok := s.(interface {
+			AppendAgent(context.Context, *cadre.AgentRecord, []cadre.JournalEntry) error
+		})
+		if !ok {
+			t.Fatal("the redacting store has no AppendAgent: the engine writes a new agent's record and Start in two commits")
+		}
+		rec := &cadre.AgentRecord{Run: "r1", ID: cadre.RootID, Task: "use " + e2eKey, Status: cadre.StatusQueued}
+		entry := cadre.JournalEntry{Run: "r1", Agent: cadre.RootID, Seq: 1, Kind: "start", Data: json.RawMessage(`{"task":"` + e2eKey + `"}`)}
+		runsMust(t, aa.AppendAgent(ctx, rec, []cadre.JournalEntry{entry}))
+		agents, err := inner.ListAgents(ctx, "r1")
+		if err != nil || len(agents) != 1 || agents[0].Task != "use [REDACTED]" {
+			t.Errorf("%s: agents %+v (err %v), want the record redacted", name, agents, err)
+		}
+		if j, err := inner.Journal(ctx, "r1", cadre.RootID); err != nil || len(j) != 1 || !bytes.Equal(j[0].Data, entry.Data) {
+			t.Errorf("%s: the journal %+v (err %v), want the entry as fed", name, j, err)
+		}
+	}
+}
+
 func TestRedactModel(t *testing.T) {
 	r := redact.New(e2eKey)
 	inner := funcModel(func(yield func(*cadre.Chunk, error) bool) {
