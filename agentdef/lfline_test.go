@@ -35,3 +35,24 @@ func TestSkillLoneCRLine(t *testing.T) {
 		}
 	}
 }
+
+// The places of a permission's rules, read from the parsed value, count
+// lines as the file does too: the rule "bash: maybe" is on line 3 of the
+// file, though the parser, which ends lines at lone carriage returns too,
+// sees it on line 5 of the frontmatter.
+func TestPermissionLoneCRLine(t *testing.T) {
+	src := "---\nname: a\rdescription: d\r\rpermission:\n  bash: maybe\n---\nbody\n"
+	_, diags := Parse("a.md", []byte(src), ParseOptions{Scope: ScopeDir})
+	var found bool
+	for _, d := range diags {
+		if strings.Contains(d.Message, "maybe") {
+			found = true
+			if d.Line != 3 || d.Column != 3 {
+				t.Errorf("the diagnostic of the rule is at %d:%d, want 3:3: %s", d.Line, d.Column, d)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no diagnostic names the rule's action: %v", diags)
+	}
+}

@@ -839,8 +839,7 @@ func (b *builder) permEntries(f field) ([]permEntry, bool) {
 		if n == nil || n.GetToken() == nil || n.GetToken().Position == nil {
 			return b.p.at(f.vline, f.vcol)
 		}
-		p := n.GetToken().Position
-		return b.p.at(p.Line+f.off, p.Column)
+		return b.p.at(f.nodePos(n.GetToken().Position))
 	}
 	if f.value == nil {
 		return nil, true // permission: with no value says nothing

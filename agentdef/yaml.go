@@ -8,6 +8,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/cadre-ai/cadre/internal/yamlcheck"
@@ -30,6 +31,15 @@ type field struct {
 	// from a block of lines is parsed on its own).
 	node ast.Node
 	off  int
+	// src is the block the field was parsed from, to count the lines of
+	// node's places as the file does (see nodePos).
+	src []byte
+}
+
+// nodePos is the place in the file of p, a place in f's node.
+func (f *field) nodePos(p *token.Position) (line, col int) {
+	l, c := lfPos(f.src, p.Line, p.Column)
+	return l + f.off, c
 }
 
 // yamlError is a YAML parse failure at a place in the parsed text.
@@ -47,6 +57,7 @@ func parseYAML(src []byte) ([]field, *yamlError) {
 	fields, yerr := parseYAMLAt(src)
 	for i := range fields {
 		f := &fields[i]
+		f.src = src
 		f.line, f.col = lfPos(src, f.line, f.col)
 		f.vline, f.vcol = lfPos(src, f.vline, f.vcol)
 	}
