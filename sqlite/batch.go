@@ -54,10 +54,10 @@ var (
 			tokens_out = excluded.tokens_out, started = excluded.started, ended = excluded.ended,
 			result = excluded.result, error = excluded.error`,
 	}
-	// deleteAgents removes a run's rows of agents whose records are from
-	// then on kept with their journal (see record.go); it is prepared as a
-	// table whose "rows" are IDs, after the run.
-	deleteAgents = table{insert: `DELETE FROM agents WHERE run = ? AND id IN (`, row: `?`, upsert: `)`}
+	// deleteAgents removes the rows of agents whose records are from then on
+	// kept with their journal (see record.go), a (run, id) per row; SQLite
+	// finds each with the table's key.
+	deleteAgents = table{insert: `DELETE FROM agents WHERE (run, id) IN (VALUES `, row: `(?, ?)`, upsert: `)`}
 )
 
 // statement returns the table's INSERT of n rows.
@@ -109,7 +109,6 @@ type rows struct {
 	entries []cadre.JournalEntry // checked, with their sums
 	when    []string             // the entries' times as stored
 	record  []byte               // when not nil, the record of entries[0]'s agent, kept in its row (see record.go)
-	kept    *cadre.AgentRecord   // that record, for messages
 
 	events   []cadre.Event
 	payloads [][]byte // the events' JSON, without seq
@@ -197,7 +196,7 @@ func (b *batch) add(r *rows) {
 }
 
 func (b *batch) empty() bool {
-	return len(b.agents) == 0 && len(b.entries) == 0 && len(b.events) == 0 && len(b.fresh) == 0
+	return len(b.agents) == 0 && len(b.entries) == 0 && len(b.events) == 0 // fresh records come with entries
 }
 
 // reset empties b for the next batch, keeping its buffers.
@@ -227,7 +226,10 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 		return err
 	}
 	if len(b.fresh) > 0 {
-		if err := s.deleteFresh(ctx, tx, b); err != nil {
+		err := insertRows(ctx, tx, &s.delAgents, len(b.fresh), b, func(args []any, i int) []any {
+			return append(args, b.fresh[i][0], b.fresh[i][1])
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -264,29 +266,6 @@ func (s *Store) flush(ctx context.Context, tx *sql.Tx, b *batch) error {
 	}
 	if b.n.events > 0 {
 		return s.writeEvents(ctx, tx, b)
-	}
-	return nil
-}
-
-// deleteFresh removes the rows of agents of the batch's fresh records, a
-// run at a time (a batch nearly always has one), with the statements of
-// delAgents, largest first.
-func (s *Store) deleteFresh(ctx context.Context, tx *sql.Tx, b *batch) error {
-	slices.SortFunc(b.fresh, func(x, y [2]string) int { return strings.Compare(x[0], y[0]) })
-	for rest := b.fresh; len(rest) > 0; {
-		run := rest[0][0]
-		n := 1
-		for n < len(rest) && rest[n][0] == run {
-			n++
-		}
-		ids := rest[:n]
-		rest = rest[n:]
-		err := execRows(ctx, tx, &s.delAgents, len(ids), b, run, func(args []any, i int) []any {
-			return append(args, ids[i][1])
-		})
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -332,12 +311,6 @@ func (b *boxed) of(s string) any {
 // insertRows inserts n rows with the statements of stmts, largest first;
 // row appends the arguments of row i to args.
 func insertRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch, row func(args []any, i int) []any) error {
-	return execRows(ctx, tx, stmts, n, b, nil, row)
-}
-
-// execRows is insertRows for statements whose arguments start with lead,
-// when it is not nil (deleteAgents' run), before those of the rows.
-func execRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch, lead any, row func(args []any, i int) []any) error {
 	i := 0
 	for bi, size := range rowBuckets {
 		if n-i < size {
@@ -346,9 +319,6 @@ func execRows(ctx context.Context, tx *sql.Tx, stmts *rowsStmts, n int, b *batch
 		st := tx.StmtContext(ctx, stmts[bi])
 		for ; n-i >= size; i += size {
 			args := b.args[:0]
-			if lead != nil {
-				args = append(args, lead)
-			}
 			for j := range size {
 				args = row(args, i+j)
 			}

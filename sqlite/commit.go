@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/internal/groupcommit"
 )
 
@@ -84,14 +83,15 @@ func (s *Store) write(ctx context.Context, op string, fn func(ctx context.Contex
 // agent's record holds %s for the agent and its run, put in only when a
 // message needs it: the text costs allocations every write would pay.
 func (w *write) name() string {
-	var a *cadre.AgentRecord
-	if r := w.rows; r != nil && len(r.agents) == 1 {
-		a = r.agents[0].rec
-	} else if r != nil {
-		a = r.kept
+	r := w.rows
+	if r == nil || !strings.Contains(w.op, "%s") {
+		return w.op
 	}
-	if a != nil && strings.Contains(w.op, "%s") {
-		return fmt.Sprintf(w.op, string(a.ID)+" of run "+strconv.Quote(a.Run))
+	switch {
+	case len(r.agents) == 1:
+		return fmt.Sprintf(w.op, string(r.agents[0].rec.ID)+" of run "+strconv.Quote(r.agents[0].rec.Run))
+	case r.record != nil: // the agent of entries[0]
+		return fmt.Sprintf(w.op, string(r.entries[0].Agent)+" of run "+strconv.Quote(r.entries[0].Run))
 	}
 	return w.op
 }

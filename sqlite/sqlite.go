@@ -521,15 +521,15 @@ func (s *Store) PutAgent(ctx context.Context, a *cadre.AgentRecord) error {
 // together. When the first entry is the agent's own, the record is kept
 // in that entry's row (see record.go).
 func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries []cadre.JournalEntry) error {
-	row, err := agentRowOf(a)
-	if err != nil {
-		return err
-	}
-	when, err := checkEntries(entries)
-	if err != nil {
-		return err
-	}
 	if !agentrec.Kept(a, entries) {
+		row, err := agentRowOf(a)
+		if err != nil {
+			return err
+		}
+		when, err := checkEntries(entries)
+		if err != nil {
+			return err
+		}
 		r := &rows{agents: []agentRow{row}, entries: entries, when: when}
 		return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 			if err := s.putAgent(ctx, tx, &row); err != nil {
@@ -538,7 +538,14 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 			return s.appendTx(ctx, tx, entries, when, nil)
 		})
 	}
-	r := &rows{entries: entries, when: when, record: agentrec.Append(make([]byte, 0, agentrec.Size(a)), a), kept: a}
+	if err := checkRecord(a); err != nil { // as agentRowOf does, its times not needed as text
+		return err
+	}
+	when, err := checkEntries(entries)
+	if err != nil {
+		return err
+	}
+	r := &rows{entries: entries, when: when, record: agentrec.Append(make([]byte, 0, agentrec.Size(a)), a)}
 	return s.writeRows(ctx, "put agent %s and append to its journal", r, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.StmtContext(ctx, single(&s.delAgents)).ExecContext(ctx, a.Run, string(a.ID)); err != nil {
 			return fmt.Errorf("sqlite: put agent %s of run %q: %w", a.ID, a.Run, err)
@@ -547,10 +554,26 @@ func (s *Store) AppendAgent(ctx context.Context, a *cadre.AgentRecord, entries [
 	})
 }
 
+// checkRecord checks an agent's record: what agentRowOf refuses.
+func checkRecord(a *cadre.AgentRecord) error {
+	if a == nil || a.Run == "" || a.ID == "" {
+		return errors.New("sqlite: put agent: the record needs a Run and an ID")
+	}
+	for _, t := range [...]struct {
+		what string
+		t    time.Time
+	}{{"started", a.Started}, {"ended", a.Ended}} {
+		if err := checkYear(t.t); err != nil {
+			return fmt.Errorf("sqlite: put agent %s of run %q: %s: %w", a.ID, a.Run, t.what, err)
+		}
+	}
+	return nil
+}
+
 // agentRowOf checks an agent's record and returns its upsert.
 func agentRowOf(a *cadre.AgentRecord) (agentRow, error) {
-	if a == nil || a.Run == "" || a.ID == "" {
-		return agentRow{}, errors.New("sqlite: put agent: the record needs a Run and an ID")
+	if err := checkRecord(a); err != nil {
+		return agentRow{}, err
 	}
 	started, ended, err := times(a.Started, a.Ended)
 	if err != nil {
@@ -872,11 +895,18 @@ func blob(b []byte) any {
 const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
 func formatTime(t time.Time) (string, error) {
-	u := t.UTC()
-	if y := u.Year(); y < 0 || y > 9999 {
-		return "", fmt.Errorf("time %v is outside the years 0 to 9999 that the store keeps", t)
+	if err := checkYear(t); err != nil {
+		return "", err
 	}
-	return u.Format(timeLayout), nil
+	return t.UTC().Format(timeLayout), nil
+}
+
+// checkYear refuses a time the store cannot keep in timeLayout.
+func checkYear(t time.Time) error {
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		return fmt.Errorf("time %v is outside the years 0 to 9999 that the store keeps", t)
+	}
+	return nil
 }
 
 // times formats a record's start and end; a zero end is NULL.
