@@ -115,11 +115,20 @@ func (s *Store) run() {
 	})
 }
 
-// CommitTimeout bounds each transaction of the committer: a group, or a
-// write applied alone. One that waits longer (for a lock another session
-// holds, or a server that stopped answering) is given up, so that it does
-// not hold back the writes queued behind it, of every run.
+// CommitTimeout bounds how long a write of the committer waits for a lock
+// another session holds: the server gives the statement up then
+// (lock_timeout, set on every connection of the Store), and the write
+// fails with nothing of it kept, so that it does not hold back the writes
+// queued behind it, of every run. A group held up so is applied again
+// write by write, so one locked run can hold the others back twice as
+// long. A server that stops answering is given up at the client after
+// half as long again (see answerTimeout).
 const CommitTimeout = 30 * time.Second
+
+// answerTimeout is how long the committer waits for the server to answer
+// a transaction: longer than commitTimeout, so that a lock wait ends at
+// the server, with nothing kept, before the client stops waiting.
+func (s *Store) answerTimeout() time.Duration { return s.commitTimeout * 3 / 2 }
 
 // commit applies a group and tells each writer how it went. Its statements
 // run under a context that only CommitTimeout ends: a writer that gives up
@@ -133,7 +142,7 @@ const CommitTimeout = 30 * time.Second
 // are not tried, while the other runs' writes go on.
 func (s *Store) commit(group []*write) {
 	if len(group) > 1 {
-		ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.answerTimeout())
 		err := s.commitAll(ctx, group)
 		cancel()
 		if err == nil {
@@ -161,11 +170,16 @@ func (s *Store) commit(group []*write) {
 				"another session may hold a lock on the run's rows (see pg_locks), or the server stopped answering", w.name(), run, s.commitTimeout, s.where)
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.commitTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.answerTimeout())
 		err := w.alone(ctx)
-		if err != nil && ctx.Err() != nil {
+		switch {
+		case err != nil && pgCode(err) == codeLockTimeout:
+			err = fmt.Errorf("postgres: %s: PostgreSQL at %s did not finish it within %s, so it was given up, with nothing of it kept: "+
+				"another session holds a lock it needs (see pg_locks) (%w)", w.name(), s.where, s.commitTimeout, err)
+			stuck = w.runs(stuck)
+		case err != nil && ctx.Err() != nil:
 			err = fmt.Errorf("postgres: %s: PostgreSQL at %s did not finish it within %s, so it was given up: "+
-				"another session may hold a lock it needs (see pg_locks), or the server stopped answering (%w)", w.name(), s.where, s.commitTimeout, err)
+				"the server stopped answering, or another session holds a lock it needs (see pg_locks) (%w)", w.name(), s.where, s.answerTimeout(), ctx.Err())
 			stuck = w.runs(stuck)
 		}
 		cancel()
@@ -320,6 +334,9 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 	if err := tx.Commit(ctx); err != nil {
 		if pgconn.SafeToRetry(err) {
 			return err
+		}
+		if _, ok := errors.AsType[*pgconn.PgError](err); ok {
+			return err // the server answered the COMMIT with an error: it kept nothing
 		}
 		return &uncertainError{err}
 	}

@@ -28,8 +28,13 @@ func (s *Store) Hold() (release func() error) {
 	})
 }
 
-// SetCommitTimeout replaces CommitTimeout for s. Call it before s writes.
-func (s *Store) SetCommitTimeout(d time.Duration) { s.commitTimeout = d }
+// SetCommitTimeout replaces CommitTimeout for s, on connections made from
+// now on (the open ones are closed). Call it before s writes.
+func (s *Store) SetCommitTimeout(d time.Duration) {
+	s.commitTimeout = d
+	s.lockTimeout.Store(d.Milliseconds())
+	s.pool.Reset()
+}
 
 // Closed reports whether Close has begun.
 func (s *Store) Closed() bool { return s.c.queue.Closed() }

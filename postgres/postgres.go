@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +63,7 @@ const (
 	codeUniqueViolation     = "23505"
 	codeForeignKeyViolation = "23503"
 	codeNoSchema            = "3F000"
+	codeLockTimeout         = "55P03" // lock_not_available: lock_timeout passed
 )
 
 // Store is a cadre.Store in PostgreSQL. Create one with Open.
@@ -71,6 +73,7 @@ type Store struct {
 	c     *committer
 
 	commitTimeout time.Duration // CommitTimeout, or a test's
+	lockTimeout   *atomic.Int64 // in milliseconds, set as lock_timeout on each connection: commitTimeout
 }
 
 // Open connects to the database dsn names and brings the schema up to
@@ -84,11 +87,20 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		cfg.MaxConns = int32(max(4, runtime.GOMAXPROCS(0)))
 	}
 	where := describe(cfg.ConnConfig)
+	// A statement waiting longer than CommitTimeout for a lock fails at
+	// the server (see commit): giving it up at the client only would leave
+	// the server to apply it once the lock is let go.
+	lockTimeout := new(atomic.Int64)
+	lockTimeout.Store(CommitTimeout.Milliseconds())
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET lock_timeout = "+strconv.FormatInt(lockTimeout.Load(), 10))
+		return err
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open %s: %w", where, err)
 	}
-	s := &Store{pool: pool, where: where, commitTimeout: CommitTimeout}
+	s := &Store{pool: pool, where: where, commitTimeout: CommitTimeout, lockTimeout: lockTimeout}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s: %w: check that PostgreSQL runs there and the connection string is right", where, err)
