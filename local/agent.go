@@ -324,12 +324,6 @@ func (a *agent) doAll(acts []loop.Action) *loop.Finish {
 // read it. Without a store nothing is journaled and nothing can be
 // replayed: the inputs are left as they are.
 func (a *agent) journal(ins []loop.Input) error {
-	return a.journalWith(nil, ins)
-}
-
-// journalWith is journal that also writes rec, the agent's record, in the
-// same transaction when the store can (see agentAppender).
-func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	if a.run.store == nil {
 		return nil
 	}
@@ -342,12 +336,7 @@ func (a *agent) journalWith(rec *cadre.AgentRecord, ins []loop.Input) error {
 	if ctx == nil {
 		ctx = a.run.storeCtx
 	}
-	if rec != nil {
-		err = a.run.store.(ownedStore).AppendAgent(ctx, rec, entries)
-	} else {
-		err = a.run.store.Append(ctx, entries)
-	}
-	if err != nil {
+	if err := a.run.store.Append(ctx, entries); err != nil {
 		return err
 	}
 	a.seq = entries[len(entries)-1].Seq

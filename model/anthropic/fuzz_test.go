@@ -59,10 +59,6 @@ data: {"type":"message_stop"}
 	// goroutines make coverage differ from one run of an input to the
 	// next, and the fuzzer then spends its time minimizing inputs that
 	// found nothing (a handful of inputs in a whole run).
-	// The bytes come from memory rather than a server: a server's
-	// goroutines make coverage differ from one run of an input to the
-	// next, and the fuzzer then spends its time minimizing inputs that
-	// found nothing (a handful of inputs in a whole run).
 	var body atomic.Pointer[[]byte]
 	p := anthropic.New(anthropic.Config{BaseURL: "http://anthropic.test", Model: "m",
 		HTTPClient: modeltest.StreamClient(func() []byte { return *body.Load() }), Retry: model.RetryPolicy{MaxAttempts: 1}})
