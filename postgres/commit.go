@@ -294,14 +294,10 @@ func (s *Store) commitAll(ctx context.Context, group []*write) error {
 				return err
 			}
 		}
-		next := make(map[string]int64, len(runs))
-		for _, r := range runs {
-			var last int64
-			if err := br.QueryRow().Scan(&last); err != nil {
-				_ = br.Close()
-				return err
-			}
-			next[r] = last - counts[r] + 1
+		next, err := firstSeqs(br, runs, counts)
+		if err != nil {
+			_ = br.Close()
+			return err
 		}
 		if err := br.Close(); err != nil {
 			return err

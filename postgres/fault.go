@@ -77,7 +77,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []cadre.Event) error {
 	}
 	return s.submit(ctx, &write{op: "append events", events: events, payload: payload, seqs: make([]int64, len(events)),
 		alone: func(ctx context.Context) error {
-			return s.again(func() error { return s.appendEventsOnce(ctx, events) })
+			return s.again(func() error { return s.appendEventsOnce(ctx, events, payload) })
 		}})
 }
 

@@ -373,14 +373,11 @@ const insertJournal = `INSERT INTO journal (run, agent, seq, kind, data, time, s
 // times as fast, at 256 COPY is 1.5 to 2 times as fast).
 const copyFrom = 64
 
-// Append adds journal entries in one transaction: all of them or none.
-// It sets each entry's Sum to its checksum and stores it with the entry.
+// appendOnce is Append in a transaction of its own, for entries Append
+// has checked and summed.
 func (s *Store) appendOnce(ctx context.Context, entries []cadre.JournalEntry) error {
 	if len(entries) == 0 {
 		return nil
-	}
-	if err := sumEntries(entries); err != nil {
-		return err
 	}
 	fence := fences(entries)
 	if len(entries) >= copyFrom {
@@ -565,14 +562,11 @@ func scanJournal(rows pgx.Rows, run string, add func(cadre.JournalEntry)) error 
 	return rows.Err()
 }
 
-// appendEventsOnce is AppendEvents in a transaction of its own.
-func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err error) {
+// appendEventsOnce is AppendEvents in a transaction of its own, for the
+// events' payloads AppendEvents encoded.
+func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event, payloads [][]byte) (err error) {
 	if len(events) == 0 {
 		return nil
-	}
-	payloads, err := eventPayloads(events)
-	if err != nil {
-		return err
 	}
 	count := map[string]int64{}
 	for i := range events {
@@ -599,18 +593,18 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 	for _, r := range runs {
 		alloc.Queue(bumpEventSeq, r, count[r])
 	}
-	next := make(map[string]int64, len(runs)) // the next Seq of each run
 	br := tx.SendBatch(ctx, alloc)
-	for _, r := range runs {
-		var last int64
-		if err := br.QueryRow().Scan(&last); err != nil {
-			_ = br.Close()
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("postgres: append events: run %q: %w; nothing in this batch was written", r, cadre.ErrNotFound)
-			}
-			return fmt.Errorf("postgres: append events to run %q: %w", r, err)
+	next, err := firstSeqs(br, runs, count)
+	if err != nil {
+		_ = br.Close()
+		var r *seqError
+		switch {
+		case !errors.As(err, &r):
+			return fmt.Errorf("postgres: append events: %w", err)
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("postgres: append events: run %q: %w; nothing in this batch was written", r.run, cadre.ErrNotFound)
 		}
-		next[r] = last - count[r] + 1
+		return fmt.Errorf("postgres: append events to run %q: %w", r.run, r.err)
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("postgres: append events: %w", err)
@@ -635,6 +629,30 @@ func (s *Store) appendEventsOnce(ctx context.Context, events []cadre.Event) (err
 	}
 	return nil
 }
+
+// firstSeqs reads the answers of the bumpEventSeq queued in br for runs,
+// in order, each reserving count[run] numbers, and returns the first
+// number reserved for each run. An error is a *seqError naming its run.
+func firstSeqs(br pgx.BatchResults, runs []string, count map[string]int64) (map[string]int64, error) {
+	next := make(map[string]int64, len(runs))
+	for _, r := range runs {
+		var last int64
+		if err := br.QueryRow().Scan(&last); err != nil {
+			return nil, &seqError{run: r, err: err}
+		}
+		next[r] = last - count[r] + 1
+	}
+	return next, nil
+}
+
+// A seqError is the failure of a run's event numbers (see firstSeqs).
+type seqError struct {
+	run string
+	err error
+}
+
+func (e *seqError) Error() string { return fmt.Sprintf("run %q: %v", e.run, e.err) }
+func (e *seqError) Unwrap() error { return e.err }
 
 // eventPayloads checks events and encodes each as JSON without its Seq.
 func eventPayloads(events []cadre.Event) ([][]byte, error) {
