@@ -157,7 +157,7 @@ func (r *run) readJournals(ctx context.Context) ([]*restored, error) {
 // empty journal), with the definitions it created at run time; rd reads
 // the run's journal.
 func replayJournal(ctx context.Context, rd *journal.Reader, ar *cadre.AgentRecord) (*restored, []*cadre.Definition, error) {
-	entries, err := rd.Journal(ctx, ar.ID)
+	entries, err := rd.Take(ctx, ar.ID) // each agent's once: let go once replayed
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the journal of %s: %w", ar.ID, err)
 	}

@@ -63,12 +63,28 @@ func (c *Reader) Load(ctx context.Context) error {
 // Journal returns the journal of agent id: as Load read it, or from the
 // store.
 func (c *Reader) Journal(ctx context.Context, id cadre.AgentID) ([]cadre.JournalEntry, error) {
+	return c.journal(ctx, id, false)
+}
+
+// Take is Journal for a reader that reads each agent's journal once (a
+// resume): the entries Load read are let go once the caller is done with
+// them, but for the first, whose Start may hold the configuration another
+// agent's names. Journal gives only that entry afterwards.
+func (c *Reader) Take(ctx context.Context, id cadre.AgentID) ([]cadre.JournalEntry, error) {
+	return c.journal(ctx, id, true)
+}
+
+func (c *Reader) journal(ctx context.Context, id cadre.AgentID, take bool) ([]cadre.JournalEntry, error) {
 	c.mu.Lock()
-	all := c.entries
-	c.mu.Unlock()
-	if all != nil {
-		return all[id], nil
+	if c.entries != nil {
+		entries := c.entries[id]
+		if take && len(entries) > 1 {
+			c.entries[id] = []cadre.JournalEntry{entries[0]} // not entries[:1], which would keep the others
+		}
+		c.mu.Unlock()
+		return entries, nil
 	}
+	c.mu.Unlock()
 	if c.Store == nil {
 		return nil, fmt.Errorf("there is no store to read the journal of %s from", id)
 	}

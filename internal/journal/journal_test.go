@@ -134,6 +134,30 @@ func TestReaderLoad(t *testing.T) {
 		t.Errorf("the store was read %d times agent by agent and %d times at once, want 0 and 1", s.calls, s.runCalls)
 	}
 
+	// Take gives an agent's journal once, then keeps only its first entry,
+	// from which another agent's Start may still take its configuration.
+	long := &runJournal{memJournal: &memJournal{entries: map[cadre.AgentID][]cadre.JournalEntry{
+		"root/w.1": {entries["root/w.1"][0], {Run: "r", Agent: "root/w.1", Seq: 2, Kind: "timeout", Data: json.RawMessage(`{}`)}},
+		"root/w.2": entries["root/w.2"],
+	}}}
+	rd = &Reader{Store: long, Run: "r"}
+	if err := rd.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := rd.Take(t.Context(), "root/w.1"); err != nil || len(j) != 2 {
+		t.Fatalf("Take(root/w.1): %d entries (err %v), want 2", len(j), err)
+	}
+	if j, err := rd.Journal(t.Context(), "root/w.1"); err != nil || len(j) != 1 || j[0].Seq != 1 {
+		t.Errorf("Journal(root/w.1) after Take: %+v (err %v), want its first entry alone", j, err)
+	}
+	j, err := rd.Take(t.Context(), "root/w.2")
+	if err != nil || len(j) != 1 {
+		t.Fatalf("Take(root/w.2): %d entries (err %v)", len(j), err)
+	}
+	if _, err := rd.Inputs(t.Context(), j[0]); err != nil {
+		t.Errorf("the Start that names root/w.1's configuration, after root/w.1's journal was taken: %v", err)
+	}
+
 	byAgent := &memJournal{entries: entries}
 	rd = &Reader{Store: byAgent, Run: "r"}
 	if err := rd.Load(t.Context()); err != nil {
