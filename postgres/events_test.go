@@ -2,13 +2,10 @@ package postgres_test
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cadre-ai/cadre"
 	"github.com/cadre-ai/cadre/storetest"
 )
 
@@ -39,24 +36,5 @@ func TestEventsBeforeBatches(t *testing.T) {
 	c.Close(ctx)
 	s := open(t, dsn)
 	defer s.Close()
-	more := []cadre.Event{{Type: cadre.EventAgentCompleted, Time: time.Now(), Run: "old", Agent: "root"}}
-	if err := s.AppendEvents(ctx, more); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Events(ctx, "old", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seqs []int64
-	var types []cadre.EventType
-	for _, ev := range got {
-		seqs = append(seqs, ev.Seq)
-		types = append(types, ev.Type)
-	}
-	if !slices.Equal(seqs, []int64{1, 2, 3}) || !slices.Equal(types, []cadre.EventType{cadre.EventRunStarted, cadre.EventAgentStarted, cadre.EventAgentCompleted}) {
-		t.Errorf("events after the migration: seqs %v types %v, want 1 2 3: run_started agent_started agent_completed", seqs, types)
-	}
-	if got, err := s.Events(ctx, "old", 1); err != nil || len(got) != 2 || got[0].Seq != 2 {
-		t.Errorf("events after 1: %+v %v", got, err)
-	}
+	storetest.EventsMigrated(t, s)
 }
