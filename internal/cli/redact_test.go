@@ -314,11 +314,7 @@ func TestRedactStore(t *testing.T) {
 // a display as those read one by one are, and left as fed for an engine.
 func TestRedactStoreRunJournals(t *testing.T) {
 	ctx := t.Context()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cadre.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t)
 	r := redact.New(e2eKey)
 	runsMust(t, db.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Task: "t", Status: cadre.StatusRunning}))
 	entry := cadre.JournalEntry{Run: "r1", Agent: cadre.RootID, Seq: 1, Kind: "start", Data: json.RawMessage(`{"task":"` + e2eKey + `"}`)}
@@ -352,13 +348,8 @@ func TestRedactStoreRunJournals(t *testing.T) {
 // written one after the other, the same way.
 func TestRedactStoreAppendAgent(t *testing.T) {
 	ctx := t.Context()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "cadre.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	r := redact.New(e2eKey)
-	for name, inner := range map[string]cadre.Store{"sqlite": db, "memstore": memstore.New()} {
+	for name, inner := range map[string]cadre.Store{"sqlite": openSQLite(t), "memstore": memstore.New()} {
 		runsMust(t, inner.CreateRun(ctx, &cadre.RunRecord{ID: "r1", Task: "t", Status: cadre.StatusRunning}))
 		var s cadre.Store = &redactStore{Store: inner, r: r}
 		aa, ok := s.(interface {
@@ -378,6 +369,17 @@ func TestRedactStoreAppendAgent(t *testing.T) {
 			t.Errorf("%s: the journal %+v (err %v), want the entry as fed", name, j, err)
 		}
 	}
+}
+
+// openSQLite opens a store in a new database, closed at the test's end.
+func openSQLite(t *testing.T) *sqlite.Store {
+	t.Helper()
+	db, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "cadre.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 func TestRedactModel(t *testing.T) {
